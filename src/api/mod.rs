@@ -1,0 +1,19 @@
+//! berth's Kubernetes API (group `berth.dev`, version `v1alpha1`): the
+//! [`SchedulerProfile`] and [`PodGroup`] custom resources, and the generation of their CRDs,
+//! enriched from the plugin registry so the API server validates plugin names and args.
+
+mod crd;
+mod podgroup;
+mod profile;
+
+pub use crd::{crds, crds_yaml};
+pub use podgroup::{POD_GROUP_LABEL, POD_GROUP_LABEL_COMPAT, MIN_MEMBER_ANNOTATION, PodGroup, PodGroupPhase, PodGroupSpec, PodGroupStatus};
+pub use profile::{
+    EffectivePlugins, PluginRef, PluginSet, Plugins, SchedulerProfile, SchedulerProfileSpec,
+    SchedulerProfileStatus, WeightedPlugin,
+};
+
+/// The API group of berth's resources.
+pub const GROUP: &str = "berth.dev";
+/// The API version of berth's resources.
+pub const VERSION: &str = "v1alpha1";

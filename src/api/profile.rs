@@ -1,0 +1,231 @@
+//! The `SchedulerProfile` resource.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::framework::ExtensionPoint;
+
+/// One scheduler: which plugins run at which extension point, with which weights and
+/// arguments. Pods name it in `spec.schedulerName`.
+#[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1alpha1",
+    kind = "SchedulerProfile",
+    plural = "schedulerprofiles",
+    shortname = "sprof",
+    status = "SchedulerProfileStatus",
+    printcolumn = r#"{"name":"Scheduler","type":"string","jsonPath":".status.schedulerName"}"#,
+    printcolumn = r#"{"name":"Accepted","type":"string","jsonPath":".status.conditions[?(@.type==\"Accepted\")].status"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct SchedulerProfileSpec {
+    /// The name pods use in `spec.schedulerName`; defaults to `metadata.name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler_name: Option<String>,
+    /// Percentage of nodes to score once that many feasible nodes are found; 0 means
+    /// adaptive (upstream formula: `max(5, 50 - nodes/125)` percent, at least 100 nodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentage_of_nodes_to_score: Option<i32>,
+    /// Initial backoff of a pod that failed to schedule (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_initial_backoff_seconds: Option<i64>,
+    /// Maximum backoff (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_max_backoff_seconds: Option<i64>,
+    /// Plugins enabled and disabled per extension point, merged with the default set as
+    /// in `KubeSchedulerConfiguration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugins: Option<Plugins>,
+    /// Plugin arguments, one property per plugin with args, named after the plugin in
+    /// lowerCamelCase (`nodeResourcesFit`). The CRD types each property from the registry.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "plugin_config_schema")]
+    pub plugin_config: BTreeMap<String, serde_json::Value>,
+}
+
+fn plugin_config_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    // Replaced by one typed property per plugin when the CRD is generated from the
+    // registry (see `api::crd`).
+    schemars::json_schema!({ "type": "object" })
+}
+
+impl SchedulerProfileSpec {
+    pub const DEFAULT_INITIAL_BACKOFF_SECONDS: i64 = 1;
+    pub const DEFAULT_MAX_BACKOFF_SECONDS: i64 = 10;
+}
+
+impl SchedulerProfile {
+    /// `spec.schedulerName`, defaulting to `metadata.name`.
+    pub fn scheduler_name(&self) -> String {
+        self.spec
+            .scheduler_name
+            .clone()
+            .or_else(|| self.metadata.name.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// A plugin named in `enabled` or `disabled`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginRef {
+    /// The plugin name (`"*"` in `disabled` means every default plugin).
+    pub name: String,
+    /// Score weight (Score and multiPoint only); 1..100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<i32>,
+}
+
+impl PluginRef {
+    pub fn named(name: &str) -> Self {
+        PluginRef {
+            name: name.to_string(),
+            weight: None,
+        }
+    }
+}
+
+/// Plugins to enable and disable at one extension point.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginSet {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub enabled: Vec<PluginRef>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disabled: Vec<PluginRef>,
+}
+
+/// Plugin sets per extension point, as `KubeSchedulerConfiguration.profiles[].plugins`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Plugins {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_point: Option<PluginSet>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_enqueue: Option<PluginSet>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_sort: Option<PluginSet>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_filter: Option<PluginSet>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<PluginSet>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_filter: Option<PluginSet>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_score: Option<PluginSet>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<PluginSet>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserve: Option<PluginSet>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permit: Option<PluginSet>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_bind: Option<PluginSet>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind: Option<PluginSet>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_bind: Option<PluginSet>,
+}
+
+impl Plugins {
+    /// The plugin set configured at `point`, if any.
+    pub fn at(&self, point: ExtensionPoint) -> Option<&PluginSet> {
+        match point {
+            ExtensionPoint::PreEnqueue => self.pre_enqueue.as_ref(),
+            ExtensionPoint::QueueSort => self.queue_sort.as_ref(),
+            ExtensionPoint::PreFilter => self.pre_filter.as_ref(),
+            ExtensionPoint::Filter => self.filter.as_ref(),
+            ExtensionPoint::PostFilter => self.post_filter.as_ref(),
+            ExtensionPoint::PreScore => self.pre_score.as_ref(),
+            ExtensionPoint::Score => self.score.as_ref(),
+            ExtensionPoint::Reserve => self.reserve.as_ref(),
+            ExtensionPoint::Permit => self.permit.as_ref(),
+            ExtensionPoint::PreBind => self.pre_bind.as_ref(),
+            ExtensionPoint::Bind => self.bind.as_ref(),
+            ExtensionPoint::PostBind => self.post_bind.as_ref(),
+        }
+    }
+
+    /// Mutable access to the plugin set at `point`, creating it when absent.
+    pub fn at_mut(&mut self, point: ExtensionPoint) -> &mut PluginSet {
+        let slot = match point {
+            ExtensionPoint::PreEnqueue => &mut self.pre_enqueue,
+            ExtensionPoint::QueueSort => &mut self.queue_sort,
+            ExtensionPoint::PreFilter => &mut self.pre_filter,
+            ExtensionPoint::Filter => &mut self.filter,
+            ExtensionPoint::PostFilter => &mut self.post_filter,
+            ExtensionPoint::PreScore => &mut self.pre_score,
+            ExtensionPoint::Score => &mut self.score,
+            ExtensionPoint::Reserve => &mut self.reserve,
+            ExtensionPoint::Permit => &mut self.permit,
+            ExtensionPoint::PreBind => &mut self.pre_bind,
+            ExtensionPoint::Bind => &mut self.bind,
+            ExtensionPoint::PostBind => &mut self.post_bind,
+        };
+        slot.get_or_insert_with(PluginSet::default)
+    }
+}
+
+/// A Score plugin and its weight in the effective plugin list.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WeightedPlugin {
+    pub name: String,
+    pub weight: i32,
+}
+
+/// The resolved plugins of a profile, per extension point.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EffectivePlugins {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pre_enqueue: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queue_sort: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pre_filter: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filter: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub post_filter: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pre_score: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub score: Vec<WeightedPlugin>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reserve: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub permit: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pre_bind: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bind: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub post_bind: Vec<String>,
+}
+
+/// What the operator reports about a profile.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SchedulerProfileStatus {
+    /// The `metadata.generation` this status reflects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The scheduler name this profile serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler_name: Option<String>,
+    /// Accepted, Ready and Degraded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::api::crd::conditions_schema")]
+    pub conditions: Vec<Condition>,
+    /// The effective, resolved plugin list per extension point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugins: Option<EffectivePlugins>,
+}

@@ -1,0 +1,19 @@
+//! The cluster model the scheduling core reads: resources and quantities, pods with their
+//! precomputed requests ([`PodInfo`]), per-node aggregates ([`NodeInfo`]), the incremental
+//! [`Cache`] fed by pod and node events (with assumed pods), and the cheap [`Snapshot`] a
+//! scheduling cycle works on.
+
+mod cache;
+mod node_info;
+mod pod_info;
+mod resource;
+mod snapshot;
+
+pub use cache::{Cache, CacheError};
+pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo};
+pub use pod_info::{PodInfo, pod_key};
+pub use resource::{
+    DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, QuantityError, Resource,
+    is_extended_resource_name, is_scalar_resource_name, parse_milli_value, parse_value,
+};
+pub use snapshot::Snapshot;

@@ -1,0 +1,30 @@
+//! The scheduling framework, free of Kubernetes I/O: extension-point traits ([`interface`]),
+//! [`Status`], [`CycleState`], the plugin [`Registry`], profile resolution
+//! ([`profile`]) and the [`Framework`] runner that calls the plugins of one profile.
+
+mod cycle_state;
+pub mod events;
+mod handle;
+pub mod interface;
+pub mod profile;
+mod registry;
+mod runner;
+mod status;
+mod types;
+mod waiting_pods;
+
+pub use cycle_state::{CycleState, StateData};
+pub use events::{ActionType, ClusterEvent, EventResource};
+pub use handle::{BindError, Binder, Handle};
+pub use interface::*;
+pub use profile::{ProfileConfig, ResolvedProfile, resolve};
+pub use registry::{
+    ArgsSpec, DefaultPlugin, FieldError, NoArgs, PluginArgs, PluginEntry, PluginError,
+    PluginFactory, Registry, decode_args, lower_camel,
+};
+pub use runner::{Framework, NodeScoreDetail, ScoredNode};
+pub use status::{Code, Status};
+pub use types::{
+    ExtensionPoint, NodeToStatus, PostFilterResult, PreFilterResult, QueuedPodInfo,
+};
+pub use waiting_pods::{WaitingPod, WaitingPods, format_duration};

@@ -1,0 +1,304 @@
+//! The plugin registry: the single source of truth about plugins.
+//!
+//! Each entry carries a plugin's name, the extension points it implements, its args type
+//! (serde + schemars + defaults + semantic validation) and its factory. The CRD schema, the
+//! decoding of `pluginConfig`, `berth plugins` and the default plugin set all come from
+//! here, so they cannot disagree.
+//!
+//! Out-of-tree plugins are registered the same way, with [`Registry::register`], before
+//! the binary's entry point runs (the Rust counterpart of upstream's
+//! `app.WithPlugin(name, factory)`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{ExtensionPoint, Handle, Plugin};
+
+/// One problem found in user input: the field path, the bad value and what would be valid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// JSON path from the object root, e.g. `spec.pluginConfig.nodeResourcesFit.scoringStrategy.resources[0].weight`.
+    pub path: String,
+    /// The offending value rendered as JSON (empty when the field is missing).
+    pub value: String,
+    /// What is wrong and what would be valid.
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(path: impl Into<String>, value: impl fmt::Display, message: impl Into<String>) -> Self {
+        FieldError {
+            path: path.into(),
+            value: value.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.value.is_empty() {
+            write!(f, "{}: {}", self.path, self.message)
+        } else {
+            write!(f, "{}: Invalid value: {}: {}", self.path, self.value, self.message)
+        }
+    }
+}
+
+/// The typed arguments of a plugin. `Default` gives the upstream defaults; serde fills
+/// missing fields from them (`#[serde(default)]` on the struct).
+pub trait PluginArgs:
+    Serialize + DeserializeOwned + JsonSchema + Default + Clone + Send + Sync + 'static
+{
+    /// False only for [`NoArgs`]: such plugins get no `pluginConfig` property.
+    const HAS_ARGS: bool = true;
+
+    /// Semantic checks that the schema cannot express. `path` is the path of the args
+    /// object, e.g. `spec.pluginConfig.nodeResourcesFit`.
+    fn validate(&self, path: &str) -> Vec<FieldError> {
+        let _ = path;
+        Vec::new()
+    }
+}
+
+/// The args type of plugins that take no arguments.
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, JsonSchema)]
+pub struct NoArgs {}
+
+impl PluginArgs for NoArgs {
+    const HAS_ARGS: bool = false;
+}
+
+/// How a plugin type describes itself to the registry.
+pub trait PluginFactory: Plugin + Sized {
+    /// The registry name, e.g. `NodeResourcesFit`.
+    const NAME: &'static str;
+    /// The extension points the plugin implements.
+    const POINTS: &'static [ExtensionPoint];
+    type Args: PluginArgs;
+
+    /// Builds the plugin from defaulted, validated args.
+    fn build(args: Self::Args, handle: &Handle) -> Result<Self, PluginError>;
+}
+
+/// Why a plugin could not be built from its args.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum PluginError {
+    #[error("invalid args for plugin {plugin}: {errors:?}")]
+    InvalidArgs {
+        plugin: String,
+        errors: Vec<FieldError>,
+    },
+    #[error("plugin {plugin} failed to initialise: {message}")]
+    Init { plugin: String, message: String },
+}
+
+type BuildFn = dyn Fn(Option<&serde_json::Value>, &str, &Handle) -> Result<Arc<dyn Plugin>, PluginError>
+    + Send
+    + Sync;
+
+/// The args side of a registry entry.
+#[derive(Clone)]
+pub struct ArgsSpec {
+    schema: fn(&mut SchemaGenerator) -> Schema,
+    defaults: fn() -> serde_json::Value,
+    check: fn(&serde_json::Value, &str) -> Vec<FieldError>,
+}
+
+impl ArgsSpec {
+    fn of<A: PluginArgs>() -> Self {
+        ArgsSpec {
+            schema: |generator| generator.subschema_for::<A>(),
+            defaults: || serde_json::to_value(A::default()).unwrap_or(serde_json::Value::Null),
+            check: |value, path| match decode_args::<A>(Some(value), path) {
+                Ok(_) => Vec::new(),
+                Err(errors) => errors,
+            },
+        }
+    }
+
+    /// The JSON schema of the args type.
+    pub fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        (self.schema)(generator)
+    }
+
+    /// The defaulted args as JSON.
+    pub fn defaults(&self) -> serde_json::Value {
+        (self.defaults)()
+    }
+
+    /// Decodes and validates `value`; errors name fields under `path`.
+    pub fn check(&self, value: &serde_json::Value, path: &str) -> Vec<FieldError> {
+        (self.check)(value, path)
+    }
+}
+
+/// Decodes args (missing -> defaults) and runs their semantic validation.
+pub fn decode_args<A: PluginArgs>(
+    value: Option<&serde_json::Value>,
+    path: &str,
+) -> Result<A, Vec<FieldError>> {
+    let args = match value {
+        None | Some(serde_json::Value::Null) => A::default(),
+        Some(v) => serde_json::from_value::<A>(v.clone()).map_err(|e| {
+            vec![FieldError::new(path, v, format!("cannot decode plugin args: {e}"))]
+        })?,
+    };
+    let errors = args.validate(path);
+    if errors.is_empty() { Ok(args) } else { Err(errors) }
+}
+
+/// One plugin known to the registry.
+#[derive(Clone)]
+pub struct PluginEntry {
+    pub name: &'static str,
+    pub points: &'static [ExtensionPoint],
+    /// `None` for plugins without args.
+    pub args: Option<ArgsSpec>,
+    build: Arc<BuildFn>,
+}
+
+impl PluginEntry {
+    /// The entry of plugin type `P`.
+    pub fn of<P: PluginFactory>() -> Self {
+        PluginEntry {
+            name: P::NAME,
+            points: P::POINTS,
+            args: P::Args::HAS_ARGS.then(ArgsSpec::of::<P::Args>),
+            build: Arc::new(|value, path, handle| {
+                let args = decode_args::<P::Args>(value, path).map_err(|errors| {
+                    PluginError::InvalidArgs {
+                        plugin: P::NAME.to_string(),
+                        errors,
+                    }
+                })?;
+                Ok(Arc::new(P::build(args, handle)?) as Arc<dyn Plugin>)
+            }),
+        }
+    }
+
+    /// The `pluginConfig` property name: the plugin name in lowerCamelCase.
+    pub fn config_field(&self) -> String {
+        lower_camel(self.name)
+    }
+
+    pub fn implements(&self, point: ExtensionPoint) -> bool {
+        self.points.contains(&point)
+    }
+
+    /// Builds an instance from (possibly absent) args; `path` names the args in errors.
+    pub fn build(
+        &self,
+        args: Option<&serde_json::Value>,
+        path: &str,
+        handle: &Handle,
+    ) -> Result<Arc<dyn Plugin>, PluginError> {
+        (self.build)(args, path, handle)
+    }
+}
+
+/// `NodeResourcesFit` -> `nodeResourcesFit`; a leading acronym is lowered as a whole
+/// (`QOSSort` -> `qosSort`), as Kubernetes JSON field names do.
+pub fn lower_camel(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    let upper_run = chars.iter().take_while(|c| c.is_uppercase()).count();
+    let lowered = match upper_run {
+        0 => 0,
+        n if n == chars.len() || n == 1 => n,
+        n => n - 1,
+    };
+    chars
+        .iter()
+        .enumerate()
+        .map(|(i, c)| if i < lowered { c.to_ascii_lowercase() } else { *c })
+        .collect()
+}
+
+/// A plugin in the default set with its default Score weight. As in upstream's v1
+/// config, the default set is a `multiPoint` list: each plugin runs at every point it
+/// implements.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DefaultPlugin {
+    pub name: &'static str,
+    pub weight: Option<i32>,
+}
+
+impl DefaultPlugin {
+    pub const fn new(name: &'static str) -> Self {
+        DefaultPlugin { name, weight: None }
+    }
+
+    pub const fn weighted(name: &'static str, weight: i32) -> Self {
+        DefaultPlugin {
+            name,
+            weight: Some(weight),
+        }
+    }
+}
+
+/// All plugins a binary knows, plus the default plugin set.
+#[derive(Clone, Default)]
+pub struct Registry {
+    entries: BTreeMap<&'static str, PluginEntry>,
+    /// The default `multiPoint` plugins, in upstream order.
+    defaults: Vec<DefaultPlugin>,
+}
+
+impl Registry {
+    /// An empty registry (no plugins, no defaults).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds plugin type `P`. Registering a name twice replaces the earlier entry.
+    pub fn register<P: PluginFactory>(&mut self) -> &mut Self {
+        self.insert(PluginEntry::of::<P>())
+    }
+
+    pub fn insert(&mut self, entry: PluginEntry) -> &mut Self {
+        self.entries.insert(entry.name, entry);
+        self
+    }
+
+    /// Sets the default plugin set (a `multiPoint` list), in order.
+    pub fn set_defaults(&mut self, plugins: Vec<DefaultPlugin>) -> &mut Self {
+        self.defaults = plugins;
+        self
+    }
+
+    pub fn get(&self, name: &str) -> Option<&PluginEntry> {
+        self.entries.get(name)
+    }
+
+    /// Every entry, sorted by name.
+    pub fn entries(&self) -> impl Iterator<Item = &PluginEntry> {
+        self.entries.values()
+    }
+
+    /// Every plugin name, sorted.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.entries.keys().copied().collect()
+    }
+
+    /// The default plugin set, in order.
+    pub fn defaults(&self) -> &[DefaultPlugin] {
+        &self.defaults
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_field_is_lower_camel() {
+        assert_eq!(lower_camel("NodeResourcesFit"), "nodeResourcesFit");
+        assert_eq!(lower_camel("QOSSort"), "qosSort");
+        assert_eq!(lower_camel("DefaultBinder"), "defaultBinder");
+    }
+}

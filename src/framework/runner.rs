@@ -1,0 +1,4 @@
+//! The Framework runner.
+pub struct Framework;
+pub struct NodeScoreDetail;
+pub struct ScoredNode;

@@ -1,0 +1,165 @@
+//! Values passed between the framework, the queue and plugins.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use tokio::time::Instant;
+
+use crate::cluster::PodInfo;
+
+use super::Status;
+
+/// The extension points of the scheduling framework, in the order a pod meets them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ExtensionPoint {
+    PreEnqueue,
+    QueueSort,
+    PreFilter,
+    Filter,
+    PostFilter,
+    PreScore,
+    Score,
+    Reserve,
+    Permit,
+    PreBind,
+    Bind,
+    PostBind,
+}
+
+impl ExtensionPoint {
+    /// Every point, in the order a pod meets them.
+    pub const ALL: [ExtensionPoint; 12] = [
+        ExtensionPoint::PreEnqueue,
+        ExtensionPoint::QueueSort,
+        ExtensionPoint::PreFilter,
+        ExtensionPoint::Filter,
+        ExtensionPoint::PostFilter,
+        ExtensionPoint::PreScore,
+        ExtensionPoint::Score,
+        ExtensionPoint::Reserve,
+        ExtensionPoint::Permit,
+        ExtensionPoint::PreBind,
+        ExtensionPoint::Bind,
+        ExtensionPoint::PostBind,
+    ];
+
+    /// The upstream name, e.g. `PreFilter`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExtensionPoint::PreEnqueue => "PreEnqueue",
+            ExtensionPoint::QueueSort => "QueueSort",
+            ExtensionPoint::PreFilter => "PreFilter",
+            ExtensionPoint::Filter => "Filter",
+            ExtensionPoint::PostFilter => "PostFilter",
+            ExtensionPoint::PreScore => "PreScore",
+            ExtensionPoint::Score => "Score",
+            ExtensionPoint::Reserve => "Reserve",
+            ExtensionPoint::Permit => "Permit",
+            ExtensionPoint::PreBind => "PreBind",
+            ExtensionPoint::Bind => "Bind",
+            ExtensionPoint::PostBind => "PostBind",
+        }
+    }
+
+    /// The lowerCamelCase field name used in `spec.plugins`, e.g. `preFilter`.
+    pub fn field_name(self) -> &'static str {
+        match self {
+            ExtensionPoint::PreEnqueue => "preEnqueue",
+            ExtensionPoint::QueueSort => "queueSort",
+            ExtensionPoint::PreFilter => "preFilter",
+            ExtensionPoint::Filter => "filter",
+            ExtensionPoint::PostFilter => "postFilter",
+            ExtensionPoint::PreScore => "preScore",
+            ExtensionPoint::Score => "score",
+            ExtensionPoint::Reserve => "reserve",
+            ExtensionPoint::Permit => "permit",
+            ExtensionPoint::PreBind => "preBind",
+            ExtensionPoint::Bind => "bind",
+            ExtensionPoint::PostBind => "postBind",
+        }
+    }
+}
+
+impl std::fmt::Display for ExtensionPoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A pod as the queue holds it: the pod plus queueing bookkeeping.
+#[derive(Debug, Clone)]
+pub struct QueuedPodInfo {
+    pub pod_info: Arc<PodInfo>,
+    /// When the pod was (re)added to the queue; QueueSort plugins order by it.
+    pub timestamp: Instant,
+    /// Scheduling attempts so far.
+    pub attempts: u32,
+    /// When the pod was first added to the queue.
+    pub initial_attempt_timestamp: Option<Instant>,
+    /// Plugins that rejected the pod in its last attempt (Unschedulable or Unresolvable);
+    /// only cluster events these plugins registered move the pod back to activeQ.
+    pub unschedulable_plugins: HashSet<String>,
+    /// Plugins that returned Pending in the last attempt.
+    pub pending_plugins: HashSet<String>,
+    /// The PreEnqueue plugin that is keeping the pod out of activeQ, if any.
+    pub gated_by: Option<String>,
+}
+
+impl QueuedPodInfo {
+    pub fn new(pod_info: Arc<PodInfo>, now: Instant) -> Self {
+        QueuedPodInfo {
+            pod_info,
+            timestamp: now,
+            attempts: 0,
+            initial_attempt_timestamp: None,
+            unschedulable_plugins: HashSet::new(),
+            pending_plugins: HashSet::new(),
+            gated_by: None,
+        }
+    }
+}
+
+/// What PreFilter can tell the framework about the nodes worth filtering.
+/// `node_names: None` means all nodes; results of several plugins are intersected.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreFilterResult {
+    pub node_names: Option<BTreeSet<String>>,
+}
+
+impl PreFilterResult {
+    pub fn all_nodes() -> Self {
+        PreFilterResult { node_names: None }
+    }
+
+    pub fn merge(&self, other: &PreFilterResult) -> PreFilterResult {
+        match (&self.node_names, &other.node_names) {
+            (None, None) => PreFilterResult::all_nodes(),
+            (Some(a), None) | (None, Some(a)) => PreFilterResult {
+                node_names: Some(a.clone()),
+            },
+            (Some(a), Some(b)) => PreFilterResult {
+                node_names: Some(a.intersection(b).cloned().collect()),
+            },
+        }
+    }
+}
+
+/// Why each node was rejected in a cycle, plus the status for nodes not evaluated
+/// individually (e.g. all nodes when PreFilter rejected the pod).
+#[derive(Debug, Clone, Default)]
+pub struct NodeToStatus {
+    pub statuses: HashMap<String, Status>,
+    /// Applies to every node that is absent from `statuses`.
+    pub absent: Option<Status>,
+}
+
+impl NodeToStatus {
+    pub fn get(&self, node: &str) -> Option<&Status> {
+        self.statuses.get(node).or(self.absent.as_ref())
+    }
+}
+
+/// What PostFilter can return: a node the pod was nominated to after preemption.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PostFilterResult {
+    pub nominated_node_name: Option<String>,
+}

@@ -1,0 +1,79 @@
+//! The result of a simulation: the public JSON interface of `berth simulate -o json`.
+//!
+//! Field names and meanings are stable (documented in `docs/simulate.md`); new fields
+//! may be added, none removed or renamed.
+
+use serde::Serialize;
+
+/// The whole simulation result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub pods: Vec<PodReport>,
+}
+
+/// The outcome for one pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum PodResult {
+    Scheduled,
+    Unschedulable,
+    Waiting,
+    Error,
+}
+
+impl std::fmt::Display for PodResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PodResult::Scheduled => "Scheduled",
+            PodResult::Unschedulable => "Unschedulable",
+            PodResult::Waiting => "Waiting",
+            PodResult::Error => "Error",
+        })
+    }
+}
+
+/// One pod's placement (or why it has none).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodReport {
+    pub namespace: String,
+    pub name: String,
+    pub scheduler_name: String,
+    pub result: PodResult,
+    /// The node the pod was bound to (Scheduled) or is waiting on (Waiting).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Empty when scheduled; the upstream-format failure message otherwise.
+    pub message: String,
+    /// Scheduling attempts made.
+    pub attempts: u32,
+    /// Per-node verdicts of the last attempt; present with `--explain`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<NodeReport>>,
+}
+
+/// One node's filter verdict and scores for a pod (with `--explain`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeReport {
+    pub name: String,
+    pub feasible: bool,
+    /// Why filtering rejected the node (empty when feasible or not evaluated).
+    pub filter_reasons: Vec<String>,
+    /// Normalized per-plugin scores (feasible nodes only).
+    pub scores: Vec<PluginScore>,
+    /// Sum of the weighted scores.
+    pub total_score: i64,
+}
+
+/// One Score plugin's contribution on one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginScore {
+    pub plugin: String,
+    /// The score after NormalizeScore, 0..=100.
+    pub score: i64,
+    pub weight: i64,
+    /// `score * weight`.
+    pub weighted: i64,
+}
