@@ -1,1 +1,50 @@
-//! cli
+//! The `berth` command line: one module per subcommand.
+//!
+//! [`main`] is also the entry point for binaries with out-of-tree plugins: build a
+//! [`Registry`] (usually [`crate::plugins::default_registry`] plus your own plugins) and
+//! call `berth::cli::main(registry)`.
+
+pub mod crds;
+pub mod simulate;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::framework::Registry;
+
+/// berth: SchedulerProfiles as live Kubernetes schedulers.
+#[derive(Debug, Parser)]
+#[command(name = "berth", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Schedule the pending pods of a cluster described in YAML, without a cluster.
+    Simulate(simulate::SimulateArgs),
+    /// Print the CustomResourceDefinitions (SchedulerProfile, PodGroup) as YAML.
+    Crds(crds::CrdsArgs),
+}
+
+/// Parses the command line and runs the subcommand with `registry`.
+pub fn main(registry: Registry) -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    match cli.command {
+        Command::Simulate(args) => simulate::run(args, &registry),
+        Command::Crds(args) => crds::run(args, &registry),
+    }
+}
+
+/// Human-readable logs on stderr, filtered by `RUST_LOG` (default `warn`).
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
