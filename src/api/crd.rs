@@ -1,27 +1,621 @@
-//! CRD generation: derive output enriched from the plugin registry.
+//! CRD generation: the output of `#[derive(CustomResource)]`, enriched from the plugin
+//! registry so that the API server itself rejects unknown plugin names and bad plugin args
+//! at `kubectl apply` time.
+//!
+//! What the registry adds to the `SchedulerProfile` schema:
+//!
+//! - `spec.plugins.multiPoint.enabled[].name`: an `enum` of every registered plugin, since
+//!   `multiPoint` enables a plugin wherever it runs.
+//! - `spec.plugins.<point>.enabled[].name`: only the plugins that implement `<point>`.
+//!   Upstream kube-scheduler refuses to start when a plugin is enabled at a point it does
+//!   not extend ("plugin X does not extend Y plugin"); narrowing the enum moves that error
+//!   to `kubectl apply`. A point no registered plugin implements gets `maxItems: 0`
+//!   instead, because an empty `enum` would accept any name.
+//! - `spec.plugins.<point>.disabled[].name`: every registered plugin plus `"*"`, at every
+//!   point. Upstream ignores disabling a plugin where it does not run, so this is not
+//!   narrowed: a profile written against the default set stays valid as plugins change.
+//! - `spec.pluginConfig`: one optional property per plugin with args, named
+//!   [`PluginEntry::config_field`](crate::framework::PluginEntry::config_field), typed with the args schema. Unknown properties are
+//!   pruned (no `x-kubernetes-preserve-unknown-fields`), so a misspelt plugin is dropped
+//!   rather than silently kept.
+//!
+//! Args schemas are generated with the settings and transforms kube-derive uses for the
+//! rest of the CRD (inlined subschemas, `nullable`, kube-core's structural rewriter), then
+//! checked against the structural-schema rules of apiextensions v1. An args type that
+//! cannot be expressed (a recursive type needs `$ref`, for instance) is a [`CrdError`]
+//! naming the offending schema path (`.../pluginConfig/properties/<plugin>/...`), not a CRD
+//! the API server rejects later. Like kube-derive, kube-core's rewriter panics on enums
+//! whose variants give one property two different schemas; that is a bug in the args type,
+//! caught by the first `berth crds` or test run.
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResourceExt;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::core::schema::{OptionalEnum, OptionalIntOrString, StructuralSchemaRewriter};
+use schemars::generate::SchemaSettings;
+use schemars::transform::AddNullable;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::{Map, Value, json};
 
-use crate::framework::Registry;
+use super::{PodGroup, SchedulerProfile};
+use crate::framework::{ExtensionPoint, Registry};
+
+/// Why the CRDs could not be generated or rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum CrdError {
+    /// The derive output lacks a node the enrichment expects; the API types and this
+    /// module disagree.
+    #[error(
+        "CRD {crd}: the generated schema has no node at {pointer}; api::crd is out of date with the API types"
+    )]
+    MissingSchemaNode { crd: String, pointer: String },
+    /// A schema did not survive the round trip through `JSONSchemaProps`.
+    #[error("CRD {crd}: the schema is not a valid JSONSchemaProps: {source}")]
+    SchemaProps {
+        crd: String,
+        source: serde_json::Error,
+    },
+    /// The schema breaks the structural-schema rules the API server enforces.
+    #[error(
+        "CRD {crd}: the schema is not structural, the API server would reject it:\n  {}\n\
+         Plugin args types must be plain, non-recursive serde structs and enums.",
+        problems.join("\n  ")
+    )]
+    NotStructural { crd: String, problems: Vec<String> },
+    /// YAML serialization failed.
+    #[error("CRD {crd}: cannot render YAML: {source}")]
+    Yaml {
+        crd: String,
+        source: serde_saphyr::SerializeError,
+    },
+}
 
 /// The schema of a `conditions` list: standard `metav1.Condition`s, a list-map keyed by
 /// `type`.
-pub(crate) fn conditions_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let mut schema = generator.subschema_for::<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>>();
-    schema.insert("x-kubernetes-list-type".into(), "map".into());
-    schema.insert("x-kubernetes-list-map-keys".into(), serde_json::json!(["type"]));
+///
+/// The items are inlined whatever the generator's settings, so the hook yields a
+/// structural schema even outside kube-derive (which inlines everything anyway).
+pub(crate) fn conditions_schema(generator: &mut SchemaGenerator) -> Schema {
+    let condition = Condition::json_schema(generator);
+    schemars::json_schema!({
+        "type": "array",
+        "items": condition,
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["type"],
+    })
+}
+
+/// The pattern the API server checks `resource.Quantity` strings against (as generated by
+/// controller-gen for Pod resources), so `cpu: 16 cores` fails at `kubectl apply`.
+const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
+
+/// The schema of a resource list (`cpu: "16"`, `memory: 64Gi`, `nvidia.com/gpu: 4`):
+/// quantities accept numbers and strings, as in Pod resources. (No `anyOf: [integer,
+/// string]` next to `x-kubernetes-int-or-string`: kube-core's structural rewriter strips the
+/// branch types, and the extension alone is what the API server goes by.)
+pub(crate) fn quantity_map_schema(_: &mut SchemaGenerator) -> Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "additionalProperties": {
+            "pattern": QUANTITY_PATTERN,
+            "x-kubernetes-int-or-string": true,
+        },
+    })
+}
+
+/// Both CRDs (SchedulerProfile, PodGroup). The SchedulerProfile schema is enriched from
+/// `registry`: `enum`s of plugin names in `spec.plugins` (narrowed per extension point for
+/// `enabled`, plus `"*"` for `disabled`) and one typed `spec.pluginConfig` property per
+/// plugin with args. Fails when an args schema cannot be made structural.
+pub fn crds(registry: &Registry) -> Result<Vec<CustomResourceDefinition>, CrdError> {
+    let mut profile = SchedulerProfile::crd();
+    enrich_schema(&mut profile, |schema| {
+        enrich_profile_schema(schema, registry)
+    })?;
+    let mut pod_group = PodGroup::crd();
+    enrich_schema(&mut pod_group, |_| Ok(()))?;
+    Ok(vec![profile, pod_group])
+}
+
+/// The CRDs as one multi-document YAML stream, as `berth crds` prints it: each CRD
+/// rendered with `serde_saphyr::to_string` (default options), joined by `---` lines.
+/// Deterministic: schema maps are ordered by key.
+pub fn crds_yaml(registry: &Registry) -> Result<String, CrdError> {
+    let documents = crds(registry)?
+        .iter()
+        .map(crd_yaml)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(documents.join("---\n"))
+}
+
+/// One CRD as a YAML document.
+fn crd_yaml(crd: &CustomResourceDefinition) -> Result<String, CrdError> {
+    serde_saphyr::to_string(crd).map_err(|source| CrdError::Yaml {
+        crd: crd_name(crd),
+        source,
+    })
+}
+
+fn crd_name(crd: &CustomResourceDefinition) -> String {
+    crd.metadata.name.clone().unwrap_or_default()
+}
+
+/// Applies `edit` to the (single) version's schema as JSON, checks that the result is
+/// structural and stores it back.
+fn enrich_schema(
+    crd: &mut CustomResourceDefinition,
+    mut edit: impl FnMut(&mut Value) -> Result<(), String>,
+) -> Result<(), CrdError> {
+    let name = crd_name(crd);
+    for version in &mut crd.spec.versions {
+        let Some(props) = version
+            .schema
+            .as_mut()
+            .and_then(|validation| validation.open_api_v3_schema.as_mut())
+        else {
+            return Err(CrdError::MissingSchemaNode {
+                crd: name,
+                pointer: "/openAPIV3Schema".into(),
+            });
+        };
+        let schema_error = |source| CrdError::SchemaProps {
+            crd: name.clone(),
+            source,
+        };
+        let mut schema = serde_json::to_value(&*props).map_err(schema_error)?;
+        edit(&mut schema).map_err(|pointer| CrdError::MissingSchemaNode {
+            crd: name.clone(),
+            pointer,
+        })?;
+        let problems = structural_problems(&schema);
+        if !problems.is_empty() {
+            return Err(CrdError::NotStructural {
+                crd: name,
+                problems,
+            });
+        }
+        *props = serde_json::from_value::<JSONSchemaProps>(schema).map_err(schema_error)?;
+    }
+    Ok(())
+}
+
+/// Plugin-name enums and typed `pluginConfig`. Errors are JSON pointers of missing nodes.
+fn enrich_profile_schema(schema: &mut Value, registry: &Registry) -> Result<(), String> {
+    let all_names = registry.names();
+    let mut disabled_names = all_names.clone();
+    disabled_names.push("*");
+    let specific_points = ExtensionPoint::ALL.map(|point| {
+        let implementing = registry
+            .entries()
+            .filter(|entry| entry.implements(point))
+            .map(|entry| entry.name)
+            .collect::<Vec<_>>();
+        (point.field_name(), implementing)
+    });
+    let points = std::iter::once(("multiPoint", all_names)).chain(specific_points);
+    for (field, enabled_names) in points {
+        let set = format!("/properties/spec/properties/plugins/properties/{field}/properties");
+        restrict_names(schema, &format!("{set}/enabled"), &enabled_names)?;
+        restrict_names(schema, &format!("{set}/disabled"), &disabled_names)?;
+    }
+
+    let plugin_config = node_mut(schema, "/properties/spec/properties/pluginConfig")?;
+    let properties = plugin_config_properties(registry);
+    let Some(plugin_config) = plugin_config.as_object_mut() else {
+        return Err("/properties/spec/properties/pluginConfig".into());
+    };
+    plugin_config.insert("type".into(), json!("object"));
+    plugin_config.remove("additionalProperties");
+    plugin_config.remove("x-kubernetes-preserve-unknown-fields");
+    if !properties.is_empty() {
+        plugin_config.insert("properties".into(), Value::Object(properties));
+    }
+    Ok(())
+}
+
+fn node_mut<'a>(schema: &'a mut Value, pointer: &str) -> Result<&'a mut Value, String> {
     schema
+        .pointer_mut(pointer)
+        .ok_or_else(|| pointer.to_string())
 }
 
-/// Both CRDs (SchedulerProfile, PodGroup) for the plugins in `registry`.
-pub fn crds(registry: &Registry) -> Vec<CustomResourceDefinition> {
-    let _ = registry;
-    vec![super::SchedulerProfile::crd(), super::PodGroup::crd()]
+/// Restricts `<list>[].name` to `names`; an empty `names` means the list must be empty.
+fn restrict_names(schema: &mut Value, list: &str, names: &[&str]) -> Result<(), String> {
+    let (pointer, keyword, value) = if names.is_empty() {
+        (list.to_string(), "maxItems", json!(0))
+    } else {
+        (
+            format!("{list}/items/properties/name"),
+            "enum",
+            json!(names),
+        )
+    };
+    let node = schema
+        .pointer_mut(&pointer)
+        .and_then(Value::as_object_mut)
+        .ok_or(pointer)?;
+    node.insert(keyword.into(), value);
+    Ok(())
 }
 
-/// The CRDs as one multi-document YAML stream, as `berth crds` prints it.
-pub fn crds_yaml(registry: &Registry) -> Result<String, String> {
-    let _ = registry;
-    todo!("api helper")
+/// One property per plugin with args, typed with the args schema.
+fn plugin_config_properties(registry: &Registry) -> Map<String, Value> {
+    let mut generator = schema_generator();
+    registry
+        .entries()
+        .filter_map(|entry| Some((entry, entry.args.as_ref()?)))
+        .map(|(entry, args)| {
+            let mut schema = args.schema(&mut generator);
+            for transform in generator.transforms_mut() {
+                transform.transform(&mut schema);
+            }
+            let mut schema = schema.to_value();
+            preserve_untyped_values(&mut schema);
+            (entry.config_field(), schema)
+        })
+        .collect()
+}
+
+/// A generator configured as kube-derive configures the one behind `CustomResourceExt::crd`.
+fn schema_generator() -> SchemaGenerator {
+    SchemaSettings::openapi3()
+        .with(|settings| {
+            settings.inline_subschemas = true;
+            settings.meta_schema = None;
+        })
+        .with_transform(AddNullable::default())
+        .with_transform(StructuralSchemaRewriter)
+        .with_transform(OptionalEnum)
+        .with_transform(OptionalIntOrString)
+        .into_generator()
+}
+
+/// Marks untyped nodes (e.g. a `serde_json::Value` field, schema `{}`) with
+/// `x-kubernetes-preserve-unknown-fields`, the structural way to say "any value".
+fn preserve_untyped_values(schema: &mut Value) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    let untyped = [
+        "type",
+        "x-kubernetes-int-or-string",
+        "$ref",
+        "anyOf",
+        "oneOf",
+        "allOf",
+    ]
+    .iter()
+    .all(|key| !object.contains_key(*key));
+    if untyped {
+        object.insert("x-kubernetes-preserve-unknown-fields".into(), json!(true));
+    }
+    for child in child_schemas_mut(object) {
+        preserve_untyped_values(child);
+    }
+}
+
+fn child_schemas_mut(object: &mut Map<String, Value>) -> Vec<&mut Value> {
+    let mut children = Vec::new();
+    for (key, value) in object.iter_mut() {
+        match (key.as_str(), value) {
+            ("properties", Value::Object(properties)) => children.extend(properties.values_mut()),
+            ("items" | "additionalProperties", child @ Value::Object(_)) => children.push(child),
+            _ => {}
+        }
+    }
+    children
+}
+
+/// Keywords a schema inside `anyOf`/`oneOf`/`allOf`/`not` must not set.
+const FORBIDDEN_IN_JUNCTORS: [&str; 5] = [
+    "type",
+    "description",
+    "default",
+    "additionalProperties",
+    "nullable",
+];
+
+/// Violations of the structural-schema rules (apiextensions v1) that generated schemas
+/// can run into, as `<JSON pointer>: <problem>`.
+fn structural_problems(schema: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    check_node(schema, "", false, &mut problems);
+    problems
+}
+
+fn check_node(schema: &Value, pointer: &str, in_junctor: bool, problems: &mut Vec<String>) {
+    let Some(object) = schema.as_object() else {
+        problems.push(format!("{pointer}: boolean schemas are not allowed"));
+        return;
+    };
+    let has = |key: &str| object.contains_key(key);
+    let flag = |key: &str| object.get(key) == Some(&Value::Bool(true));
+    if has("$ref") {
+        problems.push(format!(
+            "{pointer}: $ref is not allowed; the type must be inlinable"
+        ));
+    }
+    if has("properties")
+        && matches!(object.get("additionalProperties"), Some(v) if v != &json!(false))
+    {
+        problems.push(format!(
+            "{pointer}: properties and additionalProperties are mutually exclusive"
+        ));
+    }
+    if in_junctor {
+        for key in FORBIDDEN_IN_JUNCTORS.iter().filter(|key| has(key)) {
+            problems.push(format!(
+                "{pointer}: {key} is not allowed inside anyOf/oneOf/allOf/not"
+            ));
+        }
+    } else if !has("type")
+        && !flag("x-kubernetes-int-or-string")
+        && !flag("x-kubernetes-preserve-unknown-fields")
+    {
+        problems.push(format!("{pointer}: type is required"));
+    }
+    for (key, value) in object {
+        match (key.as_str(), value) {
+            ("properties", Value::Object(properties)) => {
+                for (name, child) in properties {
+                    check_node(
+                        child,
+                        &format!("{pointer}/properties/{name}"),
+                        in_junctor,
+                        problems,
+                    );
+                }
+            }
+            ("items" | "additionalProperties", child @ Value::Object(_)) => {
+                check_node(child, &format!("{pointer}/{key}"), in_junctor, problems);
+            }
+            ("anyOf" | "oneOf" | "allOf", Value::Array(branches)) => {
+                let int_or_string = flag("x-kubernetes-int-or-string");
+                for (i, branch) in branches.iter().enumerate() {
+                    if !(int_or_string && is_int_or_string_branch(branch)) {
+                        check_node(branch, &format!("{pointer}/{key}/{i}"), true, problems);
+                    }
+                }
+            }
+            ("not", child) => check_node(child, &format!("{pointer}/not"), true, problems),
+            _ => {}
+        }
+    }
+}
+
+/// `{type: integer}` / `{type: string}`: the one junctor pattern allowed to set `type`,
+/// next to `x-kubernetes-int-or-string: true`.
+fn is_int_or_string_branch(branch: &Value) -> bool {
+    matches!(
+        branch.get("type").and_then(Value::as_str),
+        Some("integer" | "string")
+    ) && branch.as_object().is_some_and(|object| object.len() == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::{Handle, NoArgs, Plugin, PluginArgs, PluginError, PluginFactory};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    /// Args shaped like upstream's: nested struct, enum, optional and defaulted fields.
+    #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+    #[serde(rename_all = "camelCase", default)]
+    struct FakeArgs {
+        scoring_strategy: Strategy,
+        timeout_seconds: Option<i64>,
+        resources: Vec<Resource>,
+        extra: serde_json::Value,
+    }
+
+    #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+    #[serde(rename_all = "camelCase")]
+    struct Resource {
+        name: String,
+        weight: i64,
+    }
+
+    #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+    enum Strategy {
+        #[default]
+        LeastAllocated,
+        MostAllocated,
+    }
+
+    impl PluginArgs for FakeArgs {}
+
+    /// Recursive: cannot be inlined, so it must be refused with the plugin named.
+    #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+    struct TreeArgs {
+        children: Vec<TreeArgs>,
+    }
+
+    impl PluginArgs for TreeArgs {}
+
+    macro_rules! fake_plugin {
+        ($ty:ident, $name:literal, $args:ty, [$($point:ident),*]) => {
+            struct $ty;
+            impl Plugin for $ty {
+                fn name(&self) -> &str {
+                    $name
+                }
+            }
+            impl PluginFactory for $ty {
+                const NAME: &'static str = $name;
+                const POINTS: &'static [ExtensionPoint] = &[$(ExtensionPoint::$point),*];
+                type Args = $args;
+                fn build(_: $args, _: &Handle) -> Result<Self, PluginError> {
+                    Ok($ty)
+                }
+            }
+        };
+    }
+
+    fake_plugin!(
+        Fit,
+        "NodeResourcesFit",
+        FakeArgs,
+        [PreFilter, Filter, Score]
+    );
+    fake_plugin!(Sort, "QOSSort", NoArgs, [QueueSort]);
+    fake_plugin!(Tree, "Tree", TreeArgs, [Filter]);
+
+    fn registry() -> Registry {
+        let mut registry = Registry::new();
+        registry.register::<Fit>().register::<Sort>();
+        registry
+    }
+
+    fn profile_schema(registry: &Registry) -> Value {
+        let crds = crds(registry).expect("CRDs from test plugins");
+        let schema = crds[0].spec.versions[0]
+            .schema
+            .as_ref()
+            .and_then(|s| s.open_api_v3_schema.as_ref());
+        serde_json::to_value(schema).expect("schema as JSON")
+    }
+
+    fn at<'a>(schema: &'a Value, pointer: &str) -> &'a Value {
+        schema
+            .pointer(pointer)
+            .unwrap_or_else(|| panic!("no schema node at {pointer}"))
+    }
+
+    const PLUGINS: &str = "/properties/spec/properties/plugins/properties";
+
+    #[test]
+    fn enabled_names_are_narrowed_to_the_plugins_of_the_point() {
+        let schema = profile_schema(&registry());
+        let cases = [
+            ("multiPoint", json!(["NodeResourcesFit", "QOSSort"])),
+            ("queueSort", json!(["QOSSort"])),
+            ("score", json!(["NodeResourcesFit"])),
+        ];
+        for (point, expected) in cases {
+            let name = at(
+                &schema,
+                &format!("{PLUGINS}/{point}/properties/enabled/items/properties/name"),
+            );
+            assert_eq!(name["enum"], expected, "enabled names at {point}");
+        }
+    }
+
+    #[test]
+    fn a_point_without_plugins_accepts_no_enabled_entries() {
+        let schema = profile_schema(&registry());
+        let enabled = at(&schema, &format!("{PLUGINS}/bind/properties/enabled"));
+        assert_eq!(enabled["maxItems"], json!(0));
+    }
+
+    #[test]
+    fn disabled_names_are_every_plugin_and_star_at_every_point() {
+        let schema = profile_schema(&registry());
+        for point in ["multiPoint", "bind", "queueSort"] {
+            let name = at(
+                &schema,
+                &format!("{PLUGINS}/{point}/properties/disabled/items/properties/name"),
+            );
+            assert_eq!(
+                name["enum"],
+                json!(["NodeResourcesFit", "QOSSort", "*"]),
+                "disabled names at {point}"
+            );
+        }
+    }
+
+    #[test]
+    fn plugin_config_has_one_typed_property_per_plugin_with_args() {
+        let schema = profile_schema(&registry());
+        let config = at(&schema, "/properties/spec/properties/pluginConfig");
+        let properties = config["properties"]
+            .as_object()
+            .expect("pluginConfig properties");
+        assert_eq!(properties.keys().collect::<Vec<_>>(), ["nodeResourcesFit"]);
+        let fit = &properties["nodeResourcesFit"];
+        assert_eq!(fit["type"], "object");
+        assert_eq!(
+            fit["properties"]["scoringStrategy"]["enum"],
+            json!(["LeastAllocated", "MostAllocated"])
+        );
+        assert_eq!(
+            fit["properties"]["scoringStrategy"]["default"],
+            "LeastAllocated"
+        );
+        assert_eq!(fit["properties"]["timeoutSeconds"]["nullable"], true);
+        assert_eq!(
+            fit["properties"]["resources"]["items"]["required"],
+            json!(["name", "weight"])
+        );
+        assert_eq!(
+            fit["properties"]["extra"]["x-kubernetes-preserve-unknown-fields"],
+            true
+        );
+        assert!(config.get("x-kubernetes-preserve-unknown-fields").is_none());
+    }
+
+    #[test]
+    fn recursive_args_are_refused_naming_the_crd_and_path() {
+        let mut registry = registry();
+        registry.register::<Tree>();
+        let error = crds(&registry).expect_err("recursive args need $ref");
+        let message = error.to_string();
+        assert!(message.contains("schedulerprofiles.berth.dev"), "{message}");
+        assert!(
+            message.contains("/pluginConfig/properties/tree"),
+            "{message}"
+        );
+        assert!(message.contains("$ref"), "{message}");
+    }
+
+    #[test]
+    fn structural_check_flags_what_the_api_server_rejects() {
+        let cases = [
+            (
+                "untyped property",
+                json!({"type": "object", "properties": {"a": {}}}),
+                "/properties/a: type is required",
+            ),
+            (
+                "type in anyOf",
+                json!({"type": "object", "anyOf": [{"type": "string"}]}),
+                "/anyOf/0: type is not allowed",
+            ),
+            (
+                "ref",
+                json!({"type": "object", "items": {"$ref": "#/x"}}),
+                "/items: $ref is not allowed",
+            ),
+            (
+                "properties with additionalProperties",
+                json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}}),
+                ": properties and additionalProperties are mutually exclusive",
+            ),
+        ];
+        for (name, schema, expected) in cases {
+            let problems = structural_problems(&schema);
+            assert!(
+                problems.iter().any(|p| p.starts_with(expected)),
+                "{name}: {problems:?}"
+            );
+        }
+        let int_or_string = json!({"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]});
+        assert_eq!(structural_problems(&int_or_string), Vec::<String>::new());
+    }
+
+    #[test]
+    fn yaml_stream_holds_both_crds_in_order() {
+        let yaml = crds_yaml(&registry()).expect("YAML");
+        let documents: Vec<&str> = yaml.split("\n---\n").collect();
+        assert_eq!(documents.len(), 2, "{yaml}");
+        assert!(documents[0].contains("name: schedulerprofiles.berth.dev"));
+        assert!(documents[1].contains("name: podgroups.berth.dev"));
+        assert_eq!(
+            yaml,
+            crds_yaml(&registry()).expect("YAML"),
+            "output is deterministic"
+        );
+    }
 }

@@ -6,7 +6,7 @@ mod crd;
 mod podgroup;
 mod profile;
 
-pub use crd::{crds, crds_yaml};
+pub use crd::{CrdError, crds, crds_yaml};
 pub use podgroup::{POD_GROUP_LABEL, POD_GROUP_LABEL_COMPAT, MIN_MEMBER_ANNOTATION, PodGroup, PodGroupPhase, PodGroupSpec, PodGroupStatus};
 pub use profile::{
     EffectivePlugins, PluginRef, PluginSet, Plugins, SchedulerProfile, SchedulerProfileSpec,

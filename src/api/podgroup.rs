@@ -23,6 +23,8 @@ pub const MIN_MEMBER_ANNOTATION: &str = "berth.dev/min-member";
     kind = "PodGroup",
     plural = "podgroups",
     shortname = "pg",
+    category = "berth",
+    doc = "A gang of pods scheduled all-or-nothing: no member is bound until `minMember` of them fit.",
     namespaced,
     status = "PodGroupStatus",
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
@@ -34,14 +36,17 @@ pub const MIN_MEMBER_ANNOTATION: &str = "berth.dev/min-member";
 #[serde(rename_all = "camelCase")]
 pub struct PodGroupSpec {
     /// The least number of members that must be schedulable together.
+    #[schemars(range(min = 1))]
     pub min_member: i32,
     /// Resources the whole group needs; checked against free capacity before any member
     /// is placed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::api::crd::quantity_map_schema")]
     pub min_resources: Option<BTreeMap<String, Quantity>>,
     /// How long members wait at Permit for their siblings; defaults to the Coscheduling
     /// plugin's `permitWaitingTimeSeconds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub schedule_timeout_seconds: Option<i32>,
 }
 

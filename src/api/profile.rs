@@ -18,6 +18,8 @@ use crate::framework::ExtensionPoint;
     kind = "SchedulerProfile",
     plural = "schedulerprofiles",
     shortname = "sprof",
+    category = "berth",
+    doc = "A scheduler instance: pods whose `spec.schedulerName` names it are scheduled with its plugins.",
     status = "SchedulerProfileStatus",
     printcolumn = r#"{"name":"Scheduler","type":"string","jsonPath":".status.schedulerName"}"#,
     printcolumn = r#"{"name":"Accepted","type":"string","jsonPath":".status.conditions[?(@.type==\"Accepted\")].status"}"#,
@@ -32,12 +34,15 @@ pub struct SchedulerProfileSpec {
     /// Percentage of nodes to score once that many feasible nodes are found; 0 means
     /// adaptive (upstream formula: `max(5, 50 - nodes/125)` percent, at least 100 nodes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
     pub percentage_of_nodes_to_score: Option<i32>,
     /// Initial backoff of a pod that failed to schedule (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub pod_initial_backoff_seconds: Option<i64>,
     /// Maximum backoff (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub pod_max_backoff_seconds: Option<i64>,
     /// Plugins enabled and disabled per extension point, merged with the default set as
     /// in `KubeSchedulerConfiguration`.
@@ -80,6 +85,7 @@ pub struct PluginRef {
     pub name: String,
     /// Score weight (Score and multiPoint only); 1..100.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
     pub weight: Option<i32>,
 }
 

@@ -1,14 +1,192 @@
-//! `berth simulate`: placeholder while the subcommand is written.
+//! `berth simulate`: schedules the pending pods of a cluster read from YAML with the same
+//! core as `berth run`, and prints where each pod went and why.
+//!
+//! Exit codes (documented in `docs/simulate.md`): 0 when the input was valid, whatever
+//! the placements; 2 when it was not (unreadable file, malformed YAML, invalid object or
+//! profile); 1 for internal errors.
 
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use crate::framework::Registry;
+use crate::simulate::input::{self, InputError};
+use crate::simulate::render;
+use crate::simulate::report::Report;
+use crate::simulate::run::{SimulateError, SimulateOptions, simulate};
+
+/// Exit code for valid input, whatever the placements.
+const EXIT_OK: u8 = 0;
+/// Exit code for internal errors.
+const EXIT_INTERNAL: u8 = 1;
+/// Exit code for invalid input.
+const EXIT_INVALID_INPUT: u8 = 2;
 
 #[derive(Debug, Args)]
-pub struct SimulateArgs {}
+pub struct SimulateArgs {
+    /// YAML file with Nodes, Pods, SchedulerProfiles, ... (repeatable; `-` reads stdin).
+    #[arg(short = 'f', long = "filename", value_name = "FILE", required = true)]
+    pub filenames: Vec<PathBuf>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+    /// Also show every node's filter verdict and per-plugin scores for each pod.
+    #[arg(long)]
+    pub explain: bool,
+    /// Seed for breaking ties between equally scored nodes; the same seed gives the same
+    /// placements.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Nodes filtered and scored in parallel [default: the number of CPUs].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub parallelism: Option<u64>,
+}
 
-pub fn run(_args: SimulateArgs, _registry: &Registry) -> ExitCode {
-    ExitCode::from(1)
+/// How the result is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Aligned columns, like `kubectl get`.
+    Table,
+    /// The JSON report documented in docs/simulate.md.
+    Json,
+}
+
+/// Runs `berth simulate` and returns its exit code.
+pub fn run(args: SimulateArgs, registry: &Registry) -> ExitCode {
+    ExitCode::from(simulate_command(args, registry))
+}
+
+fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
+    let (cluster, warnings) = match input::load_files(&args.filenames) {
+        Ok(loaded) => loaded,
+        Err(error) => return report_input_error(&error),
+    };
+    for warning in &warnings {
+        eprintln!("warning: {warning}");
+    }
+    // Virtual time: Permit timeouts and backoff elapse as soon as nothing else can run,
+    // so a simulation with a 60 s gang timeout finishes at once and deterministically.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return EXIT_INTERNAL;
+        }
+    };
+    let options = SimulateOptions {
+        explain: args.explain,
+        seed: args.seed,
+        parallelism: args
+            .parallelism
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or_else(default_parallelism),
+    };
+    match runtime.block_on(simulate(cluster, registry, options)) {
+        Ok(report) => print_report(&report, args.output),
+        Err(SimulateError::InvalidProfile { source, errors }) => {
+            for error in &errors {
+                eprintln!("error: {source}: {error}");
+            }
+            if errors.is_empty() {
+                eprintln!("error: {source}: invalid SchedulerProfile");
+            }
+            EXIT_INVALID_INPUT
+        }
+        // An object the core cannot take (say, an unparsable quantity) is invalid input
+        // just as a malformed document is.
+        Err(SimulateError::InvalidObject {
+            kind,
+            name,
+            message,
+        }) => {
+            eprintln!("error: {kind} {name}: {message}");
+            EXIT_INVALID_INPUT
+        }
+        Err(error @ SimulateError::Internal(_)) => {
+            eprintln!("error: {error}");
+            EXIT_INTERNAL
+        }
+    }
+}
+
+fn report_input_error(error: &InputError) -> u8 {
+    eprintln!("error: {error}");
+    EXIT_INVALID_INPUT
+}
+
+fn default_parallelism() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+fn print_report(report: &Report, format: OutputFormat) -> u8 {
+    let text = match format {
+        OutputFormat::Table => render::render_table(report),
+        OutputFormat::Json => match render::render_json(report) {
+            Ok(json) => json + "\n",
+            Err(error) => {
+                eprintln!("error: cannot encode the report as JSON: {error}");
+                return EXIT_INTERNAL;
+            }
+        },
+    };
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => EXIT_OK,
+        // `berth simulate ... | head` closing the pipe early is not a failure.
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(error) => {
+            eprintln!("error: cannot write the report: {error}");
+            EXIT_INTERNAL
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: SimulateArgs,
+    }
+
+    #[test]
+    fn flags_parse_with_defaults() {
+        let cli = Cli::try_parse_from(["berth", "-f", "a.yaml", "--filename", "b.yaml"]);
+        let args = cli.map(|c| c.args).ok();
+        let args = args.as_ref();
+        assert_eq!(
+            args.map(|a| a.filenames.clone()),
+            Some(vec![PathBuf::from("a.yaml"), PathBuf::from("b.yaml")])
+        );
+        assert_eq!(args.map(|a| a.output), Some(OutputFormat::Table));
+        assert_eq!(
+            args.map(|a| (a.explain, a.seed, a.parallelism)),
+            Some((false, 0, None))
+        );
+    }
+
+    #[test]
+    fn invalid_flags_are_rejected() {
+        for argv in [
+            vec!["berth"],
+            vec!["berth", "-f", "a.yaml", "-o", "yaml"],
+            vec!["berth", "-f", "a.yaml", "--parallelism", "0"],
+            vec!["berth", "-f", "a.yaml", "--seed", "-1"],
+        ] {
+            assert!(Cli::try_parse_from(&argv).is_err(), "{argv:?}");
+        }
+    }
 }

@@ -1,4 +1,20 @@
 //! The scheduler cache: NodeInfo per node, fed by pod and node events and by assumed pods.
+//!
+//! Follows upstream `internal/cache`: a pod is *assumed* on a node as soon as the
+//! scheduling cycle picks it, so the next cycle already sees its requests; the binding
+//! cycle then either confirms it (the pod's add event arrives), forgets it (binding
+//! failed), or — once binding finished — lets it expire after a TTL if the add event never
+//! comes. Pods may arrive before their node; they are kept on a node-less [`NodeInfo`]
+//! that the snapshot skips.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use tokio::time::Instant;
+
+use super::{NodeInfo, PodInfo, QuantityError, Snapshot, pod_key};
 
 /// Why a cache operation was refused.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -9,9 +25,709 @@ pub enum CacheError {
     PodExists(String),
     #[error("pod {0} has no node assigned")]
     NoNode(String),
+    #[error("pod {0} is not assumed, so it cannot be forgotten")]
+    NotAssumed(String),
+    #[error("node has no metadata.name")]
+    NodeWithoutName,
+    #[error(transparent)]
+    Quantity(#[from] QuantityError),
+}
+
+/// Where a pod is and whether its binding is confirmed.
+#[derive(Debug)]
+struct PodState {
+    pod: Arc<PodInfo>,
+    node: String,
+    assumed: bool,
+    /// Set by [`Cache::finish_binding`] when a TTL is configured: the moment after which
+    /// an unconfirmed assumed pod is dropped.
+    deadline: Option<Instant>,
+}
+
+/// The nodes that have an image, and its size as first reported.
+#[derive(Debug)]
+struct ImageState {
+    size: i64,
+    nodes: BTreeSet<String>,
 }
 
 /// Node and pod state of the cluster, including pods assumed on a node before their
 /// binding is confirmed.
 #[derive(Debug, Default)]
-pub struct Cache {}
+pub struct Cache {
+    /// How long an assumed pod whose binding finished may wait for its add event.
+    /// `None`: forever.
+    assumed_pod_ttl: Option<Duration>,
+    /// By node name; includes node-less infos holding pods of unknown nodes.
+    nodes: HashMap<String, NodeInfo>,
+    /// Names of the nodes with a `Node` object, in the order they were added.
+    node_order: Vec<String>,
+    pods: HashMap<String, PodState>,
+    /// By normalized image name (upstream `imageStates`).
+    images: HashMap<String, ImageState>,
+    /// The images each node is counted for in `images`.
+    node_images: HashMap<String, BTreeSet<String>>,
+}
+
+impl Cache {
+    /// A cache whose assumed pods expire `assumed_pod_ttl` after their binding finished
+    /// (`None`: never).
+    pub fn new(assumed_pod_ttl: Option<Duration>) -> Self {
+        Cache {
+            assumed_pod_ttl,
+            ..Default::default()
+        }
+    }
+
+    /// Adds a node, or updates it when it is already known (upstream `AddNode`).
+    pub fn add_node(&mut self, node: Node) -> Result<(), CacheError> {
+        self.upsert_node(node)
+    }
+
+    /// Replaces a node's object; an unknown node is added (upstream `UpdateNode`).
+    pub fn update_node(&mut self, node: Node) -> Result<(), CacheError> {
+        self.upsert_node(node)
+    }
+
+    /// Removes a node. Pods still on it are kept on a node-less info until their own
+    /// delete events arrive; the snapshot no longer lists the node.
+    pub fn remove_node(&mut self, name: &str) {
+        let Some(info) = self.nodes.get_mut(name) else {
+            tracing::warn!(node = name, "removing a node that is not in the cache");
+            return;
+        };
+        info.remove_node();
+        if info.pods.is_empty() {
+            self.nodes.remove(name);
+        }
+        self.node_order.retain(|n| n != name);
+        self.sync_images(name);
+    }
+
+    /// Adds an assigned pod (its add event). A pod assumed by this scheduler is confirmed,
+    /// moving it if it was bound to another node than assumed.
+    pub fn add_pod(&mut self, pod: Pod) -> Result<(), CacheError> {
+        let info = Arc::new(PodInfo::new(pod)?);
+        let key = info.key().to_owned();
+        let node = info
+            .node_name()
+            .ok_or_else(|| CacheError::NoNode(key.clone()))?
+            .to_owned();
+        match self.pods.get(&key) {
+            Some(state) if state.assumed => {
+                if state.node != node {
+                    tracing::info!(pod = %key, assumed = %state.node, bound = %node,
+                        "pod was added to a different node than it was assumed on");
+                }
+                self.detach(&key);
+            }
+            Some(_) => return Err(CacheError::PodExists(key)),
+            None => {}
+        }
+        self.attach(info, node, false);
+        Ok(())
+    }
+
+    /// Applies an update of an assigned pod. Updates of unknown or assumed pods and
+    /// invalid new pods are ignored with a warning, as upstream reports them.
+    pub fn update_pod(&mut self, old: &Pod, new: Pod) {
+        let key = pod_key(old);
+        match self.pods.get(&key) {
+            None => {
+                tracing::warn!(pod = %key, "updating a pod that is not in the cache");
+                return;
+            }
+            Some(state) if state.assumed => {
+                tracing::warn!(pod = %key, "an assumed pod should not be updated");
+                return;
+            }
+            Some(_) => {}
+        }
+        let info = match PodInfo::new(new) {
+            Ok(info) => Arc::new(info),
+            Err(err) => {
+                tracing::warn!(pod = %key, error = %err, "ignoring invalid pod update");
+                return;
+            }
+        };
+        let Some(node) = info.node_name().map(str::to_owned) else {
+            tracing::warn!(pod = %key, "ignoring pod update without a node");
+            return;
+        };
+        if let Some(old_state) = self.detach(&key)
+            && old_state.node != node
+        {
+            tracing::warn!(pod = %key, from = %old_state.node, to = %node,
+                "pod updated on a different node than it was added to");
+        }
+        self.attach(info, node, false);
+    }
+
+    /// Removes a pod (its delete event), whether assumed or confirmed.
+    pub fn remove_pod(&mut self, pod: &Pod) {
+        let key = pod_key(pod);
+        if self.detach(&key).is_none() {
+            tracing::warn!(pod = %key, "removing a pod that is not in the cache");
+        }
+    }
+
+    /// Assumes `pod` runs on `node_name` from now on: it counts on that node at once, so
+    /// the next scheduling cycle sees it.
+    pub fn assume_pod(&mut self, pod: &PodInfo, node_name: &str) -> Result<(), CacheError> {
+        if self.pods.contains_key(pod.key()) {
+            return Err(CacheError::PodExists(pod.key().to_owned()));
+        }
+        let assumed = Arc::new(pod.with_node_name(node_name));
+        self.attach(assumed, node_name.to_owned(), true);
+        Ok(())
+    }
+
+    /// The binding of an assumed pod finished: from `now`, it expires after the TTL unless
+    /// its add event confirms it first.
+    pub fn finish_binding(&mut self, key: &str, now: Instant) {
+        let ttl = self.assumed_pod_ttl;
+        if let Some(state) = self.pods.get_mut(key).filter(|s| s.assumed) {
+            state.deadline = ttl.map(|ttl| now + ttl);
+        }
+    }
+
+    /// Undoes [`Cache::assume_pod`] (binding failed or the pod was rejected after assume).
+    pub fn forget_pod(&mut self, key: &str) -> Result<(), CacheError> {
+        match self.pods.get(key) {
+            None => Err(CacheError::PodNotFound(key.to_owned())),
+            Some(state) if !state.assumed => Err(CacheError::NotAssumed(key.to_owned())),
+            Some(_) => {
+                self.detach(key);
+                Ok(())
+            }
+        }
+    }
+
+    pub fn is_assumed(&self, key: &str) -> bool {
+        self.pods.get(key).is_some_and(|s| s.assumed)
+    }
+
+    /// The pod as the cache holds it (for an assumed pod, with its assumed node).
+    pub fn get_pod(&self, key: &str) -> Option<Arc<PodInfo>> {
+        self.pods.get(key).map(|s| s.pod.clone())
+    }
+
+    /// The cache's info of node `name` (also a node-less one holding early pods).
+    pub fn node_info(&self, name: &str) -> Option<&NodeInfo> {
+        self.nodes.get(name)
+    }
+
+    /// Drops assumed pods whose binding finished more than the TTL before `now` without
+    /// their add event arriving. Returns their keys.
+    pub fn cleanup_assumed_pods(&mut self, now: Instant) -> Vec<String> {
+        let expired: Vec<String> = self
+            .pods
+            .iter()
+            .filter(|(_, s)| s.assumed && s.deadline.is_some_and(|d| now > d))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in &expired {
+            tracing::info!(pod = %key, "assumed pod expired");
+            self.detach(key);
+        }
+        expired
+    }
+
+    /// The number of nodes (with a `Node` object) in the cache.
+    pub fn node_count(&self) -> usize {
+        self.node_order.len()
+    }
+
+    /// The number of pods in the cache, assumed ones included.
+    pub fn pod_count(&self) -> usize {
+        self.pods.len()
+    }
+
+    /// Brings `snapshot` up to date: node infos whose generation differs from the one in
+    /// the snapshot are cloned anew, unchanged ones keep their `Arc`; removed nodes leave
+    /// and added nodes join at the end, so the order stays the order of addition.
+    pub fn update_snapshot(&self, snapshot: &mut Snapshot) {
+        let mut infos = Vec::with_capacity(self.node_order.len());
+        for name in &self.node_order {
+            let Some(info) = self.nodes.get(name) else {
+                continue;
+            };
+            let unchanged = snapshot
+                .get(name)
+                .filter(|shared| shared.generation == info.generation)
+                .cloned();
+            infos.push(unchanged.unwrap_or_else(|| Arc::new(info.clone())));
+        }
+        snapshot.generation = infos.iter().map(|i| i.generation).max().unwrap_or(0);
+        snapshot.set_nodes(infos);
+    }
+
+    fn upsert_node(&mut self, node: Node) -> Result<(), CacheError> {
+        let name = node
+            .metadata
+            .name
+            .clone()
+            .filter(|n| !n.is_empty())
+            .ok_or(CacheError::NodeWithoutName)?;
+        match self.nodes.get_mut(&name) {
+            Some(info) => info.set_node(node)?,
+            None => {
+                self.nodes.insert(name.clone(), NodeInfo::new(node)?);
+            }
+        }
+        if !self.node_order.contains(&name) {
+            self.node_order.push(name.clone());
+        }
+        self.sync_images(&name);
+        Ok(())
+    }
+
+    /// Adds `pod` to `node`'s info, creating a node-less one for an unknown node.
+    fn attach(&mut self, pod: Arc<PodInfo>, node: String, assumed: bool) {
+        self.nodes
+            .entry(node.clone())
+            .or_default()
+            .add_pod(pod.clone());
+        let key = pod.key().to_owned();
+        let state = PodState {
+            pod,
+            node,
+            assumed,
+            deadline: None,
+        };
+        self.pods.insert(key, state);
+    }
+
+    /// Removes a pod from its node's info and from the pod table; a node-less info left
+    /// without pods is dropped.
+    fn detach(&mut self, key: &str) -> Option<PodState> {
+        let state = self.pods.remove(key)?;
+        if let Some(info) = self.nodes.get_mut(&state.node) {
+            info.remove_pod(key);
+            if info.node().is_none() && info.pods.is_empty() {
+                self.nodes.remove(&state.node);
+            }
+        }
+        Some(state)
+    }
+
+    /// Re-registers `name`'s images (upstream `removeNodeImageStates` +
+    /// `addNodeImageStates`) and refreshes `num_nodes` wherever an image's node count
+    /// changed, bumping those nodes' generations so snapshots pick the change up.
+    fn sync_images(&mut self, name: &str) {
+        let current: BTreeSet<String> = self
+            .nodes
+            .get(name)
+            .filter(|info| info.node().is_some())
+            .map(|info| info.image_states.keys().cloned().collect())
+            .unwrap_or_default();
+        let previous = self.node_images.remove(name).unwrap_or_default();
+
+        let mut changed = Vec::new();
+        for image in previous.difference(&current) {
+            if let Some(state) = self.images.get_mut(image) {
+                state.nodes.remove(name);
+                if state.nodes.is_empty() {
+                    self.images.remove(image);
+                }
+            }
+            changed.push(image.clone());
+        }
+        for image in current.difference(&previous) {
+            let size = self
+                .nodes
+                .get(name)
+                .and_then(|info| info.image_states.get(image))
+                .map_or(0, |s| s.size);
+            self.images
+                .entry(image.clone())
+                .or_insert_with(|| ImageState {
+                    size,
+                    nodes: BTreeSet::new(),
+                })
+                .nodes
+                .insert(name.to_owned());
+            changed.push(image.clone());
+        }
+
+        // Other nodes sharing a changed image see a new count.
+        for image in &changed {
+            let Some(state) = self.images.get(image) else {
+                continue;
+            };
+            for other in state.nodes.iter().filter(|n| *n != name) {
+                if let Some(info) = self.nodes.get_mut(other) {
+                    if let Some(summary) = info.image_states.get_mut(image) {
+                        summary.num_nodes = state.nodes.len();
+                    }
+                    info.touch();
+                }
+            }
+        }
+        // This node's summaries share the cache-wide size and count.
+        if let Some(info) = self.nodes.get_mut(name) {
+            for (image, summary) in info.image_states.iter_mut() {
+                if let Some(state) = self.images.get(image) {
+                    summary.size = state.size;
+                    summary.num_nodes = state.nodes.len();
+                }
+            }
+        }
+        if !current.is_empty() {
+            self.node_images.insert(name.to_owned(), current);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{
+        Container, ContainerImage, NodeStatus, PodSpec, ResourceRequirements,
+    };
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+
+    fn node(name: &str, cpu: &str, images: &[&str]) -> Node {
+        Node {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                ..Default::default()
+            },
+            status: Some(NodeStatus {
+                allocatable: Some([("cpu".to_owned(), Quantity(cpu.to_owned()))].into()),
+                images: Some(
+                    images
+                        .iter()
+                        .map(|image| ContainerImage {
+                            names: Some(vec![image.to_string()]),
+                            size_bytes: Some(1000),
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn pod(uid: &str, node: Option<&str>, cpu: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(uid.to_owned()),
+                namespace: Some("ns".to_owned()),
+                uid: Some(uid.to_owned()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                node_name: node.map(str::to_owned),
+                containers: vec![Container {
+                    name: "c".to_owned(),
+                    resources: Some(ResourceRequirements {
+                        requests: Some([("cpu".to_owned(), Quantity(cpu.to_owned()))].into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn info(uid: &str, cpu: &str) -> PodInfo {
+        PodInfo::new(pod(uid, None, cpu)).expect("valid pod")
+    }
+
+    fn cache_with(nodes: &[&str]) -> Cache {
+        let mut cache = Cache::new(Some(Duration::from_secs(30)));
+        for name in nodes {
+            cache.add_node(node(name, "4", &[])).expect("valid node");
+        }
+        cache
+    }
+
+    fn snapshot_of(cache: &Cache) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        cache.update_snapshot(&mut snapshot);
+        snapshot
+    }
+
+    fn requested_cpu(snapshot: &Snapshot, node: &str) -> i64 {
+        snapshot.get(node).map_or(-1, |n| n.requested.milli_cpu)
+    }
+
+    #[test]
+    fn assumed_pods_count_until_forgotten() {
+        let mut cache = cache_with(&["n1", "n2"]);
+        let p = info("p1", "1500m");
+        cache.assume_pod(&p, "n1").expect("assume");
+
+        let snapshot = snapshot_of(&cache);
+        assert_eq!(requested_cpu(&snapshot, "n1"), 1500);
+        assert_eq!(requested_cpu(&snapshot, "n2"), 0);
+        assert!(cache.is_assumed("p1"));
+        let held = cache.get_pod("p1").expect("held");
+        assert_eq!(
+            held.node_name(),
+            Some("n1"),
+            "the cache holds the assumed copy"
+        );
+        assert_eq!(
+            cache.assume_pod(&p, "n2"),
+            Err(CacheError::PodExists("p1".to_owned()))
+        );
+
+        cache.forget_pod("p1").expect("forget");
+        assert_eq!(requested_cpu(&snapshot_of(&cache), "n1"), 0);
+        assert!(!cache.is_assumed("p1"));
+        assert_eq!(cache.pod_count(), 0);
+        assert_eq!(
+            cache.forget_pod("p1"),
+            Err(CacheError::PodNotFound("p1".to_owned()))
+        );
+    }
+
+    #[test]
+    fn add_event_confirms_assumed_pod() {
+        // (case, node the pod is bound to, expected n1 cpu, expected n2 cpu)
+        let cases = [
+            ("bound where assumed", "n1", 1000, 0),
+            ("bound elsewhere moves it", "n2", 0, 1000),
+        ];
+        for (name, bound, n1, n2) in cases {
+            let mut cache = cache_with(&["n1", "n2"]);
+            cache.assume_pod(&info("p1", "1"), "n1").expect(name);
+            cache.finish_binding("p1", Instant::now());
+            cache.add_pod(pod("p1", Some(bound), "1")).expect(name);
+
+            let snapshot = snapshot_of(&cache);
+            assert_eq!(
+                requested_cpu(&snapshot, "n1"),
+                n1,
+                "{name}: no double count"
+            );
+            assert_eq!(requested_cpu(&snapshot, "n2"), n2, "{name}");
+            assert!(!cache.is_assumed("p1"), "{name}");
+            assert_eq!(cache.pod_count(), 1, "{name}");
+            assert_eq!(
+                cache.forget_pod("p1"),
+                Err(CacheError::NotAssumed("p1".to_owned())),
+                "{name}: a confirmed pod cannot be forgotten"
+            );
+            let expired = cache.cleanup_assumed_pods(Instant::now() + Duration::from_secs(3600));
+            assert!(expired.is_empty(), "{name}: confirmed pods never expire");
+        }
+    }
+
+    #[test]
+    fn assumed_pods_expire_after_binding_plus_ttl() {
+        let start = Instant::now();
+        let ttl = Duration::from_secs(30);
+        // (case, binding finished?, cleanup time, expired?)
+        let cases = [
+            ("binding not finished", false, start + ttl * 10, false),
+            (
+                "within ttl",
+                true,
+                start + ttl - Duration::from_secs(1),
+                false,
+            ),
+            ("exactly at deadline", true, start + ttl, false),
+            (
+                "past deadline",
+                true,
+                start + ttl + Duration::from_secs(1),
+                true,
+            ),
+        ];
+        for (name, finished, now, expired) in cases {
+            let mut cache = cache_with(&["n1"]);
+            cache.assume_pod(&info("p1", "1"), "n1").expect(name);
+            if finished {
+                cache.finish_binding("p1", start);
+            }
+            let removed = cache.cleanup_assumed_pods(now);
+            assert_eq!(removed.len(), usize::from(expired), "{name}");
+            assert_eq!(cache.get_pod("p1").is_none(), expired, "{name}");
+            let want_cpu = if expired { 0 } else { 1000 };
+            assert_eq!(
+                requested_cpu(&snapshot_of(&cache), "n1"),
+                want_cpu,
+                "{name}"
+            );
+        }
+
+        let mut forever = Cache::new(None);
+        forever.add_node(node("n1", "4", &[])).expect("valid node");
+        forever.assume_pod(&info("p1", "1"), "n1").expect("assume");
+        forever.finish_binding("p1", start);
+        assert!(forever.cleanup_assumed_pods(start + ttl * 1000).is_empty());
+    }
+
+    #[test]
+    fn snapshot_reclones_only_changed_nodes() {
+        let mut cache = cache_with(&["n1", "n2", "n3"]);
+        let mut snapshot = Snapshot::default();
+        cache.update_snapshot(&mut snapshot);
+        let before: Vec<Arc<NodeInfo>> = snapshot.nodes().to_vec();
+
+        cache.add_pod(pod("p1", Some("n2"), "250m")).expect("add");
+        cache.update_snapshot(&mut snapshot);
+
+        let names: Vec<&str> = snapshot.nodes().iter().map(|n| n.name()).collect();
+        assert_eq!(names, ["n1", "n2", "n3"]);
+        assert!(
+            Arc::ptr_eq(&before[0], &snapshot.nodes()[0]),
+            "n1 untouched"
+        );
+        assert!(!Arc::ptr_eq(&before[1], &snapshot.nodes()[1]), "n2 changed");
+        assert!(
+            Arc::ptr_eq(&before[2], &snapshot.nodes()[2]),
+            "n3 untouched"
+        );
+        assert_eq!(requested_cpu(&snapshot, "n2"), 250);
+        assert_eq!(
+            before[1].requested.milli_cpu, 0,
+            "the old snapshot is immutable"
+        );
+
+        // A node update keeps its place; removal drops it; a new node joins at the end.
+        cache.update_node(node("n1", "8", &[])).expect("update");
+        cache.remove_node("n2");
+        cache.add_node(node("n0", "2", &[])).expect("add");
+        cache.update_snapshot(&mut snapshot);
+        let names: Vec<&str> = snapshot.nodes().iter().map(|n| n.name()).collect();
+        assert_eq!(names, ["n1", "n3", "n0"]);
+        assert_eq!(
+            snapshot.get("n1").map(|n| n.allocatable.milli_cpu),
+            Some(8000)
+        );
+        assert!(snapshot.get("n2").is_none());
+        assert!(
+            Arc::ptr_eq(&before[2], &snapshot.nodes()[1]),
+            "n3 still untouched"
+        );
+        assert_eq!(cache.node_count(), 3);
+    }
+
+    #[test]
+    fn pods_may_arrive_before_their_node_and_outlive_it() {
+        let mut cache = Cache::new(None);
+        cache.add_pod(pod("p1", Some("late"), "1")).expect("add");
+        assert_eq!(cache.node_count(), 0);
+        assert!(
+            snapshot_of(&cache).is_empty(),
+            "node-less infos are not scheduled on"
+        );
+
+        cache.add_node(node("late", "4", &[])).expect("node");
+        assert_eq!(requested_cpu(&snapshot_of(&cache), "late"), 1000);
+
+        cache.remove_node("late");
+        assert!(snapshot_of(&cache).get("late").is_none());
+        assert_eq!(
+            cache.pod_count(),
+            1,
+            "the pod waits for its own delete event"
+        );
+        cache.remove_pod(&pod("p1", Some("late"), "1"));
+        assert_eq!(cache.pod_count(), 0);
+        assert!(
+            cache.node_info("late").is_none(),
+            "empty node-less info is dropped"
+        );
+    }
+
+    #[test]
+    fn pod_events() {
+        let mut cache = cache_with(&["n1"]);
+        let p1 = pod("p1", Some("n1"), "1");
+        cache.add_pod(p1.clone()).expect("add");
+        assert_eq!(
+            cache.add_pod(p1.clone()),
+            Err(CacheError::PodExists("p1".to_owned()))
+        );
+        assert_eq!(
+            cache.add_pod(pod("p2", None, "1")),
+            Err(CacheError::NoNode("p2".to_owned()))
+        );
+        assert!(matches!(
+            cache.add_pod(pod("p3", Some("n1"), "much")),
+            Err(CacheError::Quantity(_))
+        ));
+
+        cache.update_pod(&p1, pod("p1", Some("n1"), "3"));
+        assert_eq!(requested_cpu(&snapshot_of(&cache), "n1"), 3000);
+
+        cache.remove_pod(&p1);
+        assert_eq!(requested_cpu(&snapshot_of(&cache), "n1"), 0);
+        assert!(cache.get_pod("p1").is_none());
+    }
+
+    #[test]
+    fn image_num_nodes_counts_nodes_with_the_image() {
+        let mut cache = Cache::new(None);
+        cache
+            .add_node(node("n1", "4", &["app:v1", "base"]))
+            .expect("n1");
+        cache.add_node(node("n2", "4", &["app:v1"])).expect("n2");
+        let mut snapshot = Snapshot::default();
+        cache.update_snapshot(&mut snapshot);
+        let count = |s: &Snapshot, node: &str, image: &str| {
+            s.get(node)
+                .and_then(|n| n.image_states.get(image))
+                .map(|i| i.num_nodes)
+        };
+        // (node, image, count)
+        let cases = [
+            ("n1", "app:v1", Some(2)),
+            ("n2", "app:v1", Some(2)),
+            ("n1", "base:latest", Some(1)),
+            ("n2", "base:latest", None),
+        ];
+        for (node_name, image, want) in cases {
+            assert_eq!(
+                count(&snapshot, node_name, image),
+                want,
+                "{node_name} {image}"
+            );
+        }
+
+        cache.remove_node("n2");
+        cache.update_snapshot(&mut snapshot);
+        assert_eq!(
+            count(&snapshot, "n1", "app:v1"),
+            Some(1),
+            "n1 sees n2 leave"
+        );
+
+        let before = snapshot.get("n1").cloned().expect("n1");
+        cache
+            .update_node(node("n1", "8", &["app:v1", "base"]))
+            .expect("n1");
+        cache.add_node(node("n3", "4", &["other"])).expect("n3");
+        cache.update_snapshot(&mut snapshot);
+        assert_eq!(count(&snapshot, "n1", "app:v1"), Some(1));
+        assert!(
+            !Arc::ptr_eq(&before, &snapshot.nodes()[0]),
+            "n1 itself changed"
+        );
+    }
+
+    #[test]
+    fn nodes_need_a_name_and_valid_allocatable() {
+        let mut cache = Cache::new(None);
+        assert_eq!(
+            cache.add_node(Node::default()),
+            Err(CacheError::NodeWithoutName)
+        );
+        assert!(matches!(
+            cache.add_node(node("n1", "lots", &[])),
+            Err(CacheError::Quantity(_))
+        ));
+        assert_eq!(cache.node_count(), 0);
+        assert!(cache.node_info("n1").is_none());
+    }
+}

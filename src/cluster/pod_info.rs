@@ -2,9 +2,15 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodSpec};
 
-use super::{QuantityError, Resource};
+use super::resource::{ExactList, exact_list};
+use super::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, QuantityError, Resource};
+
+const DEFAULT_NAMESPACE: &str = "default";
+const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+/// `v1.ContainerRestartPolicyAlways`: an init container with it is a sidecar.
+const RESTART_POLICY_ALWAYS: &str = "Always";
 
 /// A pod and its precomputed requests.
 #[derive(Debug, Clone)]
@@ -21,7 +27,32 @@ pub struct PodInfo {
 
 impl PodInfo {
     pub fn new(pod: Pod) -> Result<Self, QuantityError> {
-        todo!("cluster helper")
+        let (requests, non_zero_requests) = match &pod.spec {
+            Some(spec) => (
+                Resource::from_exact(&pod_requests(spec, false)?),
+                Resource::from_exact(&pod_requests(spec, true)?),
+            ),
+            None => Default::default(),
+        };
+        Ok(PodInfo {
+            key: pod_key(&pod),
+            pod: Arc::new(pod),
+            requests,
+            non_zero_requests,
+        })
+    }
+
+    /// A copy whose pod has `spec.nodeName` set to `node`, as the cache stores an assumed
+    /// pod. The requests are reused, not recomputed.
+    pub fn with_node_name(&self, node: &str) -> PodInfo {
+        let mut pod = Pod::clone(&self.pod);
+        pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_owned());
+        PodInfo {
+            pod: Arc::new(pod),
+            key: self.key.clone(),
+            requests: self.requests.clone(),
+            non_zero_requests: self.non_zero_requests.clone(),
+        }
     }
 
     /// The pod's identity in the cache and queue: its UID, or `namespace/name` when it
@@ -31,28 +62,485 @@ impl PodInfo {
     }
 
     pub fn name(&self) -> &str {
-        todo!("cluster helper")
+        self.pod.metadata.name.as_deref().unwrap_or("")
     }
 
+    /// `metadata.namespace`, `default` when unset.
     pub fn namespace(&self) -> &str {
-        todo!("cluster helper")
+        namespace_of(&self.pod)
     }
 
     /// `spec.priority`, 0 when unset.
     pub fn priority(&self) -> i32 {
-        todo!("cluster helper")
+        self.spec().and_then(|s| s.priority).unwrap_or(0)
     }
 
+    /// `spec.nodeName`, `None` when unset or empty.
     pub fn node_name(&self) -> Option<&str> {
-        todo!("cluster helper")
+        self.spec()
+            .and_then(|s| s.node_name.as_deref())
+            .filter(|n| !n.is_empty())
     }
 
+    /// `spec.schedulerName`, `default-scheduler` when unset or empty.
     pub fn scheduler_name(&self) -> &str {
-        todo!("cluster helper")
+        self.spec()
+            .and_then(|s| s.scheduler_name.as_deref())
+            .filter(|n| !n.is_empty())
+            .unwrap_or(DEFAULT_SCHEDULER_NAME)
+    }
+
+    /// The host ports the pod occupies on its node (upstream `GetHostPorts`).
+    pub fn host_ports(&self) -> Vec<&ContainerPort> {
+        host_ports(&self.pod)
+    }
+
+    fn spec(&self) -> Option<&PodSpec> {
+        self.pod.spec.as_ref()
     }
 }
 
 /// The cache/queue key of a pod: its UID, or `namespace/name` when it has none.
 pub fn pod_key(pod: &Pod) -> String {
-    todo!("cluster helper")
+    match pod.metadata.uid.as_deref() {
+        Some(uid) if !uid.is_empty() => uid.to_owned(),
+        _ => format!(
+            "{}/{}",
+            namespace_of(pod),
+            pod.metadata.name.as_deref().unwrap_or("")
+        ),
+    }
+}
+
+fn namespace_of(pod: &Pod) -> &str {
+    pod.metadata
+        .namespace
+        .as_deref()
+        .filter(|ns| !ns.is_empty())
+        .unwrap_or(DEFAULT_NAMESPACE)
+}
+
+/// Upstream `GetHostPorts`: ports with a `hostPort` of the app containers and of the
+/// init containers that run for the pod's whole life (sidecars).
+pub fn host_ports(pod: &Pod) -> Vec<&ContainerPort> {
+    let Some(spec) = &pod.spec else {
+        return Vec::new();
+    };
+    let sidecars = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .filter(|c| is_restartable(c));
+    sidecars
+        .chain(&spec.containers)
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter(|p| p.host_port.is_some_and(|port| port > 0))
+        .collect()
+}
+
+fn is_restartable(container: &Container) -> bool {
+    container.restart_policy.as_deref() == Some(RESTART_POLICY_ALWAYS)
+}
+
+/// Upstream `resourcehelper.PodRequests` (without pod-level resources and in-place
+/// resize status), on exact amounts. With `non_missing`, a container without a CPU or
+/// memory request is taken to request the scoring defaults.
+fn pod_requests(spec: &PodSpec, non_missing: bool) -> Result<ExactList, QuantityError> {
+    let mut reqs = ExactList::new();
+    for container in &spec.containers {
+        add_list(&mut reqs, &container_requests(container, non_missing)?);
+    }
+    // While init container i runs, the sidecars started before it run too:
+    // use(i) = sum(restartable init containers before i) + requests(i).
+    let mut sidecars = ExactList::new();
+    let mut init_peak = ExactList::new();
+    for container in spec.init_containers.iter().flatten() {
+        let own = container_requests(container, non_missing)?;
+        if is_restartable(container) {
+            add_list(&mut reqs, &own);
+            add_list(&mut sidecars, &own);
+            max_list(&mut init_peak, &sidecars);
+        } else {
+            let mut during = own;
+            add_list(&mut during, &sidecars);
+            max_list(&mut init_peak, &during);
+        }
+    }
+    max_list(&mut reqs, &init_peak);
+    if let Some(overhead) = &spec.overhead {
+        add_list(&mut reqs, &exact_list(overhead)?);
+    }
+    Ok(reqs)
+}
+
+/// A container's requests; with `non_missing`, absent CPU / memory requests become the
+/// scoring defaults (upstream `applyNonMissing`; an explicit `0` stays 0).
+fn container_requests(
+    container: &Container,
+    non_missing: bool,
+) -> Result<ExactList, QuantityError> {
+    let mut reqs = match container
+        .resources
+        .as_ref()
+        .and_then(|r| r.requests.as_ref())
+    {
+        Some(requests) => exact_list(requests)?,
+        None => ExactList::new(),
+    };
+    if non_missing {
+        const NANOS_PER_MILLI: i128 = 1_000_000;
+        const NANOS_PER_UNIT: i128 = 1_000_000_000;
+        reqs.entry("cpu".to_owned())
+            .or_insert(i128::from(DEFAULT_MILLI_CPU_REQUEST) * NANOS_PER_MILLI);
+        reqs.entry("memory".to_owned())
+            .or_insert(i128::from(DEFAULT_MEMORY_REQUEST) * NANOS_PER_UNIT);
+    }
+    Ok(reqs)
+}
+
+fn add_list(into: &mut ExactList, other: &ExactList) {
+    for (name, amount) in other {
+        let entry = into.entry(name.clone()).or_insert(0);
+        *entry = entry.saturating_add(*amount);
+    }
+}
+
+fn max_list(into: &mut ExactList, other: &ExactList) {
+    for (name, &amount) in other {
+        let entry = into.entry(name.clone()).or_insert(amount);
+        *entry = (*entry).max(amount);
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::api::core::v1::ResourceRequirements;
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+
+    fn list(items: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
+        items
+            .iter()
+            .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+            .collect()
+    }
+
+    fn container(name: &str, requests: &[(&str, &str)]) -> Container {
+        Container {
+            name: name.to_owned(),
+            resources: (!requests.is_empty()).then(|| ResourceRequirements {
+                requests: Some(list(requests)),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn sidecar(name: &str, requests: &[(&str, &str)]) -> Container {
+        Container {
+            restart_policy: Some("Always".to_owned()),
+            ..container(name, requests)
+        }
+    }
+
+    fn pod_with(init: Vec<Container>, app: Vec<Container>, overhead: &[(&str, &str)]) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some("p".to_owned()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                init_containers: (!init.is_empty()).then_some(init),
+                containers: app,
+                overhead: (!overhead.is_empty()).then(|| list(overhead)),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn cpu(milli: i64) -> Resource {
+        Resource {
+            milli_cpu: milli,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn requests_follow_upstream_pod_requests() {
+        // Cases from upstream component-helpers TestPodResourceRequests /
+        // TestPodResourceLimits (the sidecar arithmetic is the same for requests).
+        let c = container;
+        let s = sidecar;
+        let cases: Vec<(&str, Pod, Resource)> = vec![
+            (
+                "larger init container wins",
+                pod_with(
+                    vec![c("i", &[("cpu", "4")])],
+                    vec![c("a", &[("cpu", "1")])],
+                    &[],
+                ),
+                cpu(4000),
+            ),
+            (
+                "larger containers win",
+                pod_with(
+                    vec![c("i", &[("cpu", "2")])],
+                    vec![c("a", &[("cpu", "2")]), c("b", &[("cpu", "3")])],
+                    &[],
+                ),
+                cpu(5000),
+            ),
+            (
+                "pod overhead included",
+                pod_with(
+                    vec![c("i", &[("cpu", "2")])],
+                    vec![c("a", &[("cpu", "2")]), c("b", &[("cpu", "3")])],
+                    &[("cpu", "1"), ("memory", "1Gi")],
+                ),
+                Resource {
+                    milli_cpu: 6000,
+                    memory: 1 << 30,
+                    ..Default::default()
+                },
+            ),
+            (
+                "restartable init container adds to containers",
+                pod_with(
+                    vec![s("r1", &[("cpu", "1")])],
+                    vec![c("a", &[("cpu", "1")])],
+                    &[],
+                ),
+                cpu(2000),
+            ),
+            (
+                "multiple restartable init containers: max(5, 3+2+1 + 1)",
+                pod_with(
+                    vec![
+                        c("init-1", &[("cpu", "5")]),
+                        s("r1", &[("cpu", "1")]),
+                        s("r2", &[("cpu", "2")]),
+                        s("r3", &[("cpu", "3")]),
+                    ],
+                    vec![c("a", &[("cpu", "1")])],
+                    &[],
+                ),
+                cpu(7000),
+            ),
+            (
+                "regular init after sidecars counts the sidecars started before it",
+                pod_with(
+                    vec![
+                        c("init-1", &[("cpu", "5")]),
+                        s("r1", &[("cpu", "1")]),
+                        s("r2", &[("cpu", "2")]),
+                        c("init-2", &[("cpu", "5")]),
+                        s("r3", &[("cpu", "3")]),
+                    ],
+                    vec![c("a", &[("cpu", "1")])],
+                    &[],
+                ),
+                cpu(8000),
+            ),
+            (
+                "restartable init, init and regular",
+                pod_with(
+                    vec![s("r1", &[("cpu", "10")]), c("init-1", &[("cpu", "200")])],
+                    vec![c("a", &[("cpu", "100")])],
+                    &[],
+                ),
+                cpu(210_000),
+            ),
+            (
+                "requests with overhead, limits ignored",
+                pod_with(
+                    vec![],
+                    vec![c("a", &[("cpu", "1"), ("memory", "10")])],
+                    &[("cpu", "5"), ("memory", "5")],
+                ),
+                Resource {
+                    milli_cpu: 6000,
+                    memory: 15,
+                    ..Default::default()
+                },
+            ),
+            (
+                "two containers, massive init, overhead on top",
+                pod_with(
+                    vec![
+                        c("small", &[("cpu", "1"), ("memory", "5")]),
+                        c("big", &[("cpu", "40"), ("memory", "120")]),
+                    ],
+                    vec![
+                        c("a", &[("cpu", "1"), ("memory", "5")]),
+                        c("b", &[("cpu", "4"), ("memory", "12")]),
+                    ],
+                    &[("cpu", "3"), ("memory", "8")],
+                ),
+                Resource {
+                    milli_cpu: 43_000,
+                    memory: 128,
+                    ..Default::default()
+                },
+            ),
+            (
+                "sub-milli amounts are summed before rounding",
+                pod_with(
+                    vec![],
+                    vec![c("a", &[("cpu", "0.4m")]), c("b", &[("cpu", "0.4m")])],
+                    &[],
+                ),
+                cpu(1),
+            ),
+        ];
+        for (name, pod, want) in cases {
+            let info = PodInfo::new(pod).expect(name);
+            assert_eq!(info.requests, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn non_zero_requests_substitute_missing_cpu_and_memory_per_container() {
+        let default_mem = DEFAULT_MEMORY_REQUEST;
+        let c = container;
+        let cases: Vec<(&str, Pod, i64, i64)> = vec![
+            (
+                "no containers request anything",
+                pod_with(vec![], vec![c("a", &[]), c("b", &[])], &[]),
+                200,
+                2 * default_mem,
+            ),
+            (
+                "explicit zero is kept",
+                pod_with(vec![], vec![c("a", &[("cpu", "0"), ("memory", "0")])], &[]),
+                0,
+                0,
+            ),
+            (
+                "only cpu set",
+                pod_with(vec![], vec![c("a", &[("cpu", "250m")])], &[]),
+                250,
+                default_mem,
+            ),
+            (
+                "init container defaults count in the max",
+                pod_with(
+                    vec![c("i", &[("memory", "1Gi")])],
+                    vec![c("a", &[("memory", "1Mi")])],
+                    &[],
+                ),
+                100,
+                1 << 30,
+            ),
+            (
+                "overhead is added after defaults",
+                pod_with(vec![], vec![c("a", &[])], &[("cpu", "50m")]),
+                150,
+                default_mem,
+            ),
+        ];
+        for (name, pod, want_cpu, want_mem) in cases {
+            let info = PodInfo::new(pod).expect(name);
+            assert_eq!(info.non_zero_requests.milli_cpu, want_cpu, "{name}: cpu");
+            assert_eq!(info.non_zero_requests.memory, want_mem, "{name}: memory");
+        }
+    }
+
+    #[test]
+    fn invalid_request_names_the_resource() {
+        let pod = pod_with(vec![], vec![container("a", &[("memory", "1 GB")])], &[]);
+        let err = PodInfo::new(pod).expect_err("invalid memory");
+        assert_eq!(err.resource, "memory");
+        assert_eq!(err.value, "1 GB");
+    }
+
+    #[test]
+    fn identity_and_defaults() {
+        let meta = |uid: Option<&str>, ns: Option<&str>| ObjectMeta {
+            name: Some("web".to_owned()),
+            namespace: ns.map(str::to_owned),
+            uid: uid.map(str::to_owned),
+            ..Default::default()
+        };
+        let cases = [
+            ("uid wins", meta(Some("u-1"), Some("prod")), "u-1", "prod"),
+            (
+                "empty uid falls back",
+                meta(Some(""), Some("prod")),
+                "prod/web",
+                "prod",
+            ),
+            (
+                "namespace defaults",
+                meta(None, None),
+                "default/web",
+                "default",
+            ),
+        ];
+        for (name, metadata, key, namespace) in cases {
+            let pod = Pod {
+                metadata,
+                ..Default::default()
+            };
+            assert_eq!(pod_key(&pod), key, "{name}");
+            let info = PodInfo::new(pod).expect(name);
+            assert_eq!(info.key(), key, "{name}");
+            assert_eq!(info.namespace(), namespace, "{name}");
+            assert_eq!(info.name(), "web", "{name}");
+            assert_eq!(info.priority(), 0, "{name}");
+            assert_eq!(info.node_name(), None, "{name}");
+            assert_eq!(info.scheduler_name(), "default-scheduler", "{name}");
+        }
+
+        let mut pod = pod_with(vec![], vec![container("a", &[("cpu", "1")])], &[]);
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.priority = Some(7);
+            spec.node_name = Some(String::new());
+            spec.scheduler_name = Some("batch".to_owned());
+        }
+        let info = PodInfo::new(pod).expect("valid");
+        assert_eq!(info.priority(), 7);
+        assert_eq!(info.node_name(), None, "empty nodeName is unassigned");
+        assert_eq!(info.scheduler_name(), "batch");
+
+        let assumed = info.with_node_name("n1");
+        assert_eq!(assumed.node_name(), Some("n1"));
+        assert_eq!(assumed.key(), info.key());
+        assert_eq!(assumed.requests, cpu(1000));
+        assert_eq!(info.node_name(), None, "the original is untouched");
+    }
+
+    #[test]
+    fn host_ports_include_sidecars_but_not_plain_init_containers() {
+        let with_port = |mut c: Container, port: i32| {
+            c.ports = Some(vec![ContainerPort {
+                container_port: 80,
+                host_port: Some(port),
+                ..Default::default()
+            }]);
+            c
+        };
+        let pod = pod_with(
+            vec![
+                with_port(container("init", &[]), 1),
+                with_port(sidecar("side", &[]), 2),
+            ],
+            vec![
+                with_port(container("a", &[]), 3),
+                with_port(container("b", &[]), 0),
+            ],
+            &[],
+        );
+        let info = PodInfo::new(pod).expect("valid");
+        let ports: Vec<i32> = info
+            .host_ports()
+            .iter()
+            .filter_map(|p| p.host_port)
+            .collect();
+        assert_eq!(ports, vec![2, 3]);
+    }
 }

@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::NodeInfo;
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use super::{NodeInfo, PodInfo, QuantityError};
 
 /// Node infos in a stable order, shared (`Arc`) with the cache so taking a snapshot
 /// re-clones only the nodes that changed since the previous one.
@@ -13,4 +15,203 @@ pub struct Snapshot {
     index: HashMap<String, usize>,
     /// The cache generation this snapshot reflects.
     pub generation: u64,
+}
+
+impl Snapshot {
+    /// A snapshot of `node_infos`, in that order. As upstream `NewSnapshot`, each image's
+    /// `num_nodes` is recounted over the given nodes.
+    pub fn new(mut node_infos: Vec<NodeInfo>) -> Self {
+        let mut image_nodes: HashMap<String, usize> = HashMap::new();
+        for info in &node_infos {
+            for name in info.image_states.keys() {
+                *image_nodes.entry(name.clone()).or_default() += 1;
+            }
+        }
+        for info in &mut node_infos {
+            for (name, state) in &mut info.image_states {
+                state.num_nodes = image_nodes.get(name).copied().unwrap_or(0);
+            }
+        }
+        let generation = node_infos.iter().map(|n| n.generation).max().unwrap_or(0);
+        let mut snapshot = Snapshot {
+            generation,
+            ..Default::default()
+        };
+        snapshot.set_nodes(node_infos.into_iter().map(Arc::new).collect());
+        snapshot
+    }
+
+    /// A snapshot of `nodes` with the `pods` whose `spec.nodeName` names one of them;
+    /// other pods are ignored. Fails on an invalid quantity in a node or a pod.
+    pub fn from_objects(nodes: Vec<Node>, pods: Vec<Pod>) -> Result<Self, QuantityError> {
+        let mut infos = nodes
+            .into_iter()
+            .map(NodeInfo::new)
+            .collect::<Result<Vec<_>, _>>()?;
+        let index: HashMap<String, usize> = infos
+            .iter()
+            .enumerate()
+            .map(|(i, info)| (info.name().to_owned(), i))
+            .collect();
+        for pod in pods {
+            let info = PodInfo::new(pod)?;
+            let slot = info.node_name().and_then(|name| index.get(name)).copied();
+            if let Some(i) = slot {
+                infos[i].add_pod(Arc::new(info));
+            }
+        }
+        Ok(Snapshot::new(infos))
+    }
+
+    /// All nodes, in a stable order (the order they were given or added to the cache).
+    pub fn nodes(&self) -> &[Arc<NodeInfo>] {
+        &self.node_infos
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<NodeInfo>> {
+        self.index.get(name).map(|&i| &self.node_infos[i])
+    }
+
+    pub fn len(&self) -> usize {
+        self.node_infos.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.node_infos.is_empty()
+    }
+
+    /// Nodes with at least one pod with (anti-)affinity (upstream
+    /// `HavePodsWithAffinityList`).
+    pub fn nodes_with_pods_with_affinity(&self) -> impl Iterator<Item = &Arc<NodeInfo>> {
+        self.node_infos
+            .iter()
+            .filter(|n| !n.pods_with_affinity.is_empty())
+    }
+
+    /// Nodes with at least one pod with required anti-affinity (upstream
+    /// `HavePodsWithRequiredAntiAffinityList`).
+    pub fn nodes_with_pods_with_required_anti_affinity(
+        &self,
+    ) -> impl Iterator<Item = &Arc<NodeInfo>> {
+        self.node_infos
+            .iter()
+            .filter(|n| !n.pods_with_required_anti_affinity.is_empty())
+    }
+
+    /// Replaces the node list, rebuilding the name index. The first of two infos with the
+    /// same name wins the lookup.
+    pub(super) fn set_nodes(&mut self, node_infos: Vec<Arc<NodeInfo>>) {
+        self.index.clear();
+        for (i, info) in node_infos.iter().enumerate() {
+            self.index.entry(info.name().to_owned()).or_insert(i);
+        }
+        self.node_infos = node_infos;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{
+        Container, ContainerImage, NodeStatus, PodSpec, ResourceRequirements,
+    };
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+
+    fn node(name: &str, images: &[&str]) -> Node {
+        Node {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                ..Default::default()
+            },
+            status: Some(NodeStatus {
+                images: Some(
+                    images
+                        .iter()
+                        .map(|image| ContainerImage {
+                            names: Some(vec![image.to_string()]),
+                            size_bytes: Some(10),
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn pod(name: &str, node: Option<&str>, cpu: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                node_name: node.map(str::to_owned),
+                containers: vec![Container {
+                    name: "c".to_owned(),
+                    resources: Some(ResourceRequirements {
+                        requests: Some([("cpu".to_owned(), Quantity(cpu.to_owned()))].into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn from_objects_places_pods_on_their_nodes_in_order() {
+        let snapshot = Snapshot::from_objects(
+            vec![
+                node("b", &["app:v1"]),
+                node("a", &["app:v1", "db"]),
+                node("c", &[]),
+            ],
+            vec![
+                pod("p1", Some("a"), "1"),
+                pod("p2", Some("a"), "500m"),
+                pod("p3", Some("b"), "2"),
+                pod("pending", None, "8"),
+                pod("elsewhere", Some("gone"), "8"),
+            ],
+        )
+        .expect("valid objects");
+
+        let names: Vec<&str> = snapshot.nodes().iter().map(|n| n.name()).collect();
+        assert_eq!(names, ["b", "a", "c"], "order as given");
+        assert_eq!(snapshot.len(), 3);
+        assert!(!snapshot.is_empty());
+
+        let cases = [("a", 2, 1500), ("b", 1, 2000), ("c", 0, 0)];
+        for (name, pods, milli_cpu) in cases {
+            let info = snapshot.get(name).expect(name);
+            assert_eq!(info.pods.len(), pods, "{name}: pods");
+            assert_eq!(info.requested.milli_cpu, milli_cpu, "{name}: requested cpu");
+        }
+        assert!(snapshot.get("gone").is_none());
+
+        let a = snapshot.get("a").expect("a");
+        assert_eq!(a.image_states["app:v1"].num_nodes, 2);
+        assert_eq!(a.image_states["db:latest"].num_nodes, 1);
+    }
+
+    #[test]
+    fn from_objects_rejects_invalid_quantities() {
+        let err = Snapshot::from_objects(vec![node("a", &[])], vec![pod("p", Some("a"), "x")])
+            .expect_err("invalid cpu");
+        assert_eq!(err.resource, "cpu");
+        assert_eq!(err.value, "x");
+    }
+
+    #[test]
+    fn empty_snapshot() {
+        let snapshot = Snapshot::default();
+        assert!(snapshot.is_empty());
+        assert!(snapshot.nodes().is_empty());
+        assert!(snapshot.get("a").is_none());
+    }
 }

@@ -22,7 +22,7 @@ pub use registry::{
     ArgsSpec, DefaultPlugin, FieldError, NoArgs, PluginArgs, PluginEntry, PluginError,
     PluginFactory, Registry, decode_args, lower_camel,
 };
-pub use runner::{Framework, NodeScoreDetail, ScoredNode};
+pub use runner::{Framework, MAX_PERMIT_TIMEOUT, NodeScoreDetail, ScoredNode, implements};
 pub use status::{Code, Status};
 pub use types::{
     ExtensionPoint, NodeToStatus, PostFilterResult, PreFilterResult, QueuedPodInfo,

@@ -1,7 +1,573 @@
 //! Profile resolution: from `spec.plugins` and `spec.pluginConfig` to the ordered plugin
-//! list per extension point, with upstream's merge rules.
+//! list of every extension point, following upstream's rules exactly.
+//!
+//! Upstream (v1 config) keeps the default plugin set as one `multiPoint` list. Resolution
+//! happens in two steps, as in kube-scheduler:
+//!
+//! 1. **Merge** (`mergePluginSet`): the user's `multiPoint` set is merged into the default
+//!    `multiPoint` list. `disabled: [{name: "*"}]` drops every default; a disabled default
+//!    is dropped; a default re-listed in `enabled` is replaced *in place* (so it keeps its
+//!    default position, with the user's weight); other enabled plugins follow the defaults
+//!    in the order listed.
+//! 2. **Expand** (`expandMultiPointPlugins`), per extension point: the plugins enabled
+//!    specifically at the point, and every `multiPoint` plugin that implements the point
+//!    and is not disabled there, ordered as
+//!    (a) plugins enabled at the point that also come from multiPoint ("overrides"), in
+//!    the point's order, then (b) the remaining multiPoint plugins in multiPoint order, then
+//!    (c) the remaining plugins enabled at the point. `disabled: ["*"]` at a point skips
+//!    multiPoint expansion there entirely. So "disable X at a point, then enable X there"
+//!    moves X after the multiPoint plugins, while merely re-listing X at the point moves it
+//!    to the front.
+//!
+//! Score weights come from the point's own `enabled` entry when present, else from the
+//! multiPoint entry; a missing weight means 1.
 
-/// Placeholder until resolution lands.
-pub struct ProfileConfig;
-pub struct ResolvedProfile;
-pub fn resolve() {}
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+use crate::api::{EffectivePlugins, PluginRef, PluginSet, SchedulerProfileSpec, WeightedPlugin};
+
+use super::{ExtensionPoint, FieldError, Registry};
+
+/// The input of resolution: a profile's spec.
+pub type ProfileConfig = SchedulerProfileSpec;
+
+/// A profile after merging, expansion and args checking, ready to instantiate.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResolvedProfile {
+    /// Plugin names per extension point, in call order.
+    pub points: BTreeMap<ExtensionPoint, Vec<String>>,
+    /// Score weight per Score plugin.
+    pub score_weights: HashMap<String, i32>,
+    /// Raw args per plugin name (only plugins that are enabled somewhere).
+    pub args: BTreeMap<String, serde_json::Value>,
+    /// Non-fatal findings, e.g. args for a plugin that is not enabled.
+    pub warnings: Vec<String>,
+    /// `spec.percentageOfNodesToScore` (None or 0 = adaptive).
+    pub percentage_of_nodes_to_score: Option<i32>,
+    /// Initial and maximum backoff of failed pods.
+    pub backoff: (Duration, Duration),
+}
+
+impl ResolvedProfile {
+    /// The plugins at `point`, in call order.
+    pub fn plugins_at(&self, point: ExtensionPoint) -> &[String] {
+        self.points.get(&point).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Every plugin enabled at some point, each once, in first-use order.
+    pub fn all_plugins(&self) -> Vec<String> {
+        let mut seen = HashSet::new();
+        ExtensionPoint::ALL
+            .iter()
+            .flat_map(|p| self.plugins_at(*p).iter())
+            .filter(|name| seen.insert(name.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// The effective plugin list as reported in the profile status.
+    pub fn effective(&self) -> EffectivePlugins {
+        let names = |p| self.plugins_at(p).to_vec();
+        EffectivePlugins {
+            pre_enqueue: names(ExtensionPoint::PreEnqueue),
+            queue_sort: names(ExtensionPoint::QueueSort),
+            pre_filter: names(ExtensionPoint::PreFilter),
+            filter: names(ExtensionPoint::Filter),
+            post_filter: names(ExtensionPoint::PostFilter),
+            pre_score: names(ExtensionPoint::PreScore),
+            score: self
+                .plugins_at(ExtensionPoint::Score)
+                .iter()
+                .map(|n| WeightedPlugin {
+                    name: n.clone(),
+                    weight: self.score_weights.get(n).copied().unwrap_or(1),
+                })
+                .collect(),
+            reserve: names(ExtensionPoint::Reserve),
+            permit: names(ExtensionPoint::Permit),
+            pre_bind: names(ExtensionPoint::PreBind),
+            bind: names(ExtensionPoint::Bind),
+            post_bind: names(ExtensionPoint::PostBind),
+        }
+    }
+}
+
+/// The lowest and highest Score weight a profile may set.
+pub const WEIGHT_RANGE: std::ops::RangeInclusive<i32> = 1..=100;
+
+/// Resolves `spec` against `registry`. All problems are collected; each names its field.
+pub fn resolve(spec: &SchedulerProfileSpec, registry: &Registry) -> Result<ResolvedProfile, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let plugins = spec.plugins.clone().unwrap_or_default();
+    let empty = PluginSet::default();
+
+    let custom_multi = plugins.multi_point.as_ref().unwrap_or(&empty);
+    check_set(registry, "multiPoint", None, custom_multi, &mut errors);
+    let defaults: Vec<PluginRef> = registry
+        .defaults()
+        .iter()
+        .map(|d| PluginRef {
+            name: d.name.to_string(),
+            weight: d.weight,
+        })
+        .collect();
+    let multi_point = merge_plugin_set(&defaults, custom_multi);
+
+    let mut resolved = ResolvedProfile::default();
+    for point in ExtensionPoint::ALL {
+        let set = plugins.at(point).unwrap_or(&empty);
+        check_set(registry, point.field_name(), Some(point), set, &mut errors);
+        let names = expand(registry, point, &multi_point, set, &mut errors);
+        if point == ExtensionPoint::Score {
+            for name in &names {
+                let specific = set.enabled.iter().find(|p| &p.name == name);
+                let from_multi = multi_point.iter().find(|p| &p.name == name);
+                let weight = match specific {
+                    Some(p) => p.weight,
+                    None => from_multi.and_then(|p| p.weight),
+                };
+                let weight = weight.unwrap_or(1);
+                resolved.score_weights.insert(name.clone(), weight);
+            }
+        }
+        resolved.points.insert(point, names);
+    }
+
+    check_cardinality(&resolved, &mut errors);
+    resolved.percentage_of_nodes_to_score = spec.percentage_of_nodes_to_score;
+    resolved.backoff = resolve_backoff(spec, &mut errors);
+    resolve_args(spec, registry, &mut resolved, &mut errors);
+    if errors.is_empty() { Ok(resolved) } else { Err(errors) }
+}
+
+/// Upstream `mergePluginSet` for the multiPoint list: defaults minus disabled, with
+/// re-listed defaults replaced in place, then the other enabled plugins in order.
+fn merge_plugin_set(defaults: &[PluginRef], custom: &PluginSet) -> Vec<PluginRef> {
+    let disabled: HashSet<&str> = custom.disabled.iter().map(|p| p.name.as_str()).collect();
+    let mut replaced = HashSet::new();
+    let mut merged = Vec::new();
+    if !disabled.contains("*") {
+        for default in defaults.iter().filter(|d| !disabled.contains(d.name.as_str())) {
+            match custom.enabled.iter().position(|p| p.name == default.name) {
+                Some(index) => {
+                    replaced.insert(index);
+                    merged.push(custom.enabled[index].clone());
+                }
+                None => merged.push(default.clone()),
+            }
+        }
+    }
+    merged.extend(
+        custom
+            .enabled
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !replaced.contains(i))
+            .map(|(_, p)| p.clone()),
+    );
+    merged
+}
+
+/// Upstream `expandMultiPointPlugins` for one point.
+fn expand(
+    registry: &Registry,
+    point: ExtensionPoint,
+    multi_point: &[PluginRef],
+    set: &PluginSet,
+    errors: &mut Vec<FieldError>,
+) -> Vec<String> {
+    let enabled: Vec<&str> = set.enabled.iter().map(|p| p.name.as_str()).collect();
+    let disabled: HashSet<&str> = set.disabled.iter().map(|p| p.name.as_str()).collect();
+    if disabled.contains("*") {
+        return enabled.iter().map(|s| s.to_string()).collect();
+    }
+    let mut overrides = HashSet::new();
+    let mut from_multi: Vec<&str> = Vec::new();
+    for (i, plugin) in multi_point.iter().enumerate() {
+        let Some(entry) = registry.get(&plugin.name) else { continue };
+        if !entry.implements(point) || disabled.contains(plugin.name.as_str()) {
+            continue;
+        }
+        if enabled.contains(&plugin.name.as_str()) {
+            overrides.insert(plugin.name.as_str());
+            continue;
+        }
+        if from_multi.contains(&plugin.name.as_str()) {
+            errors.push(FieldError::new(
+                format!("spec.plugins.multiPoint.enabled[{i}].name"),
+                format!("{:?}", plugin.name),
+                format!("plugin {} is enabled more than once", plugin.name),
+            ));
+            continue;
+        }
+        from_multi.push(plugin.name.as_str());
+    }
+    let (first, last): (Vec<&str>, Vec<&str>) =
+        enabled.iter().partition(|name| overrides.contains(*name));
+    first
+        .into_iter()
+        .chain(from_multi)
+        .chain(last)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Checks names, points, duplicates and weights of one `spec.plugins.<field>` set.
+fn check_set(
+    registry: &Registry,
+    field: &str,
+    point: Option<ExtensionPoint>,
+    set: &PluginSet,
+    errors: &mut Vec<FieldError>,
+) {
+    let mut seen = HashSet::new();
+    for (i, plugin) in set.enabled.iter().enumerate() {
+        let path = format!("spec.plugins.{field}.enabled[{i}]");
+        let value = format!("{:?}", plugin.name);
+        match registry.get(&plugin.name) {
+            None => errors.push(FieldError::new(
+                format!("{path}.name"),
+                value.clone(),
+                format!("unknown plugin; registered plugins: {}", registry.names().join(", ")),
+            )),
+            Some(entry) => {
+                if let Some(point) = point.filter(|p| !entry.implements(*p)) {
+                    errors.push(FieldError::new(
+                        format!("{path}.name"),
+                        value.clone(),
+                        format!("plugin {} does not implement the {point} extension point", plugin.name),
+                    ));
+                }
+            }
+        }
+        if !seen.insert(plugin.name.as_str()) {
+            errors.push(FieldError::new(
+                format!("{path}.name"),
+                value,
+                format!("plugin {} is enabled more than once at {field}", plugin.name),
+            ));
+        }
+        if let Some(weight) = plugin.weight {
+            if !WEIGHT_RANGE.contains(&weight) {
+                errors.push(FieldError::new(
+                    format!("{path}.weight"),
+                    weight,
+                    "weight must be in the range [1, 100]",
+                ));
+            }
+        }
+    }
+    for (i, plugin) in set.disabled.iter().enumerate() {
+        if plugin.name != "*" && registry.get(&plugin.name).is_none() {
+            errors.push(FieldError::new(
+                format!("spec.plugins.{field}.disabled[{i}].name"),
+                format!("{:?}", plugin.name),
+                "unknown plugin; use a registered plugin name or \"*\"",
+            ));
+        }
+    }
+}
+
+/// Backoff bounds, defaulted (1 s, 10 s) and checked (initial >= 1, max >= initial).
+fn resolve_backoff(spec: &SchedulerProfileSpec, errors: &mut Vec<FieldError>) -> (Duration, Duration) {
+    let initial = spec
+        .pod_initial_backoff_seconds
+        .unwrap_or(SchedulerProfileSpec::DEFAULT_INITIAL_BACKOFF_SECONDS);
+    let max = spec
+        .pod_max_backoff_seconds
+        .unwrap_or(SchedulerProfileSpec::DEFAULT_MAX_BACKOFF_SECONDS.max(initial));
+    if initial < 1 {
+        errors.push(FieldError::new("spec.podInitialBackoffSeconds", initial, "must be at least 1"));
+    }
+    if max < initial {
+        errors.push(FieldError::new(
+            "spec.podMaxBackoffSeconds",
+            max,
+            format!("must be greater than or equal to podInitialBackoffSeconds ({initial})"),
+        ));
+    }
+    if let Some(pct) = spec.percentage_of_nodes_to_score.filter(|p| !(0..=100).contains(p)) {
+        errors.push(FieldError::new("spec.percentageOfNodesToScore", pct, "must be in the range [0, 100]"));
+    }
+    let secs = |s: i64| Duration::from_secs(s.max(1) as u64);
+    (secs(initial), secs(max.max(initial)))
+}
+
+/// Upstream's framework requirements: exactly one QueueSort plugin, at least one Bind.
+fn check_cardinality(resolved: &ResolvedProfile, errors: &mut Vec<FieldError>) {
+    let queue_sort = resolved.plugins_at(ExtensionPoint::QueueSort);
+    if queue_sort.len() != 1 {
+        errors.push(FieldError::new(
+            "spec.plugins.queueSort",
+            format!("{queue_sort:?}"),
+            "exactly one QueueSort plugin must be enabled",
+        ));
+    }
+    if resolved.plugins_at(ExtensionPoint::Bind).is_empty() {
+        errors.push(FieldError::new(
+            "spec.plugins.bind",
+            "[]",
+            "at least one Bind plugin must be enabled",
+        ));
+    }
+}
+
+/// Decodes and validates `spec.pluginConfig`, keeping the args of enabled plugins.
+fn resolve_args(
+    spec: &SchedulerProfileSpec,
+    registry: &Registry,
+    resolved: &mut ResolvedProfile,
+    errors: &mut Vec<FieldError>,
+) {
+    let enabled: HashSet<String> = resolved.all_plugins().into_iter().collect();
+    for (field, value) in &spec.plugin_config {
+        let path = format!("spec.pluginConfig.{field}");
+        let entry = registry.entries().find(|e| e.args.is_some() && e.config_field() == *field);
+        let Some(entry) = entry else {
+            errors.push(FieldError::new(path, format!("{field:?}"), "no registered plugin takes args under this name"));
+            continue;
+        };
+        if let Some(spec) = &entry.args {
+            errors.extend(spec.check(value, &path));
+        }
+        if enabled.contains(entry.name) {
+            resolved.args.insert(entry.name.to_string(), value.clone());
+        } else {
+            resolved.warnings.push(format!(
+                "{path}: args given for plugin {} which is not enabled in this profile; they are ignored",
+                entry.name
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Plugins;
+    use crate::framework::{DefaultPlugin, Handle, NoArgs, Plugin, PluginError, PluginFactory};
+    use ExtensionPoint::*;
+
+    macro_rules! fake_plugin {
+        ($ty:ident, [$($point:ident),*]) => {
+            struct $ty;
+            impl Plugin for $ty {
+                fn name(&self) -> &str {
+                    stringify!($ty)
+                }
+            }
+            impl PluginFactory for $ty {
+                const NAME: &'static str = stringify!($ty);
+                const POINTS: &'static [ExtensionPoint] = &[$($point),*];
+                type Args = NoArgs;
+                fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
+                    Ok($ty)
+                }
+            }
+        };
+    }
+
+    fake_plugin!(Sort, [QueueSort]);
+    fake_plugin!(OtherSort, [QueueSort]);
+    fake_plugin!(FilterA, [PreFilter, Filter]);
+    fake_plugin!(FilterB, [Filter, Score]);
+    fake_plugin!(ScoreC, [PreScore, Score]);
+    fake_plugin!(Custom, [Filter, Score]);
+    fake_plugin!(Binder1, [Bind]);
+    fake_plugin!(Binder2, [Bind]);
+
+    /// Defaults shaped like upstream's: a multiPoint list with weights.
+    fn registry() -> Registry {
+        let mut r = Registry::new();
+        r.register::<Sort>()
+            .register::<OtherSort>()
+            .register::<FilterA>()
+            .register::<FilterB>()
+            .register::<ScoreC>()
+            .register::<Custom>()
+            .register::<Binder1>()
+            .register::<Binder2>();
+        r.set_defaults(vec![
+            DefaultPlugin::new("Sort"),
+            DefaultPlugin::new("FilterA"),
+            DefaultPlugin::weighted("FilterB", 3),
+            DefaultPlugin::weighted("ScoreC", 2),
+            DefaultPlugin::new("Binder1"),
+        ]);
+        r
+    }
+
+    fn set(enabled: &[(&str, Option<i32>)], disabled: &[&str]) -> Option<PluginSet> {
+        Some(PluginSet {
+            enabled: enabled
+                .iter()
+                .map(|(n, w)| PluginRef { name: n.to_string(), weight: *w })
+                .collect(),
+            disabled: disabled.iter().map(|n| PluginRef::named(n)).collect(),
+        })
+    }
+
+    fn spec(plugins: Plugins) -> SchedulerProfileSpec {
+        SchedulerProfileSpec {
+            plugins: Some(plugins),
+            ..Default::default()
+        }
+    }
+
+    fn names(r: &ResolvedProfile, p: ExtensionPoint) -> Vec<&str> {
+        r.plugins_at(p).iter().map(String::as_str).collect()
+    }
+
+    #[test]
+    fn empty_spec_gives_the_defaults_at_every_point_they_implement() {
+        let r = resolve(&SchedulerProfileSpec::default(), &registry()).unwrap();
+        assert_eq!(names(&r, QueueSort), ["Sort"]);
+        assert_eq!(names(&r, PreFilter), ["FilterA"]);
+        assert_eq!(names(&r, Filter), ["FilterA", "FilterB"]);
+        assert_eq!(names(&r, Score), ["FilterB", "ScoreC"]);
+        assert_eq!(names(&r, Bind), ["Binder1"]);
+        assert_eq!(r.score_weights["FilterB"], 3);
+        assert_eq!(r.score_weights["ScoreC"], 2);
+    }
+
+    #[test]
+    fn merge_rules_table() {
+        struct Case {
+            name: &'static str,
+            plugins: Plugins,
+            point: ExtensionPoint,
+            want: &'static [&'static str],
+        }
+        let cases = [
+            Case {
+                name: "disabling a default at one point removes it only there",
+                plugins: Plugins { score: set(&[], &["FilterB"]), ..Default::default() },
+                point: Score,
+                want: &["ScoreC"],
+            },
+            Case {
+                name: "star disables every default at the point",
+                plugins: Plugins { filter: set(&[("Custom", None)], &["*"]), ..Default::default() },
+                point: Filter,
+                want: &["Custom"],
+            },
+            Case {
+                name: "re-listing a default at a point without disabling it moves it first (override)",
+                plugins: Plugins { filter: set(&[("FilterB", None)], &[]), ..Default::default() },
+                point: Filter,
+                want: &["FilterB", "FilterA"],
+            },
+            Case {
+                name: "disable then enable at a point moves the default after the multiPoint plugins",
+                plugins: Plugins { filter: set(&[("FilterA", None)], &["FilterA"]), ..Default::default() },
+                point: Filter,
+                want: &["FilterB", "FilterA"],
+            },
+            Case {
+                name: "a non-default plugin enabled at a point runs after the defaults",
+                plugins: Plugins { filter: set(&[("Custom", None)], &[]), ..Default::default() },
+                point: Filter,
+                want: &["FilterA", "FilterB", "Custom"],
+            },
+            Case {
+                name: "multiPoint enables a plugin at every point it implements",
+                plugins: Plugins { multi_point: set(&[("Custom", None)], &[]), ..Default::default() },
+                point: Score,
+                want: &["FilterB", "ScoreC", "Custom"],
+            },
+            Case {
+                name: "a default re-listed in multiPoint keeps its default position",
+                plugins: Plugins { multi_point: set(&[("FilterA", None)], &[]), ..Default::default() },
+                point: Filter,
+                want: &["FilterA", "FilterB"],
+            },
+            Case {
+                name: "multiPoint star drops every default; specific points still add",
+                plugins: Plugins {
+                    multi_point: set(&[("OtherSort", None), ("Binder2", None)], &["*"]),
+                    filter: set(&[("Custom", None)], &[]),
+                    ..Default::default()
+                },
+                point: Filter,
+                want: &["Custom"],
+            },
+            Case {
+                name: "a plugin enabled via multiPoint can be disabled at one point",
+                plugins: Plugins {
+                    multi_point: set(&[("Custom", None)], &[]),
+                    score: set(&[], &["Custom"]),
+                    ..Default::default()
+                },
+                point: Score,
+                want: &["FilterB", "ScoreC"],
+            },
+        ];
+        for case in cases {
+            let r = resolve(&spec(case.plugins), &registry()).unwrap_or_else(|e| panic!("{}: {e:?}", case.name));
+            assert_eq!(names(&r, case.point), case.want, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn weights_come_from_the_point_then_multi_point_then_one() {
+        let r = resolve(
+            &spec(Plugins {
+                multi_point: set(&[("Custom", Some(7)), ("FilterB", Some(5))], &[]),
+                score: set(&[("ScoreC", None)], &[]),
+                ..Default::default()
+            }),
+            &registry(),
+        )
+        .unwrap();
+        assert_eq!(r.score_weights["Custom"], 7);
+        assert_eq!(r.score_weights["FilterB"], 5, "multiPoint re-listing replaces the default weight");
+        assert_eq!(r.score_weights["ScoreC"], 1, "a point entry without weight means 1");
+    }
+
+    #[test]
+    fn errors_name_the_field_and_are_all_collected() {
+        let err = resolve(
+            &spec(Plugins {
+                filter: set(&[("Nope", None), ("Sort", None)], &[]),
+                score: set(&[("ScoreC", Some(0)), ("ScoreC", Some(101))], &[]),
+                queue_sort: set(&[("OtherSort", None)], &[]),
+                ..Default::default()
+            }),
+            &registry(),
+        )
+        .unwrap_err();
+        let paths: Vec<&str> = err.iter().map(|e| e.path.as_str()).collect();
+        assert!(paths.contains(&"spec.plugins.filter.enabled[0].name"), "{paths:?}");
+        assert!(paths.contains(&"spec.plugins.filter.enabled[1].name"), "Sort is not a Filter plugin: {paths:?}");
+        assert!(paths.contains(&"spec.plugins.score.enabled[0].weight"), "{paths:?}");
+        assert!(paths.contains(&"spec.plugins.score.enabled[1].weight"), "{paths:?}");
+        assert!(paths.contains(&"spec.plugins.score.enabled[1].name"), "duplicate: {paths:?}");
+        assert!(paths.contains(&"spec.plugins.queueSort"), "two QueueSort plugins: {paths:?}");
+        let weight = err.iter().find(|e| e.path == "spec.plugins.score.enabled[1].weight").unwrap();
+        assert_eq!(weight.value, "101");
+    }
+
+    #[test]
+    fn a_profile_without_binder_is_rejected() {
+        let err = resolve(
+            &spec(Plugins { bind: set(&[], &["*"]), ..Default::default() }),
+            &registry(),
+        )
+        .unwrap_err();
+        assert_eq!(err[0].path, "spec.plugins.bind");
+    }
+
+    #[test]
+    fn backoff_bounds_are_checked() {
+        let bad = SchedulerProfileSpec {
+            pod_initial_backoff_seconds: Some(5),
+            pod_max_backoff_seconds: Some(2),
+            ..Default::default()
+        };
+        let err = resolve(&bad, &registry()).unwrap_err();
+        assert_eq!(err[0].path, "spec.podMaxBackoffSeconds");
+        let ok = resolve(&SchedulerProfileSpec::default(), &registry()).unwrap();
+        assert_eq!(ok.backoff, (Duration::from_secs(1), Duration::from_secs(10)));
+    }
+}

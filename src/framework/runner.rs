@@ -1,4 +1,432 @@
-//! The Framework runner.
-pub struct Framework;
-pub struct NodeScoreDetail;
-pub struct ScoredNode;
+//! The Framework runner: the plugins of one profile, instantiated, and the functions that
+//! call them at each extension point with upstream's status semantics.
+//!
+//! Filter and Score run per node on a dedicated thread pool of `parallelism` threads.
+//! Everything else runs on the caller's task.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rayon::prelude::*;
+
+use crate::cluster::{NodeInfo, PodInfo, Snapshot};
+
+use super::profile::ResolvedProfile;
+use super::{
+    ClusterEvent, Code, CycleState, ExtensionPoint, Handle, MAX_NODE_SCORE, MIN_NODE_SCORE,
+    NodeToStatus, Plugin, PluginError, PostFilterResult, PreFilterResult, Registry, Status,
+};
+
+/// One Score plugin's normalized and weighted score on one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeScoreDetail {
+    pub plugin: String,
+    /// After NormalizeScore, 0..=100.
+    pub score: i64,
+    pub weight: i64,
+}
+
+/// A feasible node with its per-plugin scores and weighted total.
+#[derive(Debug, Clone)]
+pub struct ScoredNode {
+    pub node: Arc<NodeInfo>,
+    pub scores: Vec<NodeScoreDetail>,
+    pub total: i64,
+}
+
+/// The instantiated plugins of one profile.
+pub struct Framework {
+    profile_name: String,
+    resolved: ResolvedProfile,
+    handle: Handle,
+    pool: rayon::ThreadPool,
+    by_point: HashMap<ExtensionPoint, Vec<Arc<dyn Plugin>>>,
+    score_weights: Vec<i64>,
+}
+
+impl std::fmt::Debug for Framework {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Framework")
+            .field("profile_name", &self.profile_name)
+            .field("resolved", &self.resolved)
+            .finish()
+    }
+}
+
+fn wrap_error(point: &str, plugin: &str, status: &Status) -> Status {
+    Status::error(format!("running {point} plugin {plugin:?}: {}", status.message())).with_plugin(plugin)
+}
+
+impl Framework {
+    /// Instantiates every plugin of `resolved` once (a plugin at several points is one
+    /// instance).
+    pub fn new(
+        profile_name: &str,
+        resolved: ResolvedProfile,
+        registry: &Registry,
+        handle: Handle,
+    ) -> Result<Framework, PluginError> {
+        let mut instances: HashMap<String, Arc<dyn Plugin>> = HashMap::new();
+        for name in resolved.all_plugins() {
+            let entry = registry.get(&name).ok_or_else(|| PluginError::Init {
+                plugin: name.clone(),
+                message: "not registered".into(),
+            })?;
+            let path = format!("spec.pluginConfig.{}", entry.config_field());
+            let plugin = entry.build(resolved.args.get(&name), &path, &handle)?;
+            instances.insert(name, plugin);
+        }
+        let mut by_point = HashMap::new();
+        for point in ExtensionPoint::ALL {
+            let plugins: Vec<Arc<dyn Plugin>> = resolved
+                .plugins_at(point)
+                .iter()
+                .filter_map(|n| instances.get(n).cloned())
+                .collect();
+            for plugin in &plugins {
+                if !implements(plugin.as_ref(), point) {
+                    return Err(PluginError::Init {
+                        plugin: plugin.name().to_string(),
+                        message: format!("does not implement {point}"),
+                    });
+                }
+            }
+            by_point.insert(point, plugins);
+        }
+        let score_weights = resolved
+            .plugins_at(ExtensionPoint::Score)
+            .iter()
+            .map(|n| i64::from(resolved.score_weights.get(n).copied().unwrap_or(1)))
+            .collect();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(handle.parallelism.max(1))
+            .thread_name(|i| format!("berth-filter-{i}"))
+            .build()
+            .map_err(|e| PluginError::Init {
+                plugin: "framework".into(),
+                message: format!("cannot start the filter thread pool: {e}"),
+            })?;
+        Ok(Framework {
+            profile_name: profile_name.to_string(),
+            resolved,
+            handle,
+            pool,
+            by_point,
+            score_weights,
+        })
+    }
+
+    pub fn profile_name(&self) -> &str {
+        &self.profile_name
+    }
+
+    pub fn resolved(&self) -> &ResolvedProfile {
+        &self.resolved
+    }
+
+    /// `spec.percentageOfNodesToScore` (None or 0 = adaptive).
+    pub fn percentage_of_nodes_to_score(&self) -> Option<i32> {
+        self.resolved.percentage_of_nodes_to_score
+    }
+
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// The plugins at `point`, in call order.
+    pub fn plugins(&self, point: ExtensionPoint) -> &[Arc<dyn Plugin>] {
+        self.by_point.get(&point).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The profile's QueueSort plugin (resolution guarantees exactly one).
+    pub fn queue_sort(&self) -> Option<Arc<dyn Plugin>> {
+        self.plugins(ExtensionPoint::QueueSort).first().cloned()
+    }
+
+    /// Every plugin's registered events, for the queue (`None` = any event).
+    pub fn plugin_events(&self) -> HashMap<String, Option<Vec<ClusterEvent>>> {
+        ExtensionPoint::ALL
+            .iter()
+            .flat_map(|p| self.plugins(*p).iter())
+            .map(|p| (p.name().to_string(), p.events_to_register()))
+            .collect()
+    }
+
+    pub fn has_post_filter_plugins(&self) -> bool {
+        !self.plugins(ExtensionPoint::PostFilter).is_empty()
+    }
+
+    /// PreFilter: the first rejection or error ends the cycle; Skip disables the
+    /// plugin's Filter; results narrow the nodes to filter.
+    pub async fn run_pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
+        let mut result: Option<PreFilterResult> = None;
+        let mut narrowing = Vec::new();
+        for plugin in self.plugins(ExtensionPoint::PreFilter) {
+            let Some(pf) = plugin.as_pre_filter() else { continue };
+            let (r, status) = pf.pre_filter(state, pod, snapshot).await;
+            if status.is_skip() {
+                state.skip_filter_plugins.insert(plugin.name().to_string());
+                continue;
+            }
+            if !status.is_success() {
+                if status.is_rejected() {
+                    return (None, status.with_plugin(plugin.name()));
+                }
+                return (None, wrap_error("PreFilter", plugin.name(), &status));
+            }
+            if let Some(r) = r.filter(|r| r.node_names.is_some()) {
+                narrowing.push(plugin.name().to_string());
+                result = Some(match result {
+                    None => r,
+                    Some(prev) => prev.merge(&r),
+                });
+                if result.as_ref().and_then(|r| r.node_names.as_ref()).is_some_and(|n| n.is_empty()) {
+                    let message = if narrowing.len() == 1 {
+                        format!("node(s) didn't satisfy plugin {}", narrowing[0])
+                    } else {
+                        format!("node(s) didn't satisfy plugin(s) {narrowing:?} simultaneously")
+                    };
+                    return (None, Status::unresolvable(message).with_plugin(plugin.name()));
+                }
+            }
+        }
+        (result, Status::success())
+    }
+
+    /// Filter on one node: the first non-success status wins.
+    pub fn run_filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        for plugin in self.plugins(ExtensionPoint::Filter) {
+            if state.skips_filter(plugin.name()) {
+                continue;
+            }
+            let Some(filter) = plugin.as_filter() else { continue };
+            let status = filter.filter(state, pod, node);
+            if !status.is_success() {
+                if status.is_rejected() {
+                    return status.with_plugin(plugin.name());
+                }
+                return wrap_error("Filter", plugin.name(), &status);
+            }
+        }
+        Status::success()
+    }
+
+    /// Filter over `nodes` in parallel; one status per node, in order.
+    pub fn run_filter_parallel(&self, state: &CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Vec<Status> {
+        self.pool.install(|| nodes.par_iter().map(|n| self.run_filter(state, pod, n)).collect())
+    }
+
+    /// PostFilter: plugins in order until one succeeds or errors.
+    pub async fn run_post_filter(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        statuses: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        let mut reasons = Vec::new();
+        for plugin in self.plugins(ExtensionPoint::PostFilter) {
+            let Some(pf) = plugin.as_post_filter() else { continue };
+            let (result, status) = pf.post_filter(state, pod, snapshot, statuses).await;
+            if status.is_success() {
+                return (result, status.with_plugin(plugin.name()));
+            }
+            if !status.is_rejected() {
+                return (None, wrap_error("PostFilter", plugin.name(), &status));
+            }
+            reasons.extend(status.reasons().iter().cloned());
+        }
+        (None, Status::with_reasons(Code::Unschedulable, reasons))
+    }
+
+    /// PreScore: Skip disables the plugin's Score; anything else but Success aborts.
+    pub async fn run_pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Status {
+        for plugin in self.plugins(ExtensionPoint::PreScore) {
+            let Some(ps) = plugin.as_pre_score() else { continue };
+            let status = ps.pre_score(state, pod, nodes).await;
+            if status.is_skip() {
+                state.skip_score_plugins.insert(plugin.name().to_string());
+            } else if !status.is_success() {
+                return wrap_error("PreScore", plugin.name(), &status);
+            }
+        }
+        Status::success()
+    }
+
+    /// Score, NormalizeScore and weights over the feasible `nodes`. Scores outside
+    /// 0..=100 after normalization fail the cycle, as upstream.
+    pub fn run_score(&self, state: &CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Result<Vec<ScoredNode>, Status> {
+        let active: Vec<(&Arc<dyn Plugin>, i64)> = self
+            .plugins(ExtensionPoint::Score)
+            .iter()
+            .zip(self.score_weights.iter().copied())
+            .filter(|(p, _)| !state.skips_score(p.name()) && p.as_score().is_some())
+            .collect();
+        let mut per_plugin: Vec<Vec<i64>> = Vec::with_capacity(active.len());
+        for (plugin, _) in &active {
+            let Some(scorer) = plugin.as_score() else { continue };
+            let raw: Result<Vec<i64>, Status> = self.pool.install(|| {
+                nodes.par_iter().map(|n| scorer.score(state, pod, n)).collect()
+            });
+            let mut scores = raw.map_err(|s| wrap_error("Score", plugin.name(), &s))?;
+            if let Some(ext) = scorer.score_extensions() {
+                let status = ext.normalize_score(state, pod, nodes, &mut scores);
+                if !status.is_success() {
+                    return Err(wrap_error("NormalizeScore", plugin.name(), &status));
+                }
+            }
+            if let Some(bad) = scores.iter().find(|s| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(*s)) {
+                return Err(Status::error(format!(
+                    "plugin {:?} returns an invalid score {bad}, it should be in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                    plugin.name()
+                ))
+                .with_plugin(plugin.name()));
+            }
+            per_plugin.push(scores);
+        }
+        Ok(nodes
+            .iter()
+            .enumerate()
+            .map(|(i, node)| {
+                let scores: Vec<NodeScoreDetail> = active
+                    .iter()
+                    .zip(&per_plugin)
+                    .map(|((plugin, weight), scores)| NodeScoreDetail {
+                        plugin: plugin.name().to_string(),
+                        score: scores[i],
+                        weight: *weight,
+                    })
+                    .collect();
+                let total = scores.iter().map(|s| s.score * s.weight).sum();
+                ScoredNode { node: node.clone(), scores, total }
+            })
+            .collect())
+    }
+
+    /// Reserve, in order; the first failure is returned (the caller then runs
+    /// [`Framework::run_unreserve`]).
+    pub async fn run_reserve(&self, state: &mut CycleState, pod: &PodInfo, node_name: &str) -> Status {
+        for plugin in self.plugins(ExtensionPoint::Reserve) {
+            let Some(r) = plugin.as_reserve() else { continue };
+            let status = r.reserve(state, pod, node_name).await;
+            if !status.is_success() {
+                if status.is_rejected() {
+                    return status.with_plugin(plugin.name());
+                }
+                return wrap_error("Reserve", plugin.name(), &status);
+            }
+        }
+        Status::success()
+    }
+
+    /// Unreserve on every Reserve plugin, in reverse order.
+    pub async fn run_unreserve(&self, state: &mut CycleState, pod: &PodInfo, node_name: &str) {
+        for plugin in self.plugins(ExtensionPoint::Reserve).iter().rev() {
+            if let Some(r) = plugin.as_reserve() {
+                r.unreserve(state, pod, node_name).await;
+            }
+        }
+    }
+
+    /// Permit: a rejection returns at once; waits register the pod in
+    /// [`super::WaitingPods`] and return `Wait`.
+    pub async fn run_permit(&self, state: &mut CycleState, pod: &Arc<PodInfo>, node_name: &str) -> Status {
+        let mut waits: Vec<(String, Duration)> = Vec::new();
+        for plugin in self.plugins(ExtensionPoint::Permit) {
+            let Some(p) = plugin.as_permit() else { continue };
+            let (status, timeout) = p.permit(state, pod, node_name).await;
+            match status.code() {
+                Code::Success => {}
+                Code::Wait => waits.push((plugin.name().to_string(), timeout.min(MAX_PERMIT_TIMEOUT))),
+                _ if status.is_rejected() => return status.with_plugin(plugin.name()),
+                _ => return wrap_error("Permit", plugin.name(), &status),
+            }
+        }
+        if waits.is_empty() {
+            return Status::success();
+        }
+        self.handle.waiting_pods.add(pod.clone(), node_name, waits);
+        Status::wait()
+    }
+
+    /// Waits until a pod held at Permit is allowed or rejected; Success when it was not
+    /// held.
+    pub async fn wait_on_permit(&self, pod: &PodInfo) -> Status {
+        let Some(waiting) = self.handle.waiting_pods.get(pod.key()) else {
+            return Status::success();
+        };
+        let status = waiting.wait().await;
+        self.handle.waiting_pods.remove(pod.key());
+        status
+    }
+
+    /// PreBind, in order; the first failure is returned.
+    pub async fn run_pre_bind(&self, state: &mut CycleState, pod: &PodInfo, node_name: &str) -> Status {
+        for plugin in self.plugins(ExtensionPoint::PreBind) {
+            let Some(p) = plugin.as_pre_bind() else { continue };
+            let status = p.pre_bind(state, pod, node_name).await;
+            if !status.is_success() {
+                if status.is_rejected() {
+                    return status.with_plugin(plugin.name());
+                }
+                return wrap_error("PreBind", plugin.name(), &status);
+            }
+        }
+        Status::success()
+    }
+
+    /// Bind: binders in order until one does not Skip. Skip from all of them is an error.
+    pub async fn run_bind(&self, state: &mut CycleState, pod: &PodInfo, node_name: &str) -> Status {
+        for plugin in self.plugins(ExtensionPoint::Bind) {
+            let Some(b) = plugin.as_bind() else { continue };
+            let status = b.bind(state, pod, node_name).await;
+            if status.is_skip() {
+                continue;
+            }
+            if !status.is_success() {
+                if status.is_rejected() {
+                    return status.with_plugin(plugin.name());
+                }
+                return wrap_error("Bind", plugin.name(), &status);
+            }
+            return status.with_plugin(plugin.name());
+        }
+        Status::error("no Bind plugin bound the pod: every binder returned Skip")
+    }
+
+    /// PostBind, informational.
+    pub async fn run_post_bind(&self, state: &CycleState, pod: &PodInfo, node_name: &str) {
+        for plugin in self.plugins(ExtensionPoint::PostBind) {
+            if let Some(p) = plugin.as_post_bind() {
+                p.post_bind(state, pod, node_name).await;
+            }
+        }
+    }
+}
+
+/// Upstream caps a Permit wait at 15 minutes.
+pub const MAX_PERMIT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Whether `plugin` returns an implementation for `point`.
+pub fn implements(plugin: &dyn Plugin, point: ExtensionPoint) -> bool {
+    match point {
+        ExtensionPoint::PreEnqueue => plugin.as_pre_enqueue().is_some(),
+        ExtensionPoint::QueueSort => plugin.as_queue_sort().is_some(),
+        ExtensionPoint::PreFilter => plugin.as_pre_filter().is_some(),
+        ExtensionPoint::Filter => plugin.as_filter().is_some(),
+        ExtensionPoint::PostFilter => plugin.as_post_filter().is_some(),
+        ExtensionPoint::PreScore => plugin.as_pre_score().is_some(),
+        ExtensionPoint::Score => plugin.as_score().is_some(),
+        ExtensionPoint::Reserve => plugin.as_reserve().is_some(),
+        ExtensionPoint::Permit => plugin.as_permit().is_some(),
+        ExtensionPoint::PreBind => plugin.as_pre_bind().is_some(),
+        ExtensionPoint::Bind => plugin.as_bind().is_some(),
+        ExtensionPoint::PostBind => plugin.as_post_bind().is_some(),
+    }
+}

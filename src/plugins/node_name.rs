@@ -1,21 +1,144 @@
-//! NodeName (placeholder while the plugin is being written).
+//! NodeName: a pod that names its node in `spec.nodeName` fits only that node (upstream
+//! `plugins/nodename`).
 
-use crate::framework::{Handle, NoArgs, Plugin, PluginError, PluginFactory};
+use k8s_openapi::api::core::v1::Pod;
 
+use crate::cluster::{NodeInfo, PodInfo};
+use crate::framework::{
+    ActionType, ClusterEvent, CycleState, EventResource, ExtensionPoint, FilterPlugin, Handle,
+    NoArgs, Plugin, PluginError, PluginFactory, Status,
+};
+
+/// The Filter reason when the node is not the requested one (upstream `ErrReason`).
+pub const ERR_REASON: &str = "node(s) didn't match the requested node name";
+
+/// The NodeName plugin. Stateless.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct NodeName;
+
+/// Whether `pod` may run on the node named `node_name`: it requests no node, or this one
+/// (upstream `nodename.Fits`).
+pub fn fits(pod: &Pod, node_name: &str) -> bool {
+    match pod.spec.as_ref().and_then(|spec| spec.node_name.as_deref()) {
+        None | Some("") => true,
+        Some(requested) => requested == node_name,
+    }
+}
 
 impl Plugin for NodeName {
     fn name(&self) -> &str {
         Self::NAME
     }
+
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+
+    /// Upstream's registration with queueing hints enabled (the default since v1.32): only
+    /// a new node can be the requested one. berth has no pre-check that could drop a
+    /// Node/Add, so upstream's extra taint/label update interest is not registered.
+    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+        Some(vec![ClusterEvent::new(
+            EventResource::Node,
+            ActionType::ADD,
+        )])
+    }
 }
 
 impl PluginFactory for NodeName {
     const NAME: &'static str = "NodeName";
-    const POINTS: &'static [crate::framework::ExtensionPoint] = &[];
+    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::Filter];
     type Args = NoArgs;
 
     fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
         Ok(NodeName)
+    }
+}
+
+impl FilterPlugin for NodeName {
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let Some(node) = node.node() else {
+            return Status::error("node not found");
+        };
+        if fits(&pod.pod, node.metadata.name.as_deref().unwrap_or_default()) {
+            Status::success()
+        } else {
+            Status::unresolvable(ERR_REASON)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{Node, PodSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+    use crate::framework::Code;
+
+    fn pod(node_name: Option<&str>) -> PodInfo {
+        let pod = Pod {
+            metadata: ObjectMeta {
+                name: Some("pod".into()),
+                namespace: Some("default".into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(PodSpec {
+                node_name: node_name.map(String::from),
+                ..PodSpec::default()
+            }),
+            ..Pod::default()
+        };
+        PodInfo::new(pod).expect("test pod is valid")
+    }
+
+    fn node(name: Option<&str>) -> NodeInfo {
+        let node = Node {
+            metadata: ObjectMeta {
+                name: name.map(String::from),
+                ..ObjectMeta::default()
+            },
+            ..Node::default()
+        };
+        NodeInfo::new(node).expect("test node is valid")
+    }
+
+    #[test]
+    fn filter_matches_upstream_table() {
+        // Upstream `TestNodeName`, in order; `None` is a Success status.
+        let cases = [
+            ("no host specified", None, None, None),
+            ("host matches", Some("foo"), Some("foo"), None),
+            (
+                "host doesn't match",
+                Some("bar"),
+                Some("foo"),
+                Some(Status::unresolvable(
+                    "node(s) didn't match the requested node name",
+                )),
+            ),
+        ];
+        for (name, requested, node_name, want) in cases {
+            let got = NodeName.filter(&CycleState::new(), &pod(requested), &node(node_name));
+            assert_eq!(got, want.unwrap_or_default(), "case {name}");
+        }
+    }
+
+    #[test]
+    fn registry_points_match_the_accessors_and_events() {
+        let plugin = NodeName;
+        assert!(plugin.as_filter().is_some());
+        assert_eq!(NodeName::POINTS, &[ExtensionPoint::Filter]);
+        let events = plugin.events_to_register().expect("registers events");
+        let node_added = ClusterEvent::new(EventResource::Node, ActionType::ADD);
+        let node_relabelled = ClusterEvent::new(EventResource::Node, ActionType::UPDATE_NODE_LABEL);
+        assert!(events.iter().any(|e| e.matches(&node_added)));
+        assert!(!events.iter().any(|e| e.matches(&node_relabelled)));
+    }
+
+    #[test]
+    fn filter_without_node_object_is_an_error() {
+        let got = NodeName.filter(&CycleState::new(), &pod(Some("foo")), &NodeInfo::default());
+        assert_eq!(got.code(), Code::Error);
     }
 }

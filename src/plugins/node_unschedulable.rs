@@ -1,21 +1,189 @@
-//! NodeUnschedulable (placeholder while the plugin is being written).
+//! NodeUnschedulable: keeps pods off cordoned nodes (`spec.unschedulable: true`) unless
+//! they tolerate the `node.kubernetes.io/unschedulable:NoSchedule` taint (upstream
+//! `plugins/nodeunschedulable`).
+//!
+//! The toleration check is the same code TaintToleration uses
+//! ([`super::taint_toleration::tolerations_tolerate_taint`]), applied to the taint the node
+//! lifecycle controller puts on cordoned nodes, so a pod that tolerates that taint also
+//! tolerates the cordon itself, even before the taint appears.
 
-use crate::framework::{Handle, NoArgs, Plugin, PluginError, PluginFactory};
+use k8s_openapi::api::core::v1::Taint;
 
+use crate::cluster::{NodeInfo, PodInfo};
+use crate::framework::{
+    ActionType, ClusterEvent, CycleState, EventResource, ExtensionPoint, FilterPlugin, Handle,
+    NoArgs, Plugin, PluginError, PluginFactory, Status,
+};
+
+use super::taint_toleration::{
+    TAINT_EFFECT_NO_SCHEDULE, pod_tolerations, tolerations_tolerate_taint,
+};
+
+/// The taint key of cordoned nodes (upstream `v1.TaintNodeUnschedulable`).
+pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+
+/// The Filter reason for a cordoned node (upstream `ErrReasonUnschedulable`).
+pub const ERR_REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
+
+/// The NodeUnschedulable plugin. Stateless.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct NodeUnschedulable;
 
 impl Plugin for NodeUnschedulable {
     fn name(&self) -> &str {
         Self::NAME
     }
+
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+
+    /// Upstream's registration with queueing hints enabled (the default since v1.32): a
+    /// node is added or updated in a way upstream classifies as a taint change (which
+    /// includes a change of `spec.unschedulable`), or a pod's tolerations change.
+    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+        Some(vec![
+            ClusterEvent::new(
+                EventResource::Node,
+                ActionType::ADD | ActionType::UPDATE_NODE_TAINT,
+            ),
+            ClusterEvent::new(EventResource::Pod, ActionType::UPDATE_POD_TOLERATIONS),
+        ])
+    }
 }
 
 impl PluginFactory for NodeUnschedulable {
     const NAME: &'static str = "NodeUnschedulable";
-    const POINTS: &'static [crate::framework::ExtensionPoint] = &[];
+    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::Filter];
     type Args = NoArgs;
 
     fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
         Ok(NodeUnschedulable)
+    }
+}
+
+impl FilterPlugin for NodeUnschedulable {
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let Some(node) = node.node() else {
+            return Status::error("node not found");
+        };
+        let cordoned = node
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.unschedulable)
+            .unwrap_or(false);
+        if !cordoned {
+            return Status::success();
+        }
+        // Built only for cordoned nodes, so the common path does not allocate.
+        let unschedulable_taint = Taint {
+            key: TAINT_NODE_UNSCHEDULABLE.to_string(),
+            effect: TAINT_EFFECT_NO_SCHEDULE.to_string(),
+            ..Taint::default()
+        };
+        if tolerations_tolerate_taint(pod_tolerations(&pod.pod), &unschedulable_taint) {
+            Status::success()
+        } else {
+            Status::unresolvable(ERR_REASON_UNSCHEDULABLE)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{Node, NodeSpec, Pod, PodSpec, Toleration};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+    use crate::framework::Code;
+
+    fn pod(tolerations: Option<Vec<Toleration>>) -> PodInfo {
+        let pod = Pod {
+            metadata: ObjectMeta {
+                name: Some("pod".into()),
+                namespace: Some("default".into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(PodSpec {
+                tolerations,
+                ..PodSpec::default()
+            }),
+            ..Pod::default()
+        };
+        PodInfo::new(pod).expect("test pod is valid")
+    }
+
+    fn node(unschedulable: bool) -> NodeInfo {
+        let node = Node {
+            metadata: ObjectMeta {
+                name: Some("node".into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(NodeSpec {
+                unschedulable: Some(unschedulable),
+                ..NodeSpec::default()
+            }),
+            ..Node::default()
+        };
+        NodeInfo::new(node).expect("test node is valid")
+    }
+
+    #[test]
+    fn filter_matches_upstream_table() {
+        // Upstream `TestNodeUnschedulable`, in order; `None` is a Success status.
+        let unschedulable_toleration = Toleration {
+            key: Some(TAINT_NODE_UNSCHEDULABLE.into()),
+            effect: Some("NoSchedule".into()),
+            ..Toleration::default()
+        };
+        let cases = [
+            (
+                "Does not schedule pod to unschedulable node (node.Spec.Unschedulable==true)",
+                None,
+                true,
+                Some(Status::unresolvable("node(s) were unschedulable")),
+            ),
+            ("Schedule pod to normal node", None, false, None),
+            (
+                "Schedule pod with toleration to unschedulable node (node.Spec.Unschedulable==true)",
+                Some(vec![unschedulable_toleration]),
+                true,
+                None,
+            ),
+        ];
+        for (name, tolerations, unschedulable, want) in cases {
+            let got = NodeUnschedulable.filter(
+                &CycleState::new(),
+                &pod(tolerations),
+                &node(unschedulable),
+            );
+            assert_eq!(got, want.unwrap_or_default(), "case {name}");
+        }
+    }
+
+    #[test]
+    fn registry_points_match_the_accessors_and_events() {
+        let plugin = NodeUnschedulable;
+        assert!(plugin.as_filter().is_some());
+        assert!(plugin.as_score().is_none());
+        assert_eq!(NodeUnschedulable::POINTS, &[ExtensionPoint::Filter]);
+        let events = plugin.events_to_register().expect("registers events");
+        let moves_on = |resource, action| {
+            let incoming = ClusterEvent::new(resource, action);
+            events.iter().any(|e| e.matches(&incoming))
+        };
+        // An uncordon arrives as a taint-class node update, as upstream classifies it.
+        assert!(moves_on(EventResource::Node, ActionType::UPDATE_NODE_TAINT));
+        assert!(moves_on(
+            EventResource::UnscheduledPod,
+            ActionType::UPDATE_POD_TOLERATIONS
+        ));
+        assert!(!moves_on(EventResource::AssignedPod, ActionType::DELETE));
+    }
+
+    #[test]
+    fn filter_without_node_object_is_an_error() {
+        let got = NodeUnschedulable.filter(&CycleState::new(), &pod(None), &NodeInfo::default());
+        assert_eq!(got.code(), Code::Error);
     }
 }

@@ -1,21 +1,126 @@
-//! SchedulingGates (placeholder while the plugin is being written).
+//! SchedulingGates: keeps a pod out of activeQ while it carries `spec.schedulingGates`
+//! (upstream `plugins/schedulinggates`). The pod is retried once an update removes its
+//! last gate.
 
-use crate::framework::{Handle, NoArgs, Plugin, PluginError, PluginFactory};
+use crate::cluster::PodInfo;
+use crate::framework::{
+    ActionType, ClusterEvent, EventResource, ExtensionPoint, Handle, NoArgs, Plugin, PluginError,
+    PluginFactory, PreEnqueuePlugin, Status,
+};
 
+/// The SchedulingGates plugin. Stateless.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct SchedulingGates;
 
 impl Plugin for SchedulingGates {
     fn name(&self) -> &str {
         Self::NAME
     }
+
+    fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
+        Some(self)
+    }
+
+    /// As upstream: only an update that removes the pod's scheduling gates can admit it.
+    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+        Some(vec![ClusterEvent::new(
+            EventResource::Pod,
+            ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
+        )])
+    }
 }
 
 impl PluginFactory for SchedulingGates {
     const NAME: &'static str = "SchedulingGates";
-    const POINTS: &'static [crate::framework::ExtensionPoint] = &[];
+    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::PreEnqueue];
     type Args = NoArgs;
 
     fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
         Ok(SchedulingGates)
+    }
+}
+
+impl PreEnqueuePlugin for SchedulingGates {
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        let gates = pod
+            .pod
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.scheduling_gates.as_deref())
+            .unwrap_or_default();
+        if gates.is_empty() {
+            return Status::success();
+        }
+        // Upstream formats the gate names with Go's `%v` of a []string: `[a b]`.
+        let names: Vec<&str> = gates.iter().map(|gate| gate.name.as_str()).collect();
+        Status::unresolvable(format!(
+            "waiting for scheduling gates: [{}]",
+            names.join(" ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{Pod, PodSchedulingGate, PodSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+
+    fn pod(gates: &[&str]) -> PodInfo {
+        let pod = Pod {
+            metadata: ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some("default".into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(PodSpec {
+                scheduling_gates: (!gates.is_empty()).then(|| {
+                    gates
+                        .iter()
+                        .map(|name| PodSchedulingGate {
+                            name: name.to_string(),
+                        })
+                        .collect()
+                }),
+                ..PodSpec::default()
+            }),
+            ..Pod::default()
+        };
+        PodInfo::new(pod).expect("test pod is valid")
+    }
+
+    #[test]
+    fn pre_enqueue_matches_upstream_table() {
+        // Upstream `TestPreEnqueue`, in order; `None` is a Success status.
+        let cases: [(&str, &[&str], Option<Status>); 2] = [
+            ("pod does not carry scheduling gates", &[], None),
+            (
+                "pod carries scheduling gates",
+                &["foo", "bar"],
+                Some(Status::unresolvable(
+                    "waiting for scheduling gates: [foo bar]",
+                )),
+            ),
+        ];
+        for (name, gates, want) in cases {
+            let got = SchedulingGates.pre_enqueue(&pod(gates));
+            assert_eq!(got, want.unwrap_or_default(), "case {name}");
+        }
+    }
+
+    #[test]
+    fn registry_points_match_the_accessors_and_events() {
+        let plugin = SchedulingGates;
+        assert!(plugin.as_pre_enqueue().is_some());
+        assert!(plugin.as_filter().is_none());
+        assert_eq!(SchedulingGates::POINTS, &[ExtensionPoint::PreEnqueue]);
+        let events = plugin.events_to_register().expect("registers events");
+        let moves_on = |action| {
+            let incoming = ClusterEvent::new(EventResource::UnscheduledPod, action);
+            events.iter().any(|e| e.matches(&incoming))
+        };
+        assert!(moves_on(ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED));
+        assert!(!moves_on(ActionType::UPDATE_POD_LABEL));
     }
 }

@@ -1,21 +1,572 @@
-//! TaintToleration (placeholder while the plugin is being written).
+//! TaintToleration: keeps pods off nodes whose taints they do not tolerate, and prefers
+//! nodes with fewer untolerated `PreferNoSchedule` taints (upstream
+//! `plugins/tainttoleration`).
+//!
+//! - Filter rejects a node on its first `NoSchedule` or `NoExecute` taint that no toleration
+//!   of the pod matches, as UnschedulableAndUnresolvable (preemption cannot remove taints).
+//! - PreScore keeps the pod's tolerations that can match `PreferNoSchedule` taints; Score
+//!   counts the node's `PreferNoSchedule` taints none of them tolerates; NormalizeScore
+//!   reverses the counts onto 0..=100, so the node with the most untolerated taints gets 0.
+//!
+//! The matching rules (upstream `Toleration.ToleratesTaint` and component-helpers
+//! `scheduling/corev1`) are public here so that NodeUnschedulable and later plugins use the
+//! same code: [`tolerates_taint`], [`tolerations_tolerate_taint`], [`find_untolerated_taint`].
 
-use crate::framework::{Handle, NoArgs, Plugin, PluginError, PluginFactory};
+use std::sync::Arc;
 
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
+
+use crate::cluster::{NodeInfo, PodInfo};
+use crate::framework::{
+    ActionType, ClusterEvent, CycleState, EventResource, ExtensionPoint, FilterPlugin, Handle,
+    MAX_NODE_SCORE, NoArgs, Plugin, PluginError, PluginFactory, PreScorePlugin, ScoreExtensions,
+    ScorePlugin, Status,
+};
+use crate::plugins::helper::default_normalize_score;
+
+/// The taint effect that keeps new pods off a node.
+pub const TAINT_EFFECT_NO_SCHEDULE: &str = "NoSchedule";
+/// The taint effect that keeps new pods off a node and evicts running ones.
+pub const TAINT_EFFECT_NO_EXECUTE: &str = "NoExecute";
+/// The soft taint effect: the scheduler tries to avoid the node.
+pub const TAINT_EFFECT_PREFER_NO_SCHEDULE: &str = "PreferNoSchedule";
+
+/// Whether `toleration` tolerates `taint`, as upstream `Toleration.ToleratesTaint`:
+///
+/// - an empty (absent) effect matches every effect, otherwise the effects must be equal;
+/// - an empty key matches every key (validation allows it only with `Exists`);
+/// - operator `Exists` matches any value; `Equal` (or no operator) requires equal values,
+///   an absent value counting as empty;
+/// - any other operator matches nothing (the numeric `Lt`/`Gt` operators are behind an
+///   alpha feature gate upstream and are not supported).
+pub fn tolerates_taint(toleration: &Toleration, taint: &Taint) -> bool {
+    let effect = toleration.effect.as_deref().unwrap_or_default();
+    if !effect.is_empty() && effect != taint.effect {
+        return false;
+    }
+    let key = toleration.key.as_deref().unwrap_or_default();
+    if !key.is_empty() && key != taint.key {
+        return false;
+    }
+    match toleration.operator.as_deref().unwrap_or_default() {
+        "" | "Equal" => {
+            toleration.value.as_deref().unwrap_or_default()
+                == taint.value.as_deref().unwrap_or_default()
+        }
+        "Exists" => true,
+        _ => false,
+    }
+}
+
+/// Whether any of `tolerations` tolerates `taint` (upstream `TolerationsTolerateTaint`).
+pub fn tolerations_tolerate_taint(tolerations: &[Toleration], taint: &Taint) -> bool {
+    tolerations.iter().any(|t| tolerates_taint(t, taint))
+}
+
+/// The first taint among those `include` selects that no toleration tolerates, or `None`
+/// when all of them are tolerated (upstream `FindMatchingUntoleratedTaint`).
+pub fn find_untolerated_taint<'a>(
+    taints: &'a [Taint],
+    tolerations: &[Toleration],
+    include: impl Fn(&Taint) -> bool,
+) -> Option<&'a Taint> {
+    taints
+        .iter()
+        .filter(|taint| include(taint))
+        .find(|taint| !tolerations_tolerate_taint(tolerations, taint))
+}
+
+/// Selects the taints that keep a pod off a node: `NoSchedule` and `NoExecute` (upstream
+/// `helper.DoNotScheduleTaintsFilterFunc`).
+pub fn is_do_not_schedule_taint(taint: &Taint) -> bool {
+    taint.effect == TAINT_EFFECT_NO_SCHEDULE || taint.effect == TAINT_EFFECT_NO_EXECUTE
+}
+
+/// `spec.tolerations` of a pod; empty when absent.
+pub fn pod_tolerations(pod: &Pod) -> &[Toleration] {
+    pod.spec
+        .as_ref()
+        .and_then(|spec| spec.tolerations.as_deref())
+        .unwrap_or_default()
+}
+
+/// `spec.taints` of a node; empty when absent.
+pub fn node_taints(node: &Node) -> &[Taint] {
+    node.spec
+        .as_ref()
+        .and_then(|spec| spec.taints.as_deref())
+        .unwrap_or_default()
+}
+
+/// The TaintToleration plugin. Stateless; per-cycle data lives in [`CycleState`].
+#[derive(Debug, Clone, Copy, Default)]
 pub struct TaintToleration;
+
+/// What PreScore hands to Score: the pod's tolerations that can match a
+/// `PreferNoSchedule` taint.
+#[derive(Debug, Clone)]
+struct PreScoreState {
+    tolerations_prefer_no_schedule: Vec<Toleration>,
+}
 
 impl Plugin for TaintToleration {
     fn name(&self) -> &str {
         Self::NAME
     }
+
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+
+    /// Upstream's registration with queueing hints enabled (the default since v1.32): a
+    /// node is added or its taints change, or a pod's tolerations change. berth has no
+    /// pre-check that could drop a Node/Add, so upstream's extra UpdateNodeLabel interest
+    /// (needed only without queueing hints) is not registered.
+    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+        Some(vec![
+            ClusterEvent::new(
+                EventResource::Node,
+                ActionType::ADD | ActionType::UPDATE_NODE_TAINT,
+            ),
+            ClusterEvent::new(EventResource::Pod, ActionType::UPDATE_POD_TOLERATIONS),
+        ])
+    }
 }
 
 impl PluginFactory for TaintToleration {
     const NAME: &'static str = "TaintToleration";
-    const POINTS: &'static [crate::framework::ExtensionPoint] = &[];
+    const POINTS: &'static [ExtensionPoint] = &[
+        ExtensionPoint::Filter,
+        ExtensionPoint::PreScore,
+        ExtensionPoint::Score,
+    ];
     type Args = NoArgs;
 
     fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
         Ok(TaintToleration)
+    }
+}
+
+impl FilterPlugin for TaintToleration {
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let Some(node) = node.node() else {
+            return Status::error("node not found");
+        };
+        match find_untolerated_taint(
+            node_taints(node),
+            pod_tolerations(&pod.pod),
+            is_do_not_schedule_taint,
+        ) {
+            None => Status::success(),
+            Some(taint) => Status::unresolvable(format!(
+                "node(s) had untolerated taint {{{}: {}}}",
+                taint.key,
+                taint.value.as_deref().unwrap_or_default()
+            )),
+        }
+    }
+}
+
+#[async_trait]
+impl PreScorePlugin for TaintToleration {
+    async fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _: &[Arc<NodeInfo>],
+    ) -> Status {
+        // An empty effect matches every effect, PreferNoSchedule included.
+        let tolerations_prefer_no_schedule = pod_tolerations(&pod.pod)
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.effect.as_deref(),
+                    None | Some("") | Some(TAINT_EFFECT_PREFER_NO_SCHEDULE)
+                )
+            })
+            .cloned()
+            .collect();
+        state.write(PreScoreState {
+            tolerations_prefer_no_schedule,
+        });
+        Status::success()
+    }
+}
+
+impl ScorePlugin for TaintToleration {
+    fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let Some(node) = node.node() else {
+            return Err(Status::error("node not found"));
+        };
+        let Some(pre_score) = state.read::<PreScoreState>() else {
+            return Err(Status::error(
+                "failed to read \"PreScoreTaintToleration\" from cycleState: not found",
+            ));
+        };
+        let untolerated = node_taints(node)
+            .iter()
+            .filter(|taint| taint.effect == TAINT_EFFECT_PREFER_NO_SCHEDULE)
+            .filter(|taint| {
+                !tolerations_tolerate_taint(&pre_score.tolerations_prefer_no_schedule, taint)
+            })
+            .count();
+        Ok(i64::try_from(untolerated).unwrap_or(i64::MAX))
+    }
+
+    fn score_extensions(&self) -> Option<&dyn ScoreExtensions> {
+        Some(self)
+    }
+}
+
+impl ScoreExtensions for TaintToleration {
+    fn normalize_score(
+        &self,
+        _: &CycleState,
+        _: &PodInfo,
+        _: &[Arc<NodeInfo>],
+        scores: &mut [i64],
+    ) -> Status {
+        default_normalize_score(MAX_NODE_SCORE, true, scores)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{NodeSpec, PodSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+    use crate::framework::Code;
+
+    fn taint(key: &str, value: &str, effect: &str) -> Taint {
+        Taint {
+            key: key.to_string(),
+            value: (!value.is_empty()).then(|| value.to_string()),
+            effect: effect.to_string(),
+            ..Taint::default()
+        }
+    }
+
+    /// A toleration; empty strings leave the field unset, as Go's zero values.
+    fn toleration(key: &str, operator: &str, value: &str, effect: &str) -> Toleration {
+        let set = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        Toleration {
+            key: set(key),
+            operator: set(operator),
+            value: set(value),
+            effect: set(effect),
+            ..Toleration::default()
+        }
+    }
+
+    fn pod_with_tolerations(tolerations: Vec<Toleration>) -> PodInfo {
+        let pod = Pod {
+            metadata: ObjectMeta {
+                name: Some("pod1".into()),
+                namespace: Some("default".into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(PodSpec {
+                tolerations: Some(tolerations),
+                ..PodSpec::default()
+            }),
+            ..Pod::default()
+        };
+        PodInfo::new(pod).expect("test pod is valid")
+    }
+
+    fn node_with_taints(name: &str, taints: Vec<Taint>) -> NodeInfo {
+        let node = Node {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(NodeSpec {
+                taints: Some(taints),
+                ..NodeSpec::default()
+            }),
+            ..Node::default()
+        };
+        NodeInfo::new(node).expect("test node is valid")
+    }
+
+    #[test]
+    fn tolerates_taint_matches_upstream_table() {
+        // Upstream k8s.io/api core/v1 `TestTolerationToleratesTaint`, in order.
+        let cases = [
+            (
+                "same key and effect, Exists, taint has no value",
+                toleration("foo", "Exists", "", "NoSchedule"),
+                taint("foo", "", "NoSchedule"),
+                true,
+            ),
+            (
+                "same key and effect, Exists, taint has some value",
+                toleration("foo", "Exists", "", "NoSchedule"),
+                taint("foo", "bar", "NoSchedule"),
+                true,
+            ),
+            (
+                "same effect, empty key with Exists matches all taints",
+                toleration("", "Exists", "", "NoSchedule"),
+                taint("foo", "bar", "NoSchedule"),
+                true,
+            ),
+            (
+                "same key, effect and value, Equal",
+                toleration("foo", "Equal", "bar", "NoSchedule"),
+                taint("foo", "bar", "NoSchedule"),
+                true,
+            ),
+            (
+                "same key and effect, different values, Equal",
+                toleration("foo", "Equal", "value1", "NoSchedule"),
+                taint("foo", "value2", "NoSchedule"),
+                false,
+            ),
+            (
+                "same key and value, different effects, Equal",
+                toleration("foo", "Equal", "bar", "NoSchedule"),
+                taint("foo", "bar", "NoExecute"),
+                false,
+            ),
+        ];
+        for (name, toleration, taint, want) in cases {
+            assert_eq!(tolerates_taint(&toleration, &taint), want, "case {name}");
+        }
+    }
+
+    #[test]
+    fn filter_matches_upstream_table() {
+        // Upstream `TestTaintTolerationFilter`, in order; `None` is a Success status.
+        let untolerated = |kv: &str| {
+            Some(Status::unresolvable(format!(
+                "node(s) had untolerated taint {{{kv}}}"
+            )))
+        };
+        let cases = [
+            (
+                "A pod having no tolerations can't be scheduled onto a node with nonempty taints",
+                vec![],
+                vec![taint("dedicated", "user1", "NoSchedule")],
+                untolerated("dedicated: user1"),
+            ),
+            (
+                "A pod which can be scheduled on a dedicated node assigned to user1 with effect NoSchedule",
+                vec![toleration("dedicated", "", "user1", "NoSchedule")],
+                vec![taint("dedicated", "user1", "NoSchedule")],
+                None,
+            ),
+            (
+                "A pod which can't be scheduled on a dedicated node assigned to user2 with effect NoSchedule",
+                vec![toleration("dedicated", "Equal", "user2", "NoSchedule")],
+                vec![taint("dedicated", "user1", "NoSchedule")],
+                untolerated("dedicated: user1"),
+            ),
+            (
+                "A pod can be scheduled onto the node, with a toleration uses operator Exists that tolerates the taints on the node",
+                vec![toleration("foo", "Exists", "", "NoSchedule")],
+                vec![taint("foo", "bar", "NoSchedule")],
+                None,
+            ),
+            (
+                "A pod has multiple tolerations, node has multiple taints, all the taints are tolerated, pod can be scheduled onto the node",
+                vec![
+                    toleration("dedicated", "Equal", "user2", "NoSchedule"),
+                    toleration("foo", "Exists", "", "NoSchedule"),
+                ],
+                vec![
+                    taint("dedicated", "user2", "NoSchedule"),
+                    taint("foo", "bar", "NoSchedule"),
+                ],
+                None,
+            ),
+            (
+                "A pod has a toleration that keys and values match the taint on the node, but (non-empty) effect doesn't match, can't be scheduled onto the node",
+                vec![toleration("foo", "Equal", "bar", "PreferNoSchedule")],
+                vec![taint("foo", "bar", "NoSchedule")],
+                untolerated("foo: bar"),
+            ),
+            (
+                "The pod has a toleration that keys and values match the taint on the node, the effect of toleration is empty, and the effect of taint is NoSchedule. Pod can be scheduled onto the node",
+                vec![toleration("foo", "Equal", "bar", "")],
+                vec![taint("foo", "bar", "NoSchedule")],
+                None,
+            ),
+            (
+                "The pod has a toleration that key and value don't match the taint on the node, but the effect of taint on node is PreferNoSchedule. Pod can be scheduled onto the node",
+                vec![toleration("dedicated", "Equal", "user2", "NoSchedule")],
+                vec![taint("dedicated", "user1", "PreferNoSchedule")],
+                None,
+            ),
+            (
+                "The pod has no toleration, but the effect of taint on node is PreferNoSchedule. Pod can be scheduled onto the node",
+                vec![],
+                vec![taint("dedicated", "user1", "PreferNoSchedule")],
+                None,
+            ),
+        ];
+        for (name, tolerations, taints, want) in cases {
+            let pod = pod_with_tolerations(tolerations);
+            let node = node_with_taints("nodeA", taints);
+            let got = TaintToleration.filter(&CycleState::new(), &pod, &node);
+            assert_eq!(got, want.unwrap_or_default(), "case {name}");
+        }
+    }
+
+    #[test]
+    fn filter_without_node_object_is_an_error() {
+        let pod = pod_with_tolerations(vec![]);
+        let got = TaintToleration.filter(&CycleState::new(), &pod, &NodeInfo::default());
+        assert_eq!(got.code(), Code::Error);
+    }
+
+    #[tokio::test]
+    async fn score_and_normalize_match_upstream_table() {
+        // Upstream `TestTaintTolerationScore`, in order: PreScore, Score on every node,
+        // then NormalizeScore; the expected scores are upstream's.
+        let prefer = |key: &str, value: &str| taint(key, value, "PreferNoSchedule");
+        // (case, pod tolerations, nodes with their taints, expected normalized scores)
+        type Case = (
+            &'static str,
+            Vec<Toleration>,
+            Vec<(&'static str, Vec<Taint>)>,
+            Vec<i64>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "node with taints tolerated by the pod, gets a higher score than those node with intolerable taints",
+                vec![toleration("foo", "Equal", "bar", "PreferNoSchedule")],
+                vec![
+                    ("nodeA", vec![prefer("foo", "bar")]),
+                    ("nodeB", vec![prefer("foo", "blah")]),
+                ],
+                vec![MAX_NODE_SCORE, 0],
+            ),
+            (
+                "the nodes that all of their taints are tolerated by the pod, get the same score, no matter how many tolerable taints a node has",
+                vec![
+                    toleration("cpu-type", "Equal", "arm64", "PreferNoSchedule"),
+                    toleration("disk-type", "Equal", "ssd", "PreferNoSchedule"),
+                ],
+                vec![
+                    ("nodeA", vec![]),
+                    ("nodeB", vec![prefer("cpu-type", "arm64")]),
+                    (
+                        "nodeC",
+                        vec![prefer("cpu-type", "arm64"), prefer("disk-type", "ssd")],
+                    ),
+                ],
+                vec![MAX_NODE_SCORE, MAX_NODE_SCORE, MAX_NODE_SCORE],
+            ),
+            (
+                "the more intolerable taints a node has, the lower score it gets.",
+                vec![toleration("foo", "Equal", "bar", "PreferNoSchedule")],
+                vec![
+                    ("nodeA", vec![]),
+                    ("nodeB", vec![prefer("cpu-type", "arm64")]),
+                    (
+                        "nodeC",
+                        vec![prefer("cpu-type", "arm64"), prefer("disk-type", "ssd")],
+                    ),
+                ],
+                vec![MAX_NODE_SCORE, 50, 0],
+            ),
+            (
+                "only taints and tolerations that have effect PreferNoSchedule are checked by taints-tolerations priority function",
+                vec![
+                    toleration("cpu-type", "Equal", "arm64", "NoSchedule"),
+                    toleration("disk-type", "Equal", "ssd", "NoSchedule"),
+                ],
+                vec![
+                    ("nodeA", vec![]),
+                    ("nodeB", vec![taint("cpu-type", "arm64", "NoSchedule")]),
+                    (
+                        "nodeC",
+                        vec![prefer("cpu-type", "arm64"), prefer("disk-type", "ssd")],
+                    ),
+                ],
+                vec![MAX_NODE_SCORE, MAX_NODE_SCORE, 0],
+            ),
+            (
+                "Default behaviour No taints and tolerations, lands on node with no taints",
+                vec![],
+                vec![
+                    ("nodeA", vec![]),
+                    ("nodeB", vec![prefer("cpu-type", "arm64")]),
+                ],
+                vec![MAX_NODE_SCORE, 0],
+            ),
+        ];
+        for (name, tolerations, nodes, want) in cases {
+            let pod = pod_with_tolerations(tolerations);
+            let nodes: Vec<Arc<NodeInfo>> = nodes
+                .into_iter()
+                .map(|(node, taints)| Arc::new(node_with_taints(node, taints)))
+                .collect();
+            let mut state = CycleState::new();
+            let status = TaintToleration.pre_score(&mut state, &pod, &nodes).await;
+            assert!(
+                status.is_success(),
+                "case {name}: PreScore returned {status}"
+            );
+            let mut scores = nodes
+                .iter()
+                .map(|node| TaintToleration.score(&state, &pod, node))
+                .collect::<Result<Vec<i64>, Status>>()
+                .unwrap_or_else(|status| panic!("case {name}: Score returned {status}"));
+            let status = TaintToleration.normalize_score(&state, &pod, &nodes, &mut scores);
+            assert!(
+                status.is_success(),
+                "case {name}: NormalizeScore returned {status}"
+            );
+            assert_eq!(scores, want, "case {name}");
+        }
+    }
+
+    #[test]
+    fn registry_points_match_the_accessors_and_events() {
+        let plugin = TaintToleration;
+        assert!(plugin.as_filter().is_some());
+        assert!(plugin.as_pre_score().is_some());
+        assert!(
+            plugin
+                .as_score()
+                .is_some_and(|s| s.score_extensions().is_some())
+        );
+        assert!(plugin.as_pre_filter().is_none());
+        assert_eq!(TaintToleration::POINTS.len(), 3);
+        let events = plugin.events_to_register().expect("registers events");
+        let moves_on = |resource, action| {
+            let incoming = ClusterEvent::new(resource, action);
+            events.iter().any(|e| e.matches(&incoming))
+        };
+        assert!(moves_on(EventResource::Node, ActionType::ADD));
+        assert!(moves_on(EventResource::Node, ActionType::UPDATE_NODE_TAINT));
+        assert!(moves_on(
+            EventResource::UnscheduledPod,
+            ActionType::UPDATE_POD_TOLERATIONS
+        ));
+        assert!(!moves_on(
+            EventResource::Node,
+            ActionType::UPDATE_NODE_ALLOCATABLE
+        ));
+    }
+
+    #[test]
+    fn score_without_pre_score_is_an_error() {
+        let pod = pod_with_tolerations(vec![]);
+        let node = node_with_taints("nodeA", vec![]);
+        let got = TaintToleration.score(&CycleState::new(), &pod, &node);
+        assert_eq!(got.map_err(|s| s.code()), Err(Code::Error));
     }
 }

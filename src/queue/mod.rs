@@ -1,1 +1,679 @@
-//! queue
+//! The scheduling queue of one profile, as upstream's `PriorityQueue`
+//! (`pkg/scheduler/internal/queue/scheduling_queue.go`).
+//!
+//! A pending pod waits in exactly one place:
+//!
+//! - **activeQ**: ready to be tried, ordered by the profile's QueueSort plugin (arrival
+//!   order among pods the plugin considers equal). [`SchedulingQueue::pop`] takes the head.
+//! - **backoffQ**: failed recently and waits out `initial * 2^(attempts-1)` (capped at
+//!   `max`) from its last failure; [`SchedulingQueue::flush_backoff_completed`] moves
+//!   expired pods on.
+//! - **unschedulable**: rejected by plugins; waits for a cluster event one of them
+//!   registered ([`SchedulingQueue::move_all_to_active_or_backoff`]) or for
+//!   `unschedulable_max_stay` ([`SchedulingQueue::flush_unschedulable_leftover`]).
+//! - **gated**: rejected by a PreEnqueue plugin, which is run whenever a pod is about to
+//!   enter activeQ; the pod stays out until that plugin admits it (upstream keeps these in
+//!   `unschedulablePods` with `Gated` set).
+//!
+//! Between `pop` and `add_unschedulable_if_not_present` (or `done`) the pod is *in flight*.
+//!
+//! The queue is a plain data structure: no tasks, no locks, no clock. Calls that depend on
+//! time take `now`; the owner runs the periodic flushes (upstream: every 1 s and 30 s), or,
+//! in the simulator, jumps its virtual clock to [`SchedulingQueue::next_backoff_expiry`]
+//! and [`SchedulingQueue::next_unschedulable_flush`].
+//!
+//! Where this differs from upstream (without QueueingHints), and why:
+//!
+//! - Updates and deletes of an in-flight pod are remembered instead of enqueueing a second
+//!   copy: a pod deleted while being scheduled is not requeued, and a pod updated while
+//!   being scheduled is requeued with its newest version into backoffQ, since the update
+//!   may have resolved its rejection (upstream's QueueingHint path does the same).
+//! - Whether an update "may make the pod schedulable" ignores `managedFields` besides
+//!   upstream's `resourceVersion`, `generation` and `status`, so the scheduler's own
+//!   condition patch does not pull a pod out of the unschedulable set.
+//! - A gated pod is moved only by events its gating PreEnqueue plugin registered; the
+//!   other rejectors of an earlier attempt cannot admit it while the gate holds.
+//! - A pod is due at exactly `since + unschedulable_max_stay` (upstream: strictly after),
+//!   so a virtual clock advanced to [`SchedulingQueue::next_unschedulable_flush`] always
+//!   makes progress. A gated pod that is still gated after a flush restarts that clock.
+
+mod active;
+#[cfg(test)]
+mod tests;
+mod timed;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use tokio::time::Instant;
+use tracing::{debug, warn};
+
+use crate::cluster::PodInfo;
+use crate::framework::{ActionType, ClusterEvent, EventResource, Plugin, QueuedPodInfo};
+
+use active::ActiveQueue;
+use timed::TimedPods;
+
+/// Upstream's default `podInitialBackoffSeconds`.
+pub const DEFAULT_POD_INITIAL_BACKOFF: Duration = Duration::from_secs(1);
+/// Upstream's default `podMaxBackoffSeconds`.
+pub const DEFAULT_POD_MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// Upstream's `DefaultPodMaxInUnschedulablePodsDuration`.
+pub const DEFAULT_UNSCHEDULABLE_MAX_STAY: Duration = Duration::from_secs(5 * 60);
+
+/// What a [`SchedulingQueue`] is built from: the profile's QueueSort and PreEnqueue
+/// plugins, the events each plugin registered, and the timing bounds.
+#[derive(Clone)]
+pub struct QueueConfig {
+    /// Orders activeQ through `as_queue_sort().less`.
+    pub queue_sort: Arc<dyn Plugin>,
+    /// Run in order before a pod enters activeQ; the first non-Success gates the pod.
+    pub pre_enqueue: Vec<Arc<dyn Plugin>>,
+    /// Plugin name -> the events it registered (`None`: any event). A rejecting plugin
+    /// missing here is treated as `None`, as upstream does for plugins without
+    /// `EnqueueExtensions`.
+    pub plugin_events: HashMap<String, Option<Vec<ClusterEvent>>>,
+    pub initial_backoff: Duration,
+    pub max_backoff: Duration,
+    /// How long a pod may stay unschedulable (or gated) before it is retried anyway.
+    pub unschedulable_max_stay: Duration,
+}
+
+impl QueueConfig {
+    /// A configuration with upstream's default backoff (1 s to 10 s) and a 5 minute
+    /// maximum stay in the unschedulable set, no PreEnqueue plugins and no registered
+    /// events (every rejection is retried on any event).
+    pub fn new(queue_sort: Arc<dyn Plugin>) -> Self {
+        QueueConfig {
+            queue_sort,
+            pre_enqueue: Vec::new(),
+            plugin_events: HashMap::new(),
+            initial_backoff: DEFAULT_POD_INITIAL_BACKOFF,
+            max_backoff: DEFAULT_POD_MAX_BACKOFF,
+            unschedulable_max_stay: DEFAULT_UNSCHEDULABLE_MAX_STAY,
+        }
+    }
+
+    pub fn with_pre_enqueue(mut self, plugins: Vec<Arc<dyn Plugin>>) -> Self {
+        self.pre_enqueue = plugins;
+        self
+    }
+
+    pub fn with_plugin_events(
+        mut self,
+        plugin_events: HashMap<String, Option<Vec<ClusterEvent>>>,
+    ) -> Self {
+        self.plugin_events = plugin_events;
+        self
+    }
+
+    pub fn with_backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.initial_backoff = initial;
+        self.max_backoff = max;
+        self
+    }
+
+    pub fn with_unschedulable_max_stay(mut self, max_stay: Duration) -> Self {
+        self.unschedulable_max_stay = max_stay;
+        self
+    }
+}
+
+impl fmt::Debug for QueueConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pre_enqueue: Vec<&str> = self.pre_enqueue.iter().map(|p| p.name()).collect();
+        f.debug_struct("QueueConfig")
+            .field("queue_sort", &self.queue_sort.name())
+            .field("pre_enqueue", &pre_enqueue)
+            .field("plugin_events", &self.plugin_events)
+            .field("initial_backoff", &self.initial_backoff)
+            .field("max_backoff", &self.max_backoff)
+            .field("unschedulable_max_stay", &self.unschedulable_max_stay)
+            .finish()
+    }
+}
+
+/// Where a pod is in the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Placement {
+    Active,
+    Backoff,
+    Unschedulable,
+    Gated,
+    /// Popped and not yet requeued or done.
+    InFlight,
+}
+
+impl fmt::Display for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Placement::Active => "activeQ",
+            Placement::Backoff => "backoffQ",
+            Placement::Unschedulable => "unschedulablePods",
+            Placement::Gated => "gated",
+            Placement::InFlight => "in flight",
+        })
+    }
+}
+
+/// Number of pods in each part of the queue (in-flight pods are not counted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PendingCounts {
+    pub active: usize,
+    pub backoff: usize,
+    pub unschedulable: usize,
+    pub gated: usize,
+}
+
+/// What happened to a pod while it was being scheduled.
+#[derive(Default)]
+struct InFlight {
+    /// The newest version of the pod seen meanwhile.
+    latest: Option<Arc<PodInfo>>,
+    /// Whether one of those updates may make the pod schedulable.
+    updated: bool,
+    deleted: bool,
+}
+
+/// How a pod leaves the unschedulable set (upstream's `queueAfterBackoff` and
+/// `queueImmediately`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Requeue {
+    AfterBackoff,
+    Immediately,
+}
+
+/// The scheduling queue of one profile; see the module docs.
+pub struct SchedulingQueue {
+    config: QueueConfig,
+    active: ActiveQueue,
+    /// Ordered by backoff expiry.
+    backoff: TimedPods,
+    /// Ordered by the time the pod was parked (its last failure).
+    unschedulable: TimedPods,
+    /// Ordered by the time PreEnqueue last rejected the pod.
+    gated: TimedPods,
+    in_flight: HashMap<String, InFlight>,
+    /// Incremented on every pop.
+    scheduling_cycle: u64,
+    /// The scheduling cycle at the last move request; a pod that failed in this cycle or
+    /// an earlier one may have missed the event and goes to backoffQ.
+    move_request_cycle: Option<u64>,
+}
+
+impl SchedulingQueue {
+    pub fn new(config: QueueConfig) -> Self {
+        if config.queue_sort.as_queue_sort().is_none() {
+            warn!(
+                plugin = config.queue_sort.name(),
+                "the queue sort plugin does not implement QueueSort; activeQ is FIFO"
+            );
+        }
+        for plugin in &config.pre_enqueue {
+            if plugin.as_pre_enqueue().is_none() {
+                warn!(
+                    plugin = plugin.name(),
+                    "plugin does not implement PreEnqueue; it never gates pods"
+                );
+            }
+        }
+        SchedulingQueue {
+            active: ActiveQueue::new(config.queue_sort.clone()),
+            config,
+            backoff: TimedPods::default(),
+            unschedulable: TimedPods::default(),
+            gated: TimedPods::default(),
+            in_flight: HashMap::new(),
+            scheduling_cycle: 0,
+            move_request_cycle: None,
+        }
+    }
+
+    /// Adds a new pending pod: to activeQ, or to the gated set if a PreEnqueue plugin
+    /// rejects it. A pod the queue already holds is updated instead.
+    pub fn add(&mut self, pod: Arc<PodInfo>, now: Instant) -> Placement {
+        let key = pod.key().to_string();
+        if let Some(flight) = self.in_flight.get_mut(&key) {
+            flight.latest = Some(pod);
+            return Placement::InFlight;
+        }
+        if let Some(queued) = self.queued(&key) {
+            let old = queued.pod_info.clone();
+            return self.update(&old, pod, now);
+        }
+        self.admit(QueuedPodInfo::new(pod, now), now)
+    }
+
+    /// Takes the head of activeQ, non-blocking. Counts the attempt, starts a new
+    /// scheduling cycle and clears the rejectors of the previous attempt.
+    pub fn pop(&mut self, now: Instant) -> Option<QueuedPodInfo> {
+        let mut queued = self.active.pop()?;
+        queued.attempts += 1;
+        queued.initial_attempt_timestamp.get_or_insert(now);
+        queued.unschedulable_plugins.clear();
+        queued.pending_plugins.clear();
+        self.scheduling_cycle += 1;
+        self.in_flight
+            .insert(queued.pod_info.key().to_string(), InFlight::default());
+        Some(queued)
+    }
+
+    /// The cycle of the last pop; pass it back to `add_unschedulable_if_not_present`.
+    pub fn scheduling_cycle(&self) -> u64 {
+        self.scheduling_cycle
+    }
+
+    /// Requeues a pod whose attempt failed; `queued.unschedulable_plugins` and
+    /// `pending_plugins` must hold its rejectors. Goes to backoffQ when a move request
+    /// arrived during or after `pod_scheduling_cycle`, when nothing rejected the pod (an
+    /// Error), or when the pod was updated meanwhile; otherwise to the unschedulable set.
+    /// `None` when not requeued: the pod was deleted meanwhile, or is already queued.
+    pub fn add_unschedulable_if_not_present(
+        &mut self,
+        mut queued: QueuedPodInfo,
+        pod_scheduling_cycle: u64,
+        now: Instant,
+    ) -> Option<Placement> {
+        let key = queued.pod_info.key().to_string();
+        let flight = self.in_flight.remove(&key).unwrap_or_default();
+        if let Some(placement) = self.placement(&key) {
+            warn!(pod = %key, %placement, "failed pod is already in the scheduling queue");
+            return None;
+        }
+        if flight.deleted {
+            debug!(pod = %key, "pod was deleted while being scheduled; not requeued");
+            return None;
+        }
+        if let Some(latest) = flight.latest {
+            queued.pod_info = latest;
+        }
+        queued.timestamp = now;
+        queued.gated_by = None;
+        let no_rejectors =
+            queued.unschedulable_plugins.is_empty() && queued.pending_plugins.is_empty();
+        let missed_move = self
+            .move_request_cycle
+            .is_some_and(|cycle| cycle >= pod_scheduling_cycle);
+        if missed_move || no_rejectors || flight.updated {
+            let expiry = self.backoff_expiry(&queued);
+            self.backoff.insert(expiry, queued);
+            Some(Placement::Backoff)
+        } else {
+            self.unschedulable.insert(now, queued);
+            Some(Placement::Unschedulable)
+        }
+    }
+
+    /// The pod's scheduling is over without a requeue (bound, or given up); forgets its
+    /// in-flight record. Implied by `add_unschedulable_if_not_present`.
+    pub fn done(&mut self, key: &str) {
+        self.in_flight.remove(key);
+    }
+
+    /// A pending pod changed. In activeQ or backoffQ it is updated in place (activeQ
+    /// re-sorts it). In the unschedulable or gated set it moves on when the update may make
+    /// it schedulable (anything but `resourceVersion`, `generation`, `managedFields` and
+    /// `status` changed): a gated pod re-runs PreEnqueue, an unschedulable one goes to
+    /// backoffQ while backing off, else through PreEnqueue to activeQ. An unknown pod is
+    /// added.
+    pub fn update(&mut self, old: &PodInfo, new: Arc<PodInfo>, now: Instant) -> Placement {
+        let key = new.key().to_string();
+        let updated = may_make_schedulable(&old.pod, &new.pod);
+        if let Some(flight) = self.in_flight.get_mut(&key) {
+            flight.latest = Some(new);
+            flight.updated |= updated;
+            return Placement::InFlight;
+        }
+        if self
+            .active
+            .update(&key, |queued| queued.pod_info = new.clone())
+        {
+            return Placement::Active;
+        }
+        if let Some(queued) = self.backoff.get_mut(&key) {
+            queued.pod_info = new;
+            return Placement::Backoff;
+        }
+        if let Some(queued) = self.unschedulable.get_mut(&key) {
+            queued.pod_info = new;
+            if !updated {
+                return Placement::Unschedulable;
+            }
+            return match self.unschedulable.remove(&key) {
+                Some(queued) => self.requeue(queued, Requeue::AfterBackoff, now),
+                None => Placement::Unschedulable,
+            };
+        }
+        if let Some(queued) = self.gated.get_mut(&key) {
+            queued.pod_info = new;
+            if !updated {
+                return Placement::Gated;
+            }
+            return match self.gated.remove(&key) {
+                Some(queued) => self.readmit_gated(queued, now),
+                None => Placement::Gated,
+            };
+        }
+        self.admit(QueuedPodInfo::new(new, now), now)
+    }
+
+    /// Removes the pod wherever it is; an in-flight pod will not be requeued. False when
+    /// the queue does not know the pod.
+    pub fn delete(&mut self, key: &str) -> bool {
+        if let Some(flight) = self.in_flight.get_mut(key) {
+            flight.deleted = true;
+            return true;
+        }
+        self.active.remove(key).is_some()
+            || self.backoff.remove(key).is_some()
+            || self.unschedulable.remove(key).is_some()
+            || self.gated.remove(key).is_some()
+    }
+
+    /// A cluster event happened. Moves every unschedulable pod one of whose rejectors
+    /// registered a matching event (a pod with no rejectors matches any event): to activeQ
+    /// at once if the matching rejector returned Pending, else to backoffQ while backing
+    /// off, else through PreEnqueue to activeQ. Gated pods whose gating plugin registered
+    /// the event re-run PreEnqueue. Records the move request for in-flight pods. Returns
+    /// how many pods left the unschedulable and gated sets.
+    pub fn move_all_to_active_or_backoff(&mut self, event: &ClusterEvent, now: Instant) -> usize {
+        let moved = self.move_parked(event, now, |_| true);
+        self.move_request_cycle = Some(self.scheduling_cycle);
+        moved
+    }
+
+    /// Moves backoffQ pods whose backoff expired at or before `now` through PreEnqueue to
+    /// activeQ. Returns how many left backoffQ.
+    pub fn flush_backoff_completed(&mut self, now: Instant) -> usize {
+        let mut moved = 0;
+        while let Some(queued) = self.backoff.pop_due(now) {
+            self.admit(queued, now);
+            moved += 1;
+        }
+        moved
+    }
+
+    /// Moves pods that have been unschedulable (or gated) for `unschedulable_max_stay` as
+    /// on [`ClusterEvent::UNSCHEDULABLE_TIMEOUT`], which every rejector matches.
+    pub fn flush_unschedulable_leftover(&mut self, now: Instant) -> usize {
+        let max_stay = self.config.unschedulable_max_stay;
+        let due = |since: Instant| since.checked_add(max_stay).is_some_and(|at| at <= now);
+        let moved = self.move_parked(&ClusterEvent::UNSCHEDULABLE_TIMEOUT, now, due);
+        if moved > 0 {
+            // Upstream treats the timeout flush as a move request too.
+            self.move_request_cycle = Some(self.scheduling_cycle);
+        }
+        moved
+    }
+
+    /// When the earliest backoff expires.
+    pub fn next_backoff_expiry(&self) -> Option<Instant> {
+        self.backoff.earliest()
+    }
+
+    /// When `flush_unschedulable_leftover` will next move a pod.
+    pub fn next_unschedulable_flush(&self) -> Option<Instant> {
+        let earliest = [self.unschedulable.earliest(), self.gated.earliest()]
+            .into_iter()
+            .flatten()
+            .min()?;
+        earliest.checked_add(self.config.unschedulable_max_stay)
+    }
+
+    /// The backoff after `attempts` failed attempts, as upstream's
+    /// `calculateBackoffDuration`: 0 before the first attempt, then `initial` doubling per
+    /// attempt, capped at `max`.
+    pub fn backoff_duration(&self, attempts: u32) -> Duration {
+        let (initial, max) = (self.config.initial_backoff, self.config.max_backoff);
+        if attempts == 0 {
+            return Duration::ZERO;
+        }
+        let mut duration = initial.min(max);
+        for _ in 1..attempts {
+            if duration > max.saturating_sub(duration) {
+                return max;
+            }
+            duration += duration;
+        }
+        duration
+    }
+
+    pub fn pending_counts(&self) -> PendingCounts {
+        PendingCounts {
+            active: self.active.len(),
+            backoff: self.backoff.len(),
+            unschedulable: self.unschedulable.len(),
+            gated: self.gated.len(),
+        }
+    }
+
+    /// Number of queued pods (in-flight pods are not counted).
+    pub fn len(&self) -> usize {
+        let counts = self.pending_counts();
+        counts.active + counts.backoff + counts.unschedulable + counts.gated
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the pod is queued (in-flight pods are not).
+    pub fn contains(&self, key: &str) -> bool {
+        self.queued(key).is_some()
+    }
+
+    /// Where the pod is, including in flight.
+    pub fn placement(&self, key: &str) -> Option<Placement> {
+        if self.active.contains(key) {
+            Some(Placement::Active)
+        } else if self.backoff.contains(key) {
+            Some(Placement::Backoff)
+        } else if self.unschedulable.contains(key) {
+            Some(Placement::Unschedulable)
+        } else if self.gated.contains(key) {
+            Some(Placement::Gated)
+        } else if self.in_flight.contains_key(key) {
+            Some(Placement::InFlight)
+        } else {
+            None
+        }
+    }
+
+    /// Pods waiting for an event or the leftover flush, longest-waiting first.
+    pub fn unschedulable_pods(&self) -> impl Iterator<Item = &QueuedPodInfo> {
+        self.unschedulable.iter().map(|(_, queued)| queued)
+    }
+
+    /// Pods a PreEnqueue plugin keeps out of activeQ (`gated_by` names it).
+    pub fn gated_pods(&self) -> impl Iterator<Item = &QueuedPodInfo> {
+        self.gated.iter().map(|(_, queued)| queued)
+    }
+
+    /// Every queued pod with its placement (activeQ in heap order, not pop order).
+    pub fn pending_pods(&self) -> impl Iterator<Item = (Placement, &QueuedPodInfo)> {
+        let active = self.active.iter().map(|q| (Placement::Active, q));
+        let backoff = self.backoff.iter().map(|(_, q)| (Placement::Backoff, q));
+        let unschedulable = self
+            .unschedulable_pods()
+            .map(|q| (Placement::Unschedulable, q));
+        let gated = self.gated_pods().map(|q| (Placement::Gated, q));
+        active.chain(backoff).chain(unschedulable).chain(gated)
+    }
+
+    fn queued(&self, key: &str) -> Option<&QueuedPodInfo> {
+        self.active
+            .get(key)
+            .or_else(|| self.backoff.get(key))
+            .or_else(|| self.unschedulable.get(key))
+            .or_else(|| self.gated.get(key))
+    }
+
+    /// Runs PreEnqueue: activeQ on admission, else the gated set.
+    fn admit(&mut self, mut queued: QueuedPodInfo, now: Instant) -> Placement {
+        match self.gating_plugin(&queued.pod_info) {
+            Some(plugin) => {
+                queued.gated_by = Some(plugin);
+                self.gated.insert(now, queued);
+                Placement::Gated
+            }
+            None => {
+                queued.gated_by = None;
+                self.active.push(queued);
+                Placement::Active
+            }
+        }
+    }
+
+    /// Upstream `requeuePodViaQueueingHint`: backoffQ while backing off (unless
+    /// `Immediately`), else through PreEnqueue to activeQ.
+    fn requeue(&mut self, queued: QueuedPodInfo, how: Requeue, now: Instant) -> Placement {
+        let expiry = self.backoff_expiry(&queued);
+        if how == Requeue::AfterBackoff && expiry > now {
+            self.backoff.insert(expiry, queued);
+            return Placement::Backoff;
+        }
+        self.admit(queued, now)
+    }
+
+    /// Re-runs PreEnqueue for a gated pod; once admitted it still serves its backoff.
+    fn readmit_gated(&mut self, mut queued: QueuedPodInfo, now: Instant) -> Placement {
+        if let Some(plugin) = self.gating_plugin(&queued.pod_info) {
+            queued.gated_by = Some(plugin);
+            self.gated.insert(now, queued);
+            return Placement::Gated;
+        }
+        queued.gated_by = None;
+        let expiry = self.backoff_expiry(&queued);
+        if expiry > now {
+            self.backoff.insert(expiry, queued);
+            Placement::Backoff
+        } else {
+            self.active.push(queued);
+            Placement::Active
+        }
+    }
+
+    /// Moves the parked pods that `event` concerns, among those parked at an instant
+    /// `due` accepts.
+    fn move_parked(
+        &mut self,
+        event: &ClusterEvent,
+        now: Instant,
+        due: impl Fn(Instant) -> bool,
+    ) -> usize {
+        let unschedulable: Vec<(String, Requeue)> = self
+            .unschedulable
+            .iter()
+            .take_while(|(since, _)| due(*since))
+            .filter_map(|(_, queued)| {
+                let how = self.requeue_on(queued, event)?;
+                Some((queued.pod_info.key().to_string(), how))
+            })
+            .collect();
+        let gated: Vec<String> = self
+            .gated
+            .iter()
+            .take_while(|(since, _)| due(*since))
+            .filter(|(_, queued)| {
+                is_wildcard(event)
+                    || queued
+                        .gated_by
+                        .as_deref()
+                        .is_none_or(|plugin| self.registered(plugin, event))
+            })
+            .map(|(_, queued)| queued.pod_info.key().to_string())
+            .collect();
+
+        let mut moved = 0;
+        for (key, how) in unschedulable {
+            if let Some(queued) = self.unschedulable.remove(&key) {
+                let placement = self.requeue(queued, how, now);
+                debug!(pod = %key, %placement, ?event, "moved unschedulable pod");
+                moved += 1;
+            }
+        }
+        for key in gated {
+            if let Some(queued) = self.gated.remove(&key)
+                && self.readmit_gated(queued, now) != Placement::Gated
+            {
+                moved += 1;
+            }
+        }
+        moved
+    }
+
+    /// Upstream `isPodWorthRequeuing` without QueueingHints: `None` when no rejector of
+    /// the pod registered the event.
+    fn requeue_on(&self, queued: &QueuedPodInfo, event: &ClusterEvent) -> Option<Requeue> {
+        let rejectors = || {
+            queued
+                .unschedulable_plugins
+                .iter()
+                .chain(&queued.pending_plugins)
+        };
+        if is_wildcard(event) || rejectors().next().is_none() {
+            return Some(Requeue::AfterBackoff);
+        }
+        let mut how = None;
+        for plugin in rejectors().filter(|plugin| self.registered(plugin, event)) {
+            if queued.pending_plugins.contains(plugin) {
+                return Some(Requeue::Immediately);
+            }
+            how = Some(Requeue::AfterBackoff);
+        }
+        how
+    }
+
+    /// Whether `plugin` registered an event that covers `event`.
+    fn registered(&self, plugin: &str, event: &ClusterEvent) -> bool {
+        match self.config.plugin_events.get(plugin) {
+            None | Some(None) => true,
+            Some(Some(events)) => events.iter().any(|interest| interest.matches(event)),
+        }
+    }
+
+    /// The first PreEnqueue plugin that rejects the pod.
+    fn gating_plugin(&self, pod: &PodInfo) -> Option<String> {
+        self.config.pre_enqueue.iter().find_map(|plugin| {
+            let status = plugin.as_pre_enqueue()?.pre_enqueue(pod);
+            if status.is_success() {
+                return None;
+            }
+            debug!(pod = pod.key(), plugin = plugin.name(), %status, "PreEnqueue gated the pod");
+            Some(plugin.name().to_string())
+        })
+    }
+
+    fn backoff_expiry(&self, queued: &QueuedPodInfo) -> Instant {
+        let duration = self.backoff_duration(queued.attempts);
+        // Overflow needs a backoff of centuries; treat it as no backoff.
+        queued
+            .timestamp
+            .checked_add(duration)
+            .unwrap_or(queued.timestamp)
+    }
+}
+
+/// Upstream's `IsWildCard`: the event every registered interest matches.
+fn is_wildcard(event: &ClusterEvent) -> bool {
+    event.resource == EventResource::Wildcard && event.action == ActionType::ALL
+}
+
+/// Upstream `isPodUpdated`: whether anything but bookkeeping changed. Also ignores
+/// `managedFields`, which the scheduler's own status patch touches.
+fn may_make_schedulable(old: &Arc<Pod>, new: &Arc<Pod>) -> bool {
+    if Arc::ptr_eq(old, new) {
+        return false;
+    }
+    let strip = |meta: &ObjectMeta| ObjectMeta {
+        resource_version: None,
+        generation: None,
+        managed_fields: None,
+        ..meta.clone()
+    };
+    old.spec != new.spec || strip(&old.metadata) != strip(&new.metadata)
+}

@@ -1,1 +1,353 @@
-//! scheduler
+//! The scheduling cycle, the binding cycle and failure handling, over the profiles of one
+//! process.
+//!
+//! [`Scheduler`] owns the cache, the snapshot and one queue per profile. It is driven by
+//! an adapter (`simulate`, later the operator) that feeds it cluster events and calls
+//! [`Scheduler::schedule_one`] in a loop. A successful scheduling cycle hands back a
+//! [`BindingCycle`] that the adapter runs concurrently (it may wait at Permit) and whose
+//! [`BindingResult`] it returns through [`Scheduler::complete_binding`]. The scheduler
+//! itself is single-owner and lock-free: every mutation happens on the adapter's loop.
+
+mod cycle;
+mod failure;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use tokio::time::Instant;
+
+use crate::cluster::{Cache, CacheError, PodInfo, QuantityError, Snapshot, pod_key};
+use crate::framework::{ActionType, ClusterEvent, CycleState, EventResource, Framework, ScoredNode, Status};
+use crate::queue::{QueueConfig, SchedulingQueue};
+
+pub use cycle::{BindingCycle, BindingResult, num_feasible_nodes_to_find};
+pub use failure::{FitError, NO_NODES_AVAILABLE};
+
+/// Options of the scheduling loop.
+#[derive(Debug, Clone)]
+pub struct SchedulerOptions {
+    /// Seed of the random tie-break among the best-scoring nodes.
+    pub seed: u64,
+    /// Keep per-node filter verdicts and scores of every attempt (for `--explain`).
+    pub record_diagnosis: bool,
+}
+
+impl Default for SchedulerOptions {
+    fn default() -> Self {
+        SchedulerOptions {
+            seed: 0,
+            record_diagnosis: false,
+        }
+    }
+}
+
+/// One profile's framework and queue.
+pub struct ProfileInstance {
+    pub scheduler_name: String,
+    pub framework: Arc<Framework>,
+    pub queue: SchedulingQueue,
+}
+
+/// Per-node verdicts and scores of one attempt.
+#[derive(Debug, Clone, Default)]
+pub struct CycleDiagnosis {
+    /// Every evaluated node, in evaluation order, with its Filter status (Success when
+    /// feasible).
+    pub filtered: Vec<(String, Status)>,
+    /// Scores of the feasible nodes (empty when fewer than two were feasible, as upstream
+    /// skips scoring then).
+    pub scored: Vec<ScoredNode>,
+}
+
+/// How one scheduling attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Bound to the node.
+    Scheduled { node: String },
+    /// No node fits, or a plugin rejected the pod; the message is upstream-format.
+    Unschedulable { message: String },
+    /// An internal error (plugin error, bind failure).
+    Error { message: String },
+}
+
+/// One finished attempt, for reporting (events, pod conditions, simulate output).
+#[derive(Debug, Clone)]
+pub struct AttemptReport {
+    pub pod: Arc<PodInfo>,
+    pub scheduler_name: String,
+    /// Attempts so far, this one included.
+    pub attempts: u32,
+    pub outcome: Outcome,
+    pub diagnosis: Option<CycleDiagnosis>,
+}
+
+/// What [`Scheduler::schedule_one`] produced.
+pub enum CycleOutput {
+    /// The attempt ended in the scheduling cycle (failure).
+    Done(AttemptReport),
+    /// The pod is assumed on a node; run the binding cycle and hand its result to
+    /// [`Scheduler::complete_binding`].
+    Binding(BindingCycle),
+}
+
+/// The scheduler core shared by `berth simulate` and the operator.
+pub struct Scheduler {
+    cache: Cache,
+    snapshot: Snapshot,
+    profiles: Vec<ProfileInstance>,
+    by_name: HashMap<String, usize>,
+    next_profile: usize,
+    next_start_node_index: usize,
+    rng: ChaCha8Rng,
+    options: SchedulerOptions,
+}
+
+/// An object that could not be added to the scheduler.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error(transparent)]
+    Quantity(#[from] QuantityError),
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    #[error("{0}")]
+    Profile(String),
+}
+
+impl Scheduler {
+    pub fn new(options: SchedulerOptions) -> Self {
+        Scheduler {
+            cache: Cache::new(None),
+            snapshot: Snapshot::default(),
+            profiles: Vec::new(),
+            by_name: HashMap::new(),
+            next_profile: 0,
+            next_start_node_index: 0,
+            rng: ChaCha8Rng::seed_from_u64(options.seed),
+            options,
+        }
+    }
+
+    /// Adds a profile serving `scheduler_name`; its queue takes the backoff bounds of the
+    /// resolved profile.
+    pub fn add_profile(&mut self, scheduler_name: &str, framework: Arc<Framework>) -> Result<(), IngestError> {
+        let backoff = framework.resolved().backoff;
+        let queue_sort = framework
+            .queue_sort()
+            .ok_or_else(|| IngestError::Profile(format!("profile {scheduler_name} has no QueueSort plugin")))?;
+        let queue = SchedulingQueue::new(QueueConfig {
+            queue_sort,
+            pre_enqueue: framework.plugins(crate::framework::ExtensionPoint::PreEnqueue).to_vec(),
+            plugin_events: framework.plugin_events(),
+            initial_backoff: backoff.0,
+            max_backoff: backoff.1,
+            unschedulable_max_stay: std::time::Duration::from_secs(5 * 60),
+        });
+        self.by_name.insert(scheduler_name.to_string(), self.profiles.len());
+        self.profiles.push(ProfileInstance {
+            scheduler_name: scheduler_name.to_string(),
+            framework,
+            queue,
+        });
+        Ok(())
+    }
+
+    pub fn profiles(&self) -> &[ProfileInstance] {
+        &self.profiles
+    }
+
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    fn broadcast(&mut self, event: ClusterEvent) {
+        let now = Instant::now();
+        for profile in &mut self.profiles {
+            profile.queue.move_all_to_active_or_backoff(&event, now);
+        }
+    }
+
+    pub fn on_node_add(&mut self, node: Node) -> Result<(), IngestError> {
+        self.cache.add_node(node)?;
+        self.broadcast(ClusterEvent::new(EventResource::Node, ActionType::ADD));
+        Ok(())
+    }
+
+    pub fn on_node_update(&mut self, node: Node) -> Result<(), IngestError> {
+        self.cache.update_node(node)?;
+        self.broadcast(ClusterEvent::new(EventResource::Node, ActionType::UPDATE));
+        Ok(())
+    }
+
+    pub fn on_node_delete(&mut self, name: &str) {
+        self.cache.remove_node(name);
+        self.broadcast(ClusterEvent::new(EventResource::Node, ActionType::DELETE));
+    }
+
+    /// A pod appeared: assigned pods go to the cache, pending pods of a known profile to
+    /// its queue; pods of other schedulers are ignored.
+    pub fn on_pod_add(&mut self, pod: Pod) -> Result<(), IngestError> {
+        let info = PodInfo::new(pod)?;
+        if info.node_name().is_some() {
+            self.cache.add_pod(info.pod.as_ref().clone())?;
+            self.broadcast(ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD));
+        } else if let Some(&i) = self.by_name.get(info.scheduler_name()) {
+            self.profiles[i].queue.add(Arc::new(info), Instant::now());
+        }
+        Ok(())
+    }
+
+    /// A pod changed. A pending pod that got a node (a binding observed) moves from the
+    /// queue to the cache.
+    pub fn on_pod_update(&mut self, old: &Pod, new: Pod) -> Result<(), IngestError> {
+        let info = PodInfo::new(new)?;
+        let key = info.key().to_string();
+        let was_assigned = old.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
+        match (was_assigned, info.node_name().is_some()) {
+            (false, true) => {
+                for profile in &mut self.profiles {
+                    profile.queue.delete(&key);
+                }
+                self.cache.add_pod(info.pod.as_ref().clone())?;
+                self.broadcast(ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD));
+            }
+            (true, _) => {
+                self.cache.update_pod(old, info.pod.as_ref().clone());
+                self.broadcast(ClusterEvent::new(EventResource::AssignedPod, ActionType::UPDATE));
+            }
+            (false, false) => {
+                if let Some(&i) = self.by_name.get(info.scheduler_name()) {
+                    let old_info = PodInfo::new(old.clone())?;
+                    self.profiles[i].queue.update(&old_info, Arc::new(info), Instant::now());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn on_pod_delete(&mut self, pod: &Pod) {
+        let key = pod_key(pod);
+        let assigned = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
+        if assigned {
+            self.cache.remove_pod(pod);
+            self.broadcast(ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE));
+        } else {
+            for profile in &mut self.profiles {
+                profile.queue.delete(&key);
+            }
+        }
+    }
+
+    /// Moves pods whose backoff expired to activeQ and flushes pods unschedulable for
+    /// too long; call periodically (the simulator calls it after advancing its clock).
+    pub fn flush_queues(&mut self, now: Instant, flush_unschedulable: bool) {
+        for profile in &mut self.profiles {
+            profile.queue.flush_backoff_completed(now);
+            if flush_unschedulable {
+                profile.queue.flush_unschedulable_leftover(now);
+            }
+        }
+    }
+
+    /// The earliest moment a backed-off pod becomes ready again, over all queues.
+    pub fn next_backoff_expiry(&self) -> Option<Instant> {
+        self.profiles.iter().filter_map(|p| p.queue.next_backoff_expiry()).min()
+    }
+
+    /// Whether any activeQ holds a pod.
+    pub fn has_active(&self) -> bool {
+        self.profiles.iter().any(|p| p.queue.pending_counts().active > 0)
+    }
+
+    /// Runs one scheduling cycle for the next pod, serving profiles round-robin. `None`
+    /// when every activeQ is empty.
+    pub async fn schedule_one(&mut self) -> Option<CycleOutput> {
+        let now = Instant::now();
+        let count = self.profiles.len();
+        let (index, queued) = (0..count).find_map(|offset| {
+            let i = (self.next_profile + offset) % count;
+            self.profiles[i].queue.pop(now).map(|q| (i, q))
+        })?;
+        self.next_profile = (index + 1) % count.max(1);
+        self.cache.update_snapshot(&mut self.snapshot);
+        let framework = self.profiles[index].framework.clone();
+        let pod_cycle = self.profiles[index].queue.scheduling_cycle();
+        let mut state = CycleState::new();
+        let result = cycle::schedule_pod(
+            &framework,
+            &mut state,
+            &queued.pod_info,
+            &self.snapshot,
+            &mut self.next_start_node_index,
+            &mut self.rng,
+            self.options.record_diagnosis,
+        )
+        .await;
+        let (node, diagnosis) = match result {
+            Ok(ok) => ok,
+            Err(failure) => return Some(CycleOutput::Done(self.fail(index, queued, pod_cycle, failure))),
+        };
+        cycle::assume_reserve_permit(self, index, queued, pod_cycle, state, node, diagnosis).await
+    }
+
+    /// Applies the result of a binding cycle: confirms or forgets the assumed pod and
+    /// requeues it on failure.
+    pub fn complete_binding(&mut self, result: BindingResult) -> AttemptReport {
+        let index = self.by_name.get(&result.scheduler_name).copied();
+        let key = result.queued.pod_info.key().to_string();
+        match result.status {
+            Ok(()) => {
+                self.cache.finish_binding(&key, Instant::now());
+                if let Some(i) = index {
+                    self.profiles[i].queue.done(&key);
+                }
+                AttemptReport {
+                    pod: result.queued.pod_info.clone(),
+                    scheduler_name: result.scheduler_name,
+                    attempts: result.queued.attempts,
+                    outcome: Outcome::Scheduled { node: result.node },
+                    diagnosis: result.diagnosis,
+                }
+            }
+            Err(failure) => {
+                let _ = self.cache.forget_pod(&key);
+                // The freed resources may let other pods fit (upstream moves pods on an
+                // assigned-pod delete when an assumed pod is forgotten).
+                self.broadcast(ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE));
+                match index {
+                    Some(i) => self.fail(i, result.queued, result.pod_cycle, failure.with_diagnosis(result.diagnosis)),
+                    None => AttemptReport {
+                        pod: result.queued.pod_info.clone(),
+                        scheduler_name: result.scheduler_name,
+                        attempts: result.queued.attempts,
+                        outcome: failure.outcome(),
+                        diagnosis: result.diagnosis,
+                    },
+                }
+            }
+        }
+    }
+
+    /// Upstream `handleSchedulingFailure`: requeue (unschedulable or backoff) and report.
+    fn fail(&mut self, index: usize, mut queued: crate::framework::QueuedPodInfo, pod_cycle: u64, failure: failure::Failure) -> AttemptReport {
+        let now = Instant::now();
+        queued.unschedulable_plugins = failure.unschedulable_plugins.clone();
+        queued.pending_plugins = failure.pending_plugins.clone();
+        queued.timestamp = now;
+        let report = AttemptReport {
+            pod: queued.pod_info.clone(),
+            scheduler_name: self.profiles[index].scheduler_name.clone(),
+            attempts: queued.attempts,
+            outcome: failure.outcome(),
+            diagnosis: failure.diagnosis,
+        };
+        let key = queued.pod_info.key().to_string();
+        // A pod deleted or bound meanwhile is not requeued.
+        if self.cache.get_pod(&key).is_none() {
+            self.profiles[index].queue.add_unschedulable_if_not_present(queued, pod_cycle, now);
+        }
+        report
+    }
+}

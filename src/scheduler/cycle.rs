@@ -1,0 +1,336 @@
+//! The scheduling cycle (snapshot -> PreFilter -> Filter -> PostFilter -> PreScore ->
+//! Score -> select -> assume -> Reserve -> Permit) and the binding cycle (wait on Permit ->
+//! PreBind -> Bind -> PostBind), as upstream's `schedule_one.go`.
+
+use std::sync::Arc;
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::cluster::{NodeInfo, PodInfo, Snapshot};
+use crate::framework::{CycleState, Framework, NodeToStatus, QueuedPodInfo, ScoredNode, Status};
+
+use super::failure::{FitError, Failure, NO_NODES_AVAILABLE};
+use super::{CycleDiagnosis, CycleOutput, Scheduler};
+
+/// Below this many nodes every node is evaluated (upstream `minFeasibleNodesToFind`).
+const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// The adaptive percentage never drops below this (upstream
+/// `minFeasibleNodesPercentageToFind`).
+const MIN_FEASIBLE_NODES_PERCENTAGE: i64 = 5;
+/// Nodes filtered per parallel batch; the cut at the wanted number of feasible nodes is
+/// made in rotation order, so results do not depend on parallelism.
+const FILTER_BATCH: usize = 64;
+
+/// Upstream `numFeasibleNodesToFind`: how many feasible nodes to look for before
+/// scoring. `percentage` 0 (or unset) means adaptive: `max(5, 50 - nodes/125)` percent,
+/// at least 100 nodes; every node below 100 nodes.
+pub fn num_feasible_nodes_to_find(percentage: Option<i32>, num_all_nodes: usize) -> usize {
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND {
+        return num_all_nodes;
+    }
+    let all = num_all_nodes as i64;
+    let mut pct = i64::from(percentage.unwrap_or(0));
+    if pct <= 0 {
+        pct = (50 - all / 125).max(MIN_FEASIBLE_NODES_PERCENTAGE);
+    }
+    let num = (all * pct.min(100) / 100) as usize;
+    num.max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+/// Finds the node for `pod`, or why there is none.
+pub(super) async fn schedule_pod(
+    fwk: &Framework,
+    state: &mut CycleState,
+    pod: &Arc<PodInfo>,
+    snapshot: &Snapshot,
+    next_start_node_index: &mut usize,
+    rng: &mut ChaCha8Rng,
+    record: bool,
+) -> Result<(String, Option<CycleDiagnosis>), Failure> {
+    let all_nodes = snapshot.nodes();
+    if all_nodes.is_empty() {
+        return Err(Failure::error(&Status::unschedulable(NO_NODES_AVAILABLE)));
+    }
+    let mut diagnosis = record.then(CycleDiagnosis::default);
+    let (pre_result, status) = fwk.run_pre_filter(state, pod, snapshot).await;
+    if !status.is_success() {
+        if !status.is_rejected() {
+            return Err(Failure::error(&status));
+        }
+        let fit = FitError {
+            num_all_nodes: all_nodes.len(),
+            pre_filter_msg: Some(status.message()),
+            statuses: NodeToStatus {
+                statuses: Default::default(),
+                absent: Some(status),
+            },
+            post_filter_msg: None,
+        };
+        return Err(post_filter(fwk, state, pod, snapshot, fit, diagnosis).await);
+    }
+
+    let mut statuses = NodeToStatus::default();
+    let candidates: Vec<Arc<NodeInfo>> = match pre_result.as_ref().and_then(|r| r.node_names.as_ref()) {
+        None => all_nodes.to_vec(),
+        Some(names) => {
+            let plugins: Vec<&str> = fwk
+                .plugins(crate::framework::ExtensionPoint::PreFilter)
+                .iter()
+                .map(|p| p.name())
+                .collect();
+            statuses.absent = Some(Status::unresolvable(format!(
+                "node(s) didn't satisfy plugin(s) {plugins:?}"
+            )));
+            all_nodes.iter().filter(|n| names.contains(n.name())).cloned().collect()
+        }
+    };
+    let feasible = find_feasible(fwk, state, pod, &candidates, all_nodes.len(), next_start_node_index, &mut statuses, &mut diagnosis);
+    if feasible.is_empty() {
+        let fit = FitError {
+            num_all_nodes: all_nodes.len(),
+            statuses,
+            pre_filter_msg: None,
+            post_filter_msg: None,
+        };
+        return Err(post_filter(fwk, state, pod, snapshot, fit, diagnosis).await);
+    }
+    if feasible.len() == 1 {
+        // Upstream skips scoring when only one node is feasible.
+        return Ok((feasible[0].name().to_string(), diagnosis));
+    }
+    let status = fwk.run_pre_score(state, pod, &feasible).await;
+    if !status.is_success() {
+        return Err(Failure::error(&status).with_diagnosis(diagnosis));
+    }
+    let scored = fwk.run_score(state, pod, &feasible).map_err(|s| Failure::error(&s).with_diagnosis(diagnosis.clone()))?;
+    let host = select_host(&scored, rng);
+    if let Some(d) = diagnosis.as_mut() {
+        d.scored = scored;
+    }
+    Ok((host, diagnosis))
+}
+
+/// Filters `candidates` from the rotating start index, in parallel batches, until the
+/// wanted number of feasible nodes is found.
+#[allow(clippy::too_many_arguments)]
+fn find_feasible(
+    fwk: &Framework,
+    state: &CycleState,
+    pod: &PodInfo,
+    candidates: &[Arc<NodeInfo>],
+    num_all_nodes: usize,
+    next_start_node_index: &mut usize,
+    statuses: &mut NodeToStatus,
+    diagnosis: &mut Option<CycleDiagnosis>,
+) -> Vec<Arc<NodeInfo>> {
+    let n = candidates.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let wanted = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score(), n);
+    let start = *next_start_node_index % n;
+    let rotated: Vec<Arc<NodeInfo>> = (0..n).map(|i| candidates[(start + i) % n].clone()).collect();
+    let mut feasible = Vec::with_capacity(wanted);
+    let mut processed = 0;
+    'batches: for batch in rotated.chunks(FILTER_BATCH) {
+        let results = fwk.run_filter_parallel(state, pod, batch);
+        for (node, status) in batch.iter().zip(results) {
+            processed += 1;
+            if let Some(d) = diagnosis.as_mut() {
+                d.filtered.push((node.name().to_string(), status.clone()));
+            }
+            if status.is_success() {
+                feasible.push(node.clone());
+                if feasible.len() >= wanted {
+                    break 'batches;
+                }
+            } else {
+                statuses.statuses.insert(node.name().to_string(), status);
+            }
+        }
+    }
+    *next_start_node_index = (*next_start_node_index + processed) % num_all_nodes.max(1);
+    feasible
+}
+
+/// Runs PostFilter after a fit error and builds the failure.
+async fn post_filter(
+    fwk: &Framework,
+    state: &CycleState,
+    pod: &PodInfo,
+    snapshot: &Snapshot,
+    mut fit: FitError,
+    diagnosis: Option<CycleDiagnosis>,
+) -> Failure {
+    if fwk.has_post_filter_plugins() {
+        let (_result, status) = fwk.run_post_filter(state, pod, snapshot, &fit.statuses).await;
+        fit.post_filter_msg = Some(status.message());
+    }
+    Failure::fit(&fit).with_diagnosis(diagnosis)
+}
+
+/// The node with the highest total; ties broken uniformly at random.
+fn select_host(scored: &[ScoredNode], rng: &mut ChaCha8Rng) -> String {
+    let best = scored.iter().map(|s| s.total).max().unwrap_or(0);
+    let top: Vec<&ScoredNode> = scored.iter().filter(|s| s.total == best).collect();
+    let pick = if top.len() > 1 { rng.random_range(0..top.len()) } else { 0 };
+    top.get(pick).map(|s| s.node.name().to_string()).unwrap_or_default()
+}
+
+/// Assume, Reserve and Permit; on success the binding cycle to run.
+pub(super) async fn assume_reserve_permit(
+    scheduler: &mut Scheduler,
+    index: usize,
+    queued: QueuedPodInfo,
+    pod_cycle: u64,
+    mut state: CycleState,
+    node: String,
+    diagnosis: Option<CycleDiagnosis>,
+) -> Option<CycleOutput> {
+    let framework = scheduler.profiles[index].framework.clone();
+    let assumed = Arc::new(queued.pod_info.with_node_name(&node));
+    if let Err(e) = scheduler.cache.assume_pod(&queued.pod_info, &node) {
+        let failure = Failure::error(&Status::error(format!("assuming pod on node {node}: {e}")));
+        return Some(CycleOutput::Done(scheduler.fail(index, queued, pod_cycle, failure.with_diagnosis(diagnosis))));
+    }
+    let status = framework.run_reserve(&mut state, &assumed, &node).await;
+    let status = if status.is_success() {
+        framework.run_permit(&mut state, &assumed, &node).await
+    } else {
+        status
+    };
+    if !status.is_success() && !status.is_wait() {
+        framework.run_unreserve(&mut state, &assumed, &node).await;
+        let _ = scheduler.cache.forget_pod(assumed.key());
+        let failure = Failure::rejected_on(&node, status).with_diagnosis(diagnosis);
+        return Some(CycleOutput::Done(scheduler.fail(index, queued, pod_cycle, failure)));
+    }
+    Some(CycleOutput::Binding(BindingCycle {
+        framework,
+        scheduler_name: scheduler.profiles[index].scheduler_name.clone(),
+        state,
+        queued,
+        assumed,
+        node,
+        pod_cycle,
+        diagnosis,
+        waiting: status.is_wait(),
+    }))
+}
+
+/// The binding cycle of one assumed pod; run it concurrently with further scheduling.
+pub struct BindingCycle {
+    framework: Arc<Framework>,
+    scheduler_name: String,
+    state: CycleState,
+    queued: QueuedPodInfo,
+    assumed: Arc<PodInfo>,
+    node: String,
+    pod_cycle: u64,
+    diagnosis: Option<CycleDiagnosis>,
+    waiting: bool,
+}
+
+/// The outcome of a binding cycle, to hand to [`Scheduler::complete_binding`].
+pub struct BindingResult {
+    pub(super) scheduler_name: String,
+    pub(super) queued: QueuedPodInfo,
+    pub(super) node: String,
+    pub(super) pod_cycle: u64,
+    pub(super) diagnosis: Option<CycleDiagnosis>,
+    pub(super) status: Result<(), Failure>,
+}
+
+impl BindingResult {
+    pub fn pod(&self) -> &Arc<PodInfo> {
+        &self.queued.pod_info
+    }
+
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    pub fn is_success(&self) -> bool {
+        self.status.is_ok()
+    }
+}
+
+impl BindingCycle {
+    pub fn pod(&self) -> &Arc<PodInfo> {
+        &self.queued.pod_info
+    }
+
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Whether a Permit plugin holds the pod (the cycle will wait before binding).
+    pub fn is_waiting(&self) -> bool {
+        self.waiting
+    }
+
+    /// Wait on Permit, PreBind, Bind, PostBind. Any failure runs Unreserve in reverse
+    /// order before returning.
+    pub async fn run(mut self) -> BindingResult {
+        let status = self.bind().await;
+        let status = match status {
+            Ok(()) => {
+                self.framework.run_post_bind(&self.state, &self.assumed, &self.node).await;
+                Ok(())
+            }
+            Err(status) => {
+                self.framework.run_unreserve(&mut self.state, &self.assumed, &self.node).await;
+                Err(Failure::rejected_on(&self.node, status))
+            }
+        };
+        BindingResult {
+            scheduler_name: self.scheduler_name,
+            queued: self.queued,
+            node: self.node,
+            pod_cycle: self.pod_cycle,
+            diagnosis: self.diagnosis,
+            status,
+        }
+    }
+
+    async fn bind(&mut self) -> Result<(), Status> {
+        let status = self.framework.wait_on_permit(&self.assumed).await;
+        if !status.is_success() {
+            return Err(status);
+        }
+        let status = self.framework.run_pre_bind(&mut self.state, &self.assumed, &self.node).await;
+        if !status.is_success() {
+            return Err(status);
+        }
+        let status = self.framework.run_bind(&mut self.state, &self.assumed, &self.node).await;
+        if !status.is_success() {
+            return Err(status);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adaptive_number_of_nodes_follows_upstream_formula() {
+        // Upstream TestNumFeasibleNodesToFind cases.
+        let cases: &[(&str, Option<i32>, usize, usize)] = &[
+            ("not set, nodes < 100", None, 10, 10),
+            ("set, nodes < 100", Some(40), 10, 10),
+            ("not set, 1000 nodes", None, 1000, 420),
+            ("set 40, 1000 nodes", Some(40), 1000, 400),
+            ("not set, 6000 nodes", None, 6000, 300),
+            ("set 40, 6000 nodes", Some(40), 6000, 2400),
+            ("not set, 10000 nodes: floor at 5%", None, 10000, 500),
+            ("set 1, 1000 nodes: at least 100", Some(1), 1000, 100),
+            ("zero means adaptive", Some(0), 1000, 420),
+        ];
+        for (name, pct, nodes, want) in cases {
+            assert_eq!(num_feasible_nodes_to_find(*pct, *nodes), *want, "{name}");
+        }
+    }
+}

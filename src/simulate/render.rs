@@ -1,0 +1,210 @@
+//! Rendering a [`Report`] for people (`-o table`, aligned like `kubectl get`) and for
+//! programs (`-o json`, the stable interface documented in `docs/simulate.md`).
+
+use std::fmt::Write as _;
+
+use super::report::{NodeReport, PodReport, Report};
+
+/// Columns are separated by three spaces, as kubectl's tabwriter does.
+const COLUMN_GAP: usize = 3;
+
+/// One line per pod: POD (namespace/name), PROFILE, RESULT, NODE (`-` when none),
+/// MESSAGE. When the report carries per-node detail (`--explain`), a block per pod
+/// follows the table.
+pub fn render_table(report: &Report) -> String {
+    let header = ["POD", "PROFILE", "RESULT", "NODE", "MESSAGE"].map(String::from);
+    let rows: Vec<[String; 5]> = report
+        .pods
+        .iter()
+        .map(|pod| {
+            [
+                format!("{}/{}", pod.namespace, pod.name),
+                pod.scheduler_name.clone(),
+                pod.result.to_string(),
+                pod.node
+                    .clone()
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or_else(|| "-".to_string()),
+                pod.message.clone(),
+            ]
+        })
+        .collect();
+    let mut out = align(std::iter::once(header).chain(rows), "");
+    for pod in &report.pods {
+        if let Some(nodes) = &pod.nodes {
+            out.push('\n');
+            out.push_str(&render_explanation(pod, nodes));
+        }
+    }
+    out
+}
+
+/// The per-node verdicts of one pod: feasibility, weighted scores, filter reasons.
+fn render_explanation(pod: &PodReport, nodes: &[NodeReport]) -> String {
+    let placement = match &pod.node {
+        Some(node) => format!("{} on {node}", pod.result),
+        None => pod.result.to_string(),
+    };
+    let mut out = format!(
+        "{}/{} ({}): {placement}\n",
+        pod.namespace, pod.name, pod.scheduler_name
+    );
+    if nodes.is_empty() {
+        out.push_str("  no nodes were evaluated\n");
+        return out;
+    }
+    let header = ["NODE", "FEASIBLE", "SCORE", "DETAILS"].map(String::from);
+    let rows = nodes.iter().map(|node| {
+        let details = if node.feasible {
+            node.scores
+                .iter()
+                .map(|s| format!("{} {}x{}={}", s.plugin, s.score, s.weight, s.weighted))
+                .collect::<Vec<_>>()
+                .join(", ")
+        } else {
+            node.filter_reasons.join("; ")
+        };
+        [
+            node.name.clone(),
+            if node.feasible { "yes" } else { "no" }.to_string(),
+            if node.feasible {
+                node.total_score.to_string()
+            } else {
+                "-".to_string()
+            },
+            details,
+        ]
+    });
+    out.push_str(&align(std::iter::once(header).chain(rows), "  "));
+    out
+}
+
+/// Pads every column but the last to its widest cell; trailing spaces are trimmed.
+fn align<const N: usize>(rows: impl Iterator<Item = [String; N]>, indent: &str) -> String {
+    let rows: Vec<[String; N]> = rows.collect();
+    let mut widths = [0usize; N];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::from(indent);
+        for (column, cell) in row.iter().enumerate() {
+            if column + 1 == N {
+                line.push_str(cell);
+            } else {
+                let _ = write!(line, "{cell:<width$}", width = widths[column] + COLUMN_GAP);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The report as pretty-printed JSON (no trailing newline).
+pub fn render_json(report: &Report) -> Result<String, serde_json::Error> {
+    serde_json::to_string_pretty(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simulate::report::{PluginScore, PodResult};
+
+    fn pod(name: &str, result: PodResult, node: Option<&str>, message: &str) -> PodReport {
+        PodReport {
+            namespace: "default".to_string(),
+            name: name.to_string(),
+            scheduler_name: "default-scheduler".to_string(),
+            result,
+            node: node.map(String::from),
+            message: message.to_string(),
+            attempts: 1,
+            nodes: None,
+        }
+    }
+
+    #[test]
+    fn table_aligns_columns_like_kubectl() {
+        let report = Report {
+            pods: vec![
+                pod("web-1", PodResult::Scheduled, Some("node-a"), ""),
+                pod(
+                    "huge",
+                    PodResult::Unschedulable,
+                    None,
+                    "0/1 nodes are available: 1 Insufficient cpu.",
+                ),
+            ],
+        };
+        let want = "\
+POD             PROFILE             RESULT          NODE     MESSAGE
+default/web-1   default-scheduler   Scheduled       node-a
+default/huge    default-scheduler   Unschedulable   -        0/1 nodes are available: 1 Insufficient cpu.
+";
+        pretty_assertions::assert_eq!(render_table(&report), want);
+    }
+
+    #[test]
+    fn table_of_no_pods_is_just_the_header() {
+        assert_eq!(
+            render_table(&Report::default()),
+            "POD   PROFILE   RESULT   NODE   MESSAGE\n"
+        );
+    }
+
+    #[test]
+    fn explain_adds_a_block_per_pod() {
+        let mut scheduled = pod("web-1", PodResult::Scheduled, Some("node-a"), "");
+        scheduled.nodes = Some(vec![
+            NodeReport {
+                name: "node-a".to_string(),
+                feasible: true,
+                filter_reasons: vec![],
+                scores: vec![PluginScore {
+                    plugin: "NodeResourcesFit".to_string(),
+                    score: 37,
+                    weight: 1,
+                    weighted: 37,
+                }],
+                total_score: 37,
+            },
+            NodeReport {
+                name: "node-b".to_string(),
+                feasible: false,
+                filter_reasons: vec!["Insufficient cpu".to_string()],
+                scores: vec![],
+                total_score: 0,
+            },
+        ]);
+        let table = render_table(&Report {
+            pods: vec![scheduled],
+        });
+        let explanation = table.split_once("\n\n").map(|(_, e)| e).unwrap_or_default();
+        let want = "\
+default/web-1 (default-scheduler): Scheduled on node-a
+  NODE     FEASIBLE   SCORE   DETAILS
+  node-a   yes        37      NodeResourcesFit 37x1=37
+  node-b   no         -       Insufficient cpu
+";
+        pretty_assertions::assert_eq!(explanation, want);
+    }
+
+    #[test]
+    fn json_uses_the_documented_field_names() {
+        let report = Report {
+            pods: vec![pod("web-1", PodResult::Scheduled, Some("node-a"), "")],
+        };
+        let json: serde_json::Value = render_json(&report)
+            .ok()
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default();
+        let want = serde_json::json!({"pods": [{
+            "namespace": "default", "name": "web-1", "schedulerName": "default-scheduler",
+            "result": "Scheduled", "node": "node-a", "message": "", "attempts": 1}]});
+        assert_eq!(json, want);
+    }
+}

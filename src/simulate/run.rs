@@ -1,0 +1,354 @@
+//! The simulation driver: builds profiles from the input, feeds the cluster to the
+//! scheduler core, runs scheduling and binding cycles until no pod can make progress, and
+//! reports every pending pod's fate.
+//!
+//! Time is tokio's clock; `berth simulate` runs on a paused runtime, so backoff and
+//! Permit timeouts elapse virtually and instantly. The simulation ends when no activeQ
+//! holds a pod, no binding cycle is in flight and no pod is backing off. Unschedulable
+//! pods are not flushed after 5 minutes (the cluster is static: nothing would change).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::Pod;
+use tokio::task::JoinSet;
+
+use crate::api::SchedulerProfile;
+use crate::cluster::pod_key;
+use crate::framework::{BindError, Binder, FieldError, Framework, Handle, Registry, WaitingPods, resolve};
+use crate::scheduler::{AttemptReport, BindingResult, CycleOutput, Outcome, Scheduler, SchedulerOptions};
+
+use super::input::{ClusterInput, Source};
+use super::report::{NodeReport, PluginScore, PodReport, PodResult, Report};
+
+/// The scheduler name pods get when they name none.
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+/// A pod that failed this many times is left unscheduled (guards against a plugin that
+/// errors forever).
+const MAX_ATTEMPTS: u32 = 25;
+
+/// Options of one simulation.
+#[derive(Debug, Clone)]
+pub struct SimulateOptions {
+    /// Keep per-node verdicts and scores in the report.
+    pub explain: bool,
+    /// Seed of the tie-break among equally scored nodes.
+    pub seed: u64,
+    /// Threads for Filter and Score.
+    pub parallelism: usize,
+}
+
+/// Why a simulation could not run.
+#[derive(Debug)]
+pub enum SimulateError {
+    /// A profile in the input is invalid (exit code 2).
+    InvalidProfile { source: Source, errors: Vec<FieldError> },
+    /// An object in the input cannot be used (exit code 2).
+    InvalidObject { kind: &'static str, name: String, message: String },
+    /// A failure inside berth (exit code 1).
+    Internal(String),
+}
+
+impl std::fmt::Display for SimulateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimulateError::InvalidProfile { source, errors } => {
+                write!(f, "{source}: invalid SchedulerProfile")?;
+                errors.iter().try_for_each(|e| write!(f, "\n  {e}"))
+            }
+            SimulateError::InvalidObject { kind, name, message } => write!(f, "invalid {kind} {name}: {message}"),
+            SimulateError::Internal(message) => write!(f, "internal error: {message}"),
+        }
+    }
+}
+
+// Implemented by hand: thiserror would treat the `source` field as the error's cause.
+impl std::error::Error for SimulateError {}
+
+impl SimulateError {
+    /// Whether the input is at fault (exit 2) rather than berth (exit 1).
+    pub fn is_input_error(&self) -> bool {
+        !matches!(self, SimulateError::Internal(_))
+    }
+}
+
+/// Records bindings in memory; the driver replays them as pod updates, as an informer
+/// would.
+#[derive(Default)]
+struct InMemoryBinder {
+    bound: Mutex<HashMap<String, String>>,
+}
+
+#[async_trait]
+impl Binder for InMemoryBinder {
+    async fn bind(&self, pod: &Pod, node_name: &str) -> Result<(), BindError> {
+        let key = pod_key(pod);
+        let mut bound = self.bound.lock().unwrap_or_else(|p| p.into_inner());
+        match bound.get(&key) {
+            Some(node) if node != node_name => Err(BindError::AlreadyBound { pod: key, node: node.clone() }),
+            _ => {
+                bound.insert(key, node_name.to_string());
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Runs the simulation.
+pub async fn simulate(input: ClusterInput, registry: &Registry, options: SimulateOptions) -> Result<Report, SimulateError> {
+    let binder: Arc<InMemoryBinder> = Arc::new(InMemoryBinder::default());
+    let mut scheduler = Scheduler::new(SchedulerOptions {
+        seed: options.seed,
+        record_diagnosis: options.explain,
+    });
+    add_profiles(&mut scheduler, &input.profiles, registry, binder.clone(), options.parallelism)?;
+    let served: Vec<String> = scheduler.profiles().iter().map(|p| p.scheduler_name.clone()).collect();
+
+    for node in &input.nodes {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        scheduler.on_node_add(node.clone()).map_err(|e| SimulateError::InvalidObject { kind: "Node", name, message: e.to_string() })?;
+    }
+    let (running, pending): (Vec<&Pod>, Vec<&Pod>) = input.pods.iter().partition(|p| is_assigned(p));
+    for pod in running.iter().chain(pending.iter()) {
+        scheduler.on_pod_add((*pod).clone()).map_err(|e| SimulateError::InvalidObject {
+            kind: "Pod",
+            name: pod_key(pod),
+            message: e.to_string(),
+        })?;
+    }
+
+    let pods: HashMap<String, &Pod> = pending.iter().map(|p| (pod_key(p), *p)).collect();
+    let reports = run_to_completion(&mut scheduler, &pods).await?;
+    Ok(build_report(&pending, &served, &reports, options.explain))
+}
+
+fn is_assigned(pod: &Pod) -> bool {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty())
+}
+
+/// Resolves and instantiates every profile; adds the implicit `default-scheduler`
+/// profile (upstream defaults) when no profile serves that name.
+fn add_profiles(
+    scheduler: &mut Scheduler,
+    profiles: &[(SchedulerProfile, Source)],
+    registry: &Registry,
+    binder: Arc<InMemoryBinder>,
+    parallelism: usize,
+) -> Result<(), SimulateError> {
+    let mut owners: HashMap<String, Source> = HashMap::new();
+    let mut list: Vec<(SchedulerProfile, Source)> = profiles.to_vec();
+    if !list.iter().any(|(p, _)| p.scheduler_name() == DEFAULT_SCHEDULER_NAME) {
+        let implicit = SchedulerProfile::new(DEFAULT_SCHEDULER_NAME, Default::default());
+        let origin = Source {
+            file: "<built-in default-scheduler profile>".into(),
+            document: 0,
+        };
+        list.push((implicit, origin));
+    }
+    for (profile, source) in list {
+        let name = profile.scheduler_name();
+        if let Some(owner) = owners.get(&name) {
+            return Err(SimulateError::InvalidProfile {
+                source,
+                errors: vec![FieldError::new(
+                    "spec.schedulerName",
+                    format!("{name:?}"),
+                    format!("scheduler name already served by the profile at {owner}"),
+                )],
+            });
+        }
+        let resolved = resolve(&profile.spec, registry).map_err(|errors| SimulateError::InvalidProfile { source: source.clone(), errors })?;
+        for warning in &resolved.warnings {
+            tracing::warn!(profile = %name, "{warning}");
+        }
+        let handle = Handle {
+            binder: binder.clone(),
+            waiting_pods: Arc::new(WaitingPods::new()),
+            parallelism,
+        };
+        let framework = Framework::new(&name, resolved, registry, handle).map_err(|e| SimulateError::InvalidProfile {
+            source: source.clone(),
+            errors: vec![FieldError::new("spec.pluginConfig", "", e.to_string())],
+        })?;
+        scheduler
+            .add_profile(&name, Arc::new(framework))
+            .map_err(|e| SimulateError::Internal(e.to_string()))?;
+        owners.insert(name, source);
+    }
+    Ok(())
+}
+
+/// Scheduling and binding cycles until nothing can progress; the last attempt of each pod.
+async fn run_to_completion(
+    scheduler: &mut Scheduler,
+    pods: &HashMap<String, &Pod>,
+) -> Result<HashMap<String, AttemptReport>, SimulateError> {
+    let mut reports: HashMap<String, AttemptReport> = HashMap::new();
+    let mut bindings: JoinSet<BindingResult> = JoinSet::new();
+    loop {
+        while let Some(done) = bindings.try_join_next() {
+            let result = done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))?;
+            complete(scheduler, result, pods, &mut reports)?;
+        }
+        if let Some(output) = scheduler.schedule_one().await {
+            match output {
+                CycleOutput::Done(report) => record(scheduler, report, pods, &mut reports),
+                CycleOutput::Binding(cycle) => {
+                    bindings.spawn(cycle.run());
+                }
+            }
+            continue;
+        }
+        if let Some(done) = bindings.join_next().await {
+            let result = done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))?;
+            complete(scheduler, result, pods, &mut reports)?;
+            continue;
+        }
+        match scheduler.next_backoff_expiry() {
+            Some(at) => {
+                tokio::time::sleep_until(at).await;
+                scheduler.flush_queues(tokio::time::Instant::now(), false);
+            }
+            None => break,
+        }
+    }
+    Ok(reports)
+}
+
+fn complete(
+    scheduler: &mut Scheduler,
+    result: BindingResult,
+    pods: &HashMap<String, &Pod>,
+    reports: &mut HashMap<String, AttemptReport>,
+) -> Result<(), SimulateError> {
+    let report = scheduler.complete_binding(result);
+    if let Outcome::Scheduled { node } = &report.outcome {
+        // Replay the binding as the pod update an informer would deliver.
+        let old = report.pod.pod.as_ref().clone();
+        let mut bound = old.clone();
+        if let Some(spec) = bound.spec.as_mut() {
+            spec.node_name = Some(node.clone());
+        }
+        scheduler
+            .on_pod_update(&old, bound)
+            .map_err(|e| SimulateError::Internal(format!("recording binding of {}: {e}", report.pod.key())))?;
+    }
+    record(scheduler, report, pods, reports);
+    Ok(())
+}
+
+fn record(
+    scheduler: &mut Scheduler,
+    report: AttemptReport,
+    pods: &HashMap<String, &Pod>,
+    reports: &mut HashMap<String, AttemptReport>,
+) {
+    let key = report.pod.key().to_string();
+    if report.attempts >= MAX_ATTEMPTS && !matches!(report.outcome, Outcome::Scheduled { .. }) {
+        if let Some(pod) = pods.get(&key) {
+            scheduler.on_pod_delete(pod);
+        }
+    }
+    reports.insert(key, report);
+}
+
+fn build_report(pending: &[&Pod], served: &[String], reports: &HashMap<String, AttemptReport>, explain: bool) -> Report {
+    let pods = pending
+        .iter()
+        .filter_map(|pod| {
+            let scheduler_name = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.scheduler_name.clone())
+                .unwrap_or_else(|| DEFAULT_SCHEDULER_NAME.to_string());
+            if !served.contains(&scheduler_name) {
+                tracing::warn!(pod = %pod_key(pod), scheduler = %scheduler_name, "no profile serves this pod's schedulerName; skipped");
+                return None;
+            }
+            let namespace = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            Some(match reports.get(&pod_key(pod)) {
+                Some(report) => pod_report(namespace, name, scheduler_name, report, explain),
+                None => PodReport {
+                    namespace,
+                    name,
+                    scheduler_name,
+                    result: PodResult::Unschedulable,
+                    node: None,
+                    message: gated_message(pod),
+                    attempts: 0,
+                    nodes: explain.then(Vec::new),
+                },
+            })
+        })
+        .collect();
+    Report { pods }
+}
+
+/// A pod never attempted was kept out of the queue by a PreEnqueue plugin.
+fn gated_message(pod: &Pod) -> String {
+    let gates: Vec<String> = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.scheduling_gates.as_ref())
+        .map(|g| g.iter().map(|g| g.name.clone()).collect())
+        .unwrap_or_default();
+    if gates.is_empty() {
+        "pod was not admitted to the scheduling queue by a PreEnqueue plugin".to_string()
+    } else {
+        format!("pod is gated (SchedulingGated): waiting for scheduling gates: [{}]", gates.join(" "))
+    }
+}
+
+fn pod_report(namespace: String, name: String, scheduler_name: String, report: &AttemptReport, explain: bool) -> PodReport {
+    let (result, node, message) = match &report.outcome {
+        Outcome::Scheduled { node } => (PodResult::Scheduled, Some(node.clone()), String::new()),
+        Outcome::Unschedulable { message } => (PodResult::Unschedulable, None, message.clone()),
+        Outcome::Error { message } => (PodResult::Error, None, message.clone()),
+    };
+    let nodes = explain.then(|| {
+        report
+            .diagnosis
+            .as_ref()
+            .map(|d| {
+                d.filtered
+                    .iter()
+                    .map(|(node_name, status)| {
+                        let scored = d.scored.iter().find(|s| s.node.name() == node_name);
+                        let scores: Vec<PluginScore> = scored
+                            .map(|s| {
+                                s.scores
+                                    .iter()
+                                    .map(|p| PluginScore {
+                                        plugin: p.plugin.clone(),
+                                        score: p.score,
+                                        weight: p.weight,
+                                        weighted: p.score * p.weight,
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        NodeReport {
+                            name: node_name.clone(),
+                            feasible: status.is_success(),
+                            filter_reasons: status.reasons().to_vec(),
+                            total_score: scores.iter().map(|s| s.weighted).sum(),
+                            scores,
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+    PodReport {
+        namespace,
+        name,
+        scheduler_name,
+        result,
+        node,
+        message,
+        attempts: report.attempts,
+        nodes,
+    }
+}

@@ -1,0 +1,406 @@
+//! `berth simulate` as a user runs it: the built binary on the examples and on small
+//! hand-written inputs, checking output, messages and exit codes (docs/simulate.md).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+const BERTH: &str = env!("CARGO_BIN_EXE_berth");
+
+/// The pending pods of examples/quickstart.yaml, as `namespace/name`.
+const QUICKSTART_PENDING: [&str; 13] = [
+    "default/memory-hog",
+    "default/web-1",
+    "default/web-2",
+    "default/web-3",
+    "default/api-1",
+    "default/cache-1",
+    "default/critical-db",
+    "default/worker-1",
+    "default/worker-2",
+    "default/sidecar-free",
+    "ml/trainer",
+    "ml/gpu-untolerated",
+    "default/batch-huge",
+];
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name)
+}
+
+fn berth(args: &[&str]) -> Output {
+    berth_with_stdin(args, None)
+}
+
+fn berth_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(BERTH)
+        .arg("simulate")
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("berth starts");
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(text.as_bytes()).expect("stdin is written");
+    }
+    child.wait_with_output().expect("berth runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn assert_exit(output: &Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        stdout(output),
+        stderr(output)
+    );
+}
+
+/// A file in the system temp directory, removed when dropped.
+struct TempYaml(PathBuf);
+
+impl TempYaml {
+    fn new(name: &str, text: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("berth-{}-{name}.yaml", std::process::id()));
+        std::fs::write(&path, text).expect("temp file is written");
+        TempYaml(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().expect("temp path is UTF-8")
+    }
+}
+
+impl Drop for TempYaml {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn json_report(args: &[&str]) -> Value {
+    let output = berth(args);
+    assert_exit(&output, 0);
+    serde_json::from_str(&stdout(&output)).expect("stdout is JSON")
+}
+
+fn pod<'a>(report: &'a Value, namespace: &str, name: &str) -> &'a Value {
+    report["pods"]
+        .as_array()
+        .and_then(|pods| {
+            pods.iter()
+                .find(|p| p["namespace"] == namespace && p["name"] == name)
+        })
+        .unwrap_or_else(|| panic!("{namespace}/{name} is in the report"))
+}
+
+/// The table row of `pod` (`namespace/name`), split into columns.
+fn table_row(table: &str, pod: &str) -> Vec<String> {
+    table
+        .lines()
+        .find(|line| line.split_whitespace().next() == Some(pod))
+        .unwrap_or_else(|| panic!("{pod} has a row in\n{table}"))
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn quickstart_lists_every_pending_pod_and_exits_0() {
+    let output = berth(&[
+        "-f",
+        example("quickstart.yaml").to_str().unwrap_or_default(),
+    ]);
+    assert_exit(&output, 0);
+    let table = stdout(&output);
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["POD", "PROFILE", "RESULT", "NODE", "MESSAGE"]);
+    for name in QUICKSTART_PENDING {
+        let row = table_row(&table, name);
+        assert_eq!(row[1], "default-scheduler", "{name}");
+    }
+    assert_eq!(
+        table.lines().count(),
+        1 + QUICKSTART_PENDING.len(),
+        "{table}"
+    );
+    assert!(
+        !table.contains("existing-db"),
+        "running pods are not scheduled:\n{table}"
+    );
+}
+
+#[test]
+fn quickstart_places_pods_as_its_comments_say() {
+    let path = example("quickstart.yaml");
+    let report = json_report(&["-f", path.to_str().unwrap_or_default(), "-o", "json"]);
+    let trainer = pod(&report, "ml", "trainer");
+    assert_eq!(trainer["result"], "Scheduled");
+    assert_eq!(
+        trainer["node"], "gpu-1",
+        "tolerates the taint and needs a GPU"
+    );
+    assert_eq!(pod(&report, "default", "memory-hog")["node"], "node-c");
+    let huge = pod(&report, "default", "batch-huge");
+    assert_eq!(huge["result"], "Unschedulable");
+    let message = huge["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("0/6 nodes are available: "),
+        "{message}"
+    );
+    assert!(message.contains("4 Insufficient cpu"), "{message}");
+    assert!(
+        message.contains("1 node(s) were unschedulable"),
+        "{message}"
+    );
+    let gpu = pod(&report, "ml", "gpu-untolerated");
+    assert_eq!(gpu["result"], "Unschedulable");
+    let message = gpu["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("1 node(s) had untolerated taint {dedicated: gpu}"),
+        "{message}"
+    );
+    for name in ["web-1", "api-1", "critical-db", "sidecar-free"] {
+        assert_eq!(
+            pod(&report, "default", name)["result"],
+            "Scheduled",
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn json_output_has_the_documented_fields() {
+    let path = example("quickstart.yaml");
+    let report = json_report(&["-f", path.to_str().unwrap_or_default(), "-o", "json"]);
+    let pods = report["pods"].as_array().expect("pods is an array");
+    assert_eq!(pods.len(), QUICKSTART_PENDING.len());
+    for pod in pods {
+        for field in ["namespace", "name", "schedulerName", "message"] {
+            assert!(pod[field].is_string(), "{field} in {pod}");
+        }
+        assert!(pod["attempts"].as_u64().is_some_and(|n| n >= 1), "{pod}");
+        let result = pod["result"].as_str().unwrap_or_default();
+        assert!(
+            ["Scheduled", "Unschedulable", "Waiting", "Error"].contains(&result),
+            "{pod}"
+        );
+        assert_eq!(
+            pod["node"].is_string(),
+            result == "Scheduled" || result == "Waiting",
+            "{pod}"
+        );
+        assert_eq!(pod["message"] == "", result == "Scheduled", "{pod}");
+        assert!(
+            pod.get("nodes").is_none(),
+            "nodes only with --explain: {pod}"
+        );
+    }
+}
+
+#[test]
+fn explain_adds_per_node_verdicts() {
+    let path = example("quickstart.yaml");
+    let report = json_report(&[
+        "-f",
+        path.to_str().unwrap_or_default(),
+        "-o",
+        "json",
+        "--explain",
+    ]);
+    for pod in report["pods"].as_array().expect("pods is an array") {
+        let nodes = pod["nodes"]
+            .as_array()
+            .unwrap_or_else(|| panic!("nodes in {pod}"));
+        for node in nodes {
+            assert!(node["name"].is_string(), "{node}");
+            assert!(node["feasible"].is_boolean(), "{node}");
+            assert!(node["filterReasons"].is_array(), "{node}");
+            assert!(node["totalScore"].is_i64(), "{node}");
+            for score in node["scores"].as_array().expect("scores is an array") {
+                let field = |f: &str| score[f].as_i64().unwrap_or(i64::MIN);
+                assert!(score["plugin"].is_string(), "{score}");
+                assert_eq!(
+                    field("score") * field("weight"),
+                    field("weighted"),
+                    "{score}"
+                );
+            }
+        }
+    }
+    let huge = pod(&report, "default", "batch-huge");
+    let nodes = huge["nodes"].as_array().expect("nodes is an array");
+    assert!(nodes.iter().all(|n| n["feasible"] == false), "{huge}");
+    let table = berth(&["-f", path.to_str().unwrap_or_default(), "--explain"]);
+    assert_exit(&table, 0);
+    assert!(stdout(&table).contains("FEASIBLE"), "{}", stdout(&table));
+}
+
+#[test]
+fn binpack_profile_schedules_its_own_pods() {
+    let quickstart = example("quickstart.yaml");
+    let binpack = example("binpack.yaml");
+    let report = json_report(&[
+        "-f",
+        quickstart.to_str().unwrap_or_default(),
+        "-f",
+        binpack.to_str().unwrap_or_default(),
+        "-o",
+        "json",
+    ]);
+    for name in ["batch-1", "batch-2", "batch-3"] {
+        let pod = pod(&report, "batch", name);
+        assert_eq!(pod["schedulerName"], "binpack", "{pod}");
+        assert_eq!(pod["result"], "Scheduled", "{pod}");
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_placements() {
+    let path = example("quickstart.yaml");
+    let args = [
+        "-f",
+        path.to_str().unwrap_or_default(),
+        "-o",
+        "json",
+        "--seed",
+        "42",
+    ];
+    let first = berth(&args);
+    assert_exit(&first, 0);
+    assert_eq!(stdout(&first), stdout(&berth(&args)));
+}
+
+#[test]
+fn stdin_is_read_with_dash() {
+    let text = std::fs::read_to_string(example("quickstart.yaml")).expect("example is readable");
+    let output = berth_with_stdin(&["-f", "-"], Some(&text));
+    assert_exit(&output, 0);
+    table_row(&stdout(&output), "default/web-1");
+}
+
+#[test]
+fn malformed_yaml_exits_2_naming_file_and_document() {
+    let file = TempYaml::new(
+        "malformed",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-a\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: [unclosed\n",
+    );
+    let output = berth(&["-f", file.path()]);
+    assert_exit(&output, 2);
+    let message = stderr(&output);
+    assert!(
+        message.contains(&format!("error: {}: document 1: ", file.path())),
+        "{message}"
+    );
+    assert!(stdout(&output).is_empty(), "no report on invalid input");
+}
+
+#[test]
+fn undecodable_field_exits_2_naming_the_field_path() {
+    let file = TempYaml::new(
+        "undecodable",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    ports: [{containerPort: http}]\n",
+    );
+    let output = berth(&["-f", file.path()]);
+    assert_exit(&output, 2);
+    let message = stderr(&output);
+    assert!(
+        message.contains(&format!(
+            "error: {}: document 0: spec.containers[0].ports[0].containerPort: ",
+            file.path()
+        )),
+        "{message}"
+    );
+}
+
+#[test]
+fn unknown_kind_warns_and_is_skipped() {
+    let file = TempYaml::new(
+        "unknown-kind",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {}\n\
+         ---\napiVersion: v1\nkind: Node\nmetadata: {name: node-a}\n\
+         status: {allocatable: {cpu: '4', memory: 8Gi, pods: '110'}}\n\
+         ---\napiVersion: v1\nkind: Pod\nmetadata: {name: lonely}\nspec: {schedulerName: solo, containers: []}\n\
+         ---\napiVersion: berth.dev/v1alpha1\nkind: SchedulerProfile\nmetadata: {name: solo}\nspec: {}\n",
+    );
+    let output = berth(&["-f", file.path()]);
+    assert_exit(&output, 0);
+    let warnings = stderr(&output);
+    assert!(
+        warnings.contains(&format!(
+            "warning: {}: document 0: skipping Deployment",
+            file.path()
+        )),
+        "{warnings}"
+    );
+    let row = table_row(&stdout(&output), "default/lonely");
+    assert_eq!(row[1..4], ["solo", "Scheduled", "node-a"]);
+}
+
+#[test]
+fn invalid_profile_exits_2_naming_the_field_path() {
+    let quickstart = example("quickstart.yaml");
+    let bad = example("bad-profile.yaml");
+    let output = berth(&[
+        "-f",
+        quickstart.to_str().unwrap_or_default(),
+        "-f",
+        bad.to_str().unwrap_or_default(),
+    ]);
+    assert_exit(&output, 2);
+    let message = stderr(&output);
+    assert!(
+        message.contains(&format!(
+            "error: {}: document 0: spec.plugins.score.enabled[0].name",
+            bad.display()
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains("NodeResourceFit"),
+        "names the bad value: {message}"
+    );
+}
+
+#[test]
+fn nonexistent_file_exits_2() {
+    let output = berth(&["-f", "/nonexistent/cluster.yaml"]);
+    assert_exit(&output, 2);
+    assert!(
+        stderr(&output).contains("error: /nonexistent/cluster.yaml: cannot read file"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn missing_filename_is_a_usage_error() {
+    let output = berth(&[]);
+    assert_exit(&output, 2);
+    assert!(
+        stderr(&output).contains("--filename"),
+        "{}",
+        stderr(&output)
+    );
+}
