@@ -248,14 +248,12 @@ fn check_set(
                 format!("plugin {} is enabled more than once at {field}", plugin.name),
             ));
         }
-        if let Some(weight) = plugin.weight {
-            if !WEIGHT_RANGE.contains(&weight) {
-                errors.push(FieldError::new(
-                    format!("{path}.weight"),
-                    weight,
-                    "weight must be in the range [1, 100]",
-                ));
-            }
+        if let Some(weight) = plugin.weight.filter(|w| !WEIGHT_RANGE.contains(w)) {
+            errors.push(FieldError::new(
+                format!("{path}.weight"),
+                weight,
+                "weight must be in the range [1, 100]",
+            ));
         }
     }
     for (i, plugin) in set.disabled.iter().enumerate() {

@@ -206,7 +206,7 @@ pub(super) async fn assume_reserve_permit(
         let failure = Failure::rejected_on(&node, status).with_diagnosis(diagnosis);
         return Some(CycleOutput::Done(scheduler.fail(index, queued, pod_cycle, failure)));
     }
-    Some(CycleOutput::Binding(BindingCycle {
+    Some(CycleOutput::Binding(Box::new(BindingCycle {
         framework,
         scheduler_name: scheduler.profiles[index].scheduler_name.clone(),
         state,
@@ -216,7 +216,7 @@ pub(super) async fn assume_reserve_permit(
         pod_cycle,
         diagnosis,
         waiting: status.is_wait(),
-    }))
+    })))
 }
 
 /// The binding cycle of one assumed pod; run it concurrently with further scheduling.
@@ -272,7 +272,7 @@ impl BindingCycle {
 
     /// Wait on Permit, PreBind, Bind, PostBind. Any failure runs Unreserve in reverse
     /// order before returning.
-    pub async fn run(mut self) -> BindingResult {
+    pub async fn run(mut self: Box<Self>) -> BindingResult {
         let status = self.bind().await;
         let status = match status {
             Ok(()) => {
@@ -284,12 +284,13 @@ impl BindingCycle {
                 Err(Failure::rejected_on(&self.node, status))
             }
         };
+        let cycle = *self;
         BindingResult {
-            scheduler_name: self.scheduler_name,
-            queued: self.queued,
-            node: self.node,
-            pod_cycle: self.pod_cycle,
-            diagnosis: self.diagnosis,
+            scheduler_name: cycle.scheduler_name,
+            queued: cycle.queued,
+            node: cycle.node,
+            pod_cycle: cycle.pod_cycle,
+            diagnosis: cycle.diagnosis,
             status,
         }
     }

@@ -27,21 +27,12 @@ pub use cycle::{BindingCycle, BindingResult, num_feasible_nodes_to_find};
 pub use failure::{FitError, NO_NODES_AVAILABLE};
 
 /// Options of the scheduling loop.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SchedulerOptions {
     /// Seed of the random tie-break among the best-scoring nodes.
     pub seed: u64,
     /// Keep per-node filter verdicts and scores of every attempt (for `--explain`).
     pub record_diagnosis: bool,
-}
-
-impl Default for SchedulerOptions {
-    fn default() -> Self {
-        SchedulerOptions {
-            seed: 0,
-            record_diagnosis: false,
-        }
-    }
 }
 
 /// One profile's framework and queue.
@@ -90,7 +81,7 @@ pub enum CycleOutput {
     Done(AttemptReport),
     /// The pod is assumed on a node; run the binding cycle and hand its result to
     /// [`Scheduler::complete_binding`].
-    Binding(BindingCycle),
+    Binding(Box<BindingCycle>),
 }
 
 /// The scheduler core shared by `berth simulate` and the operator.

@@ -47,8 +47,29 @@ pub struct Source {
     pub document: usize,
 }
 
+/// The file name of [`Source::builtin`].
+const BUILTIN_FILE: &str = "<built-in>";
+
+impl Source {
+    /// The source of objects berth adds itself, such as the implicit `default-scheduler`
+    /// profile with the upstream defaults when the input defines none.
+    pub fn builtin() -> Source {
+        Source {
+            file: PathBuf::from(BUILTIN_FILE),
+            document: 0,
+        }
+    }
+
+    pub fn is_builtin(&self) -> bool {
+        self.file == Path::new(BUILTIN_FILE)
+    }
+}
+
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_builtin() {
+            return f.write_str(BUILTIN_FILE);
+        }
         write!(
             f,
             "{}: document {}",

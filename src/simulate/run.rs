@@ -245,10 +245,9 @@ fn record(
     reports: &mut HashMap<String, AttemptReport>,
 ) {
     let key = report.pod.key().to_string();
-    if report.attempts >= MAX_ATTEMPTS && !matches!(report.outcome, Outcome::Scheduled { .. }) {
-        if let Some(pod) = pods.get(&key) {
-            scheduler.on_pod_delete(pod);
-        }
+    let gave_up = report.attempts >= MAX_ATTEMPTS && !matches!(report.outcome, Outcome::Scheduled { .. });
+    if let Some(pod) = pods.get(&key).filter(|_| gave_up) {
+        scheduler.on_pod_delete(pod);
     }
     reports.insert(key, report);
 }

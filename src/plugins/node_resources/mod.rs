@@ -84,15 +84,16 @@ impl Default for ScoringStrategy {
     }
 }
 
-/// The scoring functions of NodeResourcesFit.
+/// The scoring function: `LeastAllocated` favours nodes with the most capacity left after
+/// placing the pod (spreading), `MostAllocated` the least (bin packing),
+/// `RequestedToCapacityRatio` scores each resource's utilization through a
+/// piecewise-linear shape.
+// Variants carry no doc comments so the schema is a plain string enum.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum ScoringStrategyType {
-    /// Favour nodes with the most free capacity after placing the pod (spreading).
     #[default]
     LeastAllocated,
-    /// Favour nodes with the least free capacity after placing the pod (bin packing).
     MostAllocated,
-    /// Score each resource's utilization through a piecewise-linear shape.
     RequestedToCapacityRatio,
 }
 
@@ -636,6 +637,15 @@ mod tests {
         let weight = &schema["$defs"]["ResourceSpec"]["properties"]["weight"];
         assert_eq!(weight["minimum"], json!(1), "{text}");
         assert_eq!(weight["maximum"], json!(100), "{text}");
+        assert_eq!(
+            schema["$defs"]["ScoringStrategyType"]["enum"],
+            json!([
+                "LeastAllocated",
+                "MostAllocated",
+                "RequestedToCapacityRatio"
+            ]),
+            "{text}"
+        );
         let score = &schema["$defs"]["UtilizationShapePoint"]["properties"]["score"];
         assert_eq!(score["maximum"], json!(10), "{text}");
         assert_eq!(
