@@ -24,7 +24,11 @@ use serde::{Deserialize, Serialize};
 static LOG: Mutex<BTreeMap<String, Vec<String>>> = Mutex::new(BTreeMap::new());
 
 fn log(test: &str, entry: String) {
-    LOG.lock().unwrap().entry(test.to_string()).or_default().push(entry);
+    LOG.lock()
+        .unwrap()
+        .entry(test.to_string())
+        .or_default()
+        .push(entry);
 }
 
 fn calls(test: &str) -> Vec<String> {
@@ -125,7 +129,12 @@ macro_rules! probe {
 
         #[async_trait]
         impl PreFilterPlugin for $ty {
-            async fn pre_filter(&self, _: &mut CycleState, _: &PodInfo, _: &Snapshot) -> (Option<PreFilterResult>, Status) {
+            async fn pre_filter(
+                &self,
+                _: &mut CycleState,
+                _: &PodInfo,
+                _: &Snapshot,
+            ) -> (Option<PreFilterResult>, Status) {
                 self.log("PreFilter");
                 (None, status(&self.0.pre_filter, "PreFilter"))
             }
@@ -144,7 +153,12 @@ macro_rules! probe {
 
         #[async_trait]
         impl PreScorePlugin for $ty {
-            async fn pre_score(&self, _: &mut CycleState, _: &PodInfo, _: &[Arc<NodeInfo>]) -> Status {
+            async fn pre_score(
+                &self,
+                _: &mut CycleState,
+                _: &PodInfo,
+                _: &[Arc<NodeInfo>],
+            ) -> Status {
                 self.log("PreScore");
                 status(&self.0.pre_score, "PreScore")
             }
@@ -173,14 +187,20 @@ macro_rules! probe {
         impl PermitPlugin for $ty {
             async fn permit(&self, _: &mut CycleState, _: &PodInfo, _: &str) -> (Status, Duration) {
                 self.log("Permit");
-                (status(&self.0.permit, "Permit"), Duration::from_secs(self.0.permit_timeout_seconds))
+                (
+                    status(&self.0.permit, "Permit"),
+                    Duration::from_secs(self.0.permit_timeout_seconds),
+                )
             }
         }
 
         #[async_trait]
         impl PreBindPlugin for $ty {
             async fn pre_bind(&self, state: &mut CycleState, _: &PodInfo, _: &str) -> Status {
-                let seen = state.read::<ReservedOn>().map(|r| r.0.clone()).unwrap_or_default();
+                let seen = state
+                    .read::<ReservedOn>()
+                    .map(|r| r.0.clone())
+                    .unwrap_or_default();
                 self.log(&format!("PreBind(state={seen})"));
                 status(&self.0.pre_bind, "PreBind")
             }
@@ -251,7 +271,12 @@ fn registry() -> Registry {
 
 /// A scheduler with profile `probe`: PrioritySort, DefaultBinder-less (the probes bind),
 /// and the probes at every point, in order Probe1, Probe2.
-fn scheduler(test: &str, probe1: serde_json::Value, probe2: serde_json::Value, nodes: &[&str]) -> (Scheduler, Arc<Framework>) {
+fn scheduler(
+    test: &str,
+    probe1: serde_json::Value,
+    probe2: serde_json::Value,
+    nodes: &[&str],
+) -> (Scheduler, Arc<Framework>) {
     let mut p1 = probe1;
     let mut p2 = probe2;
     p1["test"] = test.into();
@@ -278,12 +303,15 @@ fn scheduler(test: &str, probe1: serde_json::Value, probe2: serde_json::Value, n
         waiting_pods: Arc::new(WaitingPods::new()),
         parallelism: 2,
     };
-    let framework = Arc::new(Framework::new("probe", resolved, &registry, handle).expect("plugins build"));
+    let framework =
+        Arc::new(Framework::new("probe", resolved, &registry, handle).expect("plugins build"));
     let mut scheduler = Scheduler::new(SchedulerOptions {
         seed: 1,
         record_diagnosis: true,
     });
-    scheduler.add_profile("probe", framework.clone()).expect("profile added");
+    scheduler
+        .add_profile("probe", framework.clone())
+        .expect("profile added");
     for n in nodes {
         scheduler.on_node_add(node(n)).expect("node added");
     }
@@ -308,31 +336,57 @@ fn has(calls: &[String], prefix: &str) -> bool {
 
 #[tokio::test]
 async fn prefilter_error_aborts_the_cycle() {
-    let (mut s, _) = scheduler("pf-error", serde_json::json!({"preFilter": "Error"}), serde_json::json!({}), &["n1", "n2"]);
+    let (mut s, _) = scheduler(
+        "pf-error",
+        serde_json::json!({"preFilter": "Error"}),
+        serde_json::json!({}),
+        &["n1", "n2"],
+    );
     let report = attempt(&mut s).await;
     match &report.outcome {
         Outcome::Error { message } => assert!(message.contains("PreFilter failed"), "{message}"),
         other => panic!("expected an error, got {other:?}"),
     }
     let calls = calls("pf-error");
-    assert!(!has(&calls, "Probe2.PreFilter"), "PreFilter stops at the first error: {calls:?}");
-    assert!(!has(&calls, "Probe1.Filter"), "no Filter after a PreFilter error: {calls:?}");
+    assert!(
+        !has(&calls, "Probe2.PreFilter"),
+        "PreFilter stops at the first error: {calls:?}"
+    );
+    assert!(
+        !has(&calls, "Probe1.Filter"),
+        "no Filter after a PreFilter error: {calls:?}"
+    );
 }
 
 #[tokio::test]
 async fn filter_unschedulable_excludes_only_that_node() {
-    let (mut s, _) = scheduler("filter", serde_json::json!({"rejectNodes": ["n1", "n3"]}), serde_json::json!({}), &["n1", "n2", "n3"]);
+    let (mut s, _) = scheduler(
+        "filter",
+        serde_json::json!({"rejectNodes": ["n1", "n3"]}),
+        serde_json::json!({}),
+        &["n1", "n2", "n3"],
+    );
     let report = attempt(&mut s).await;
     assert_eq!(report.outcome, Outcome::Scheduled { node: "n2".into() });
     let diagnosis = report.diagnosis.expect("recorded");
-    let infeasible: Vec<&str> = diagnosis.filtered.iter().filter(|(_, s)| !s.is_success()).map(|(n, _)| n.as_str()).collect();
+    let infeasible: Vec<&str> = diagnosis
+        .filtered
+        .iter()
+        .filter(|(_, s)| !s.is_success())
+        .map(|(n, _)| n.as_str())
+        .collect();
     assert_eq!(infeasible.len(), 2);
     assert!(infeasible.contains(&"n1") && infeasible.contains(&"n3"));
 }
 
 #[tokio::test]
 async fn all_nodes_rejected_gives_the_upstream_message() {
-    let (mut s, _) = scheduler("all-rejected", serde_json::json!({"rejectNodes": ["n1", "n2"]}), serde_json::json!({}), &["n1", "n2"]);
+    let (mut s, _) = scheduler(
+        "all-rejected",
+        serde_json::json!({"rejectNodes": ["n1", "n2"]}),
+        serde_json::json!({}),
+        &["n1", "n2"],
+    );
     let report = attempt(&mut s).await;
     assert_eq!(
         report.outcome,
@@ -351,7 +405,11 @@ async fn prefilter_skip_skips_only_the_coupled_filter() {
         &["n1", "n2", "n3"],
     );
     let report = attempt(&mut s).await;
-    assert!(matches!(report.outcome, Outcome::Scheduled { ref node } if node != "n1"), "{:?}", report.outcome);
+    assert!(
+        matches!(report.outcome, Outcome::Scheduled { ref node } if node != "n1"),
+        "{:?}",
+        report.outcome
+    );
     let calls = calls("pf-skip");
     assert!(!has(&calls, "Probe1.Filter"), "{calls:?}");
     assert!(has(&calls, "Probe2.Filter"), "{calls:?}");
@@ -362,12 +420,26 @@ async fn prescore_skip_skips_the_coupled_score() {
     // A raw score of 1000 without NormalizeScore is out of range: calling Score would fail
     // the cycle, so success proves Score was skipped.
     let scores = serde_json::json!({"n1": 1000, "n2": 1000});
-    let (mut s, _) = scheduler("ps-skip", serde_json::json!({"preScore": "Skip", "scores": scores}), serde_json::json!({}), &["n1", "n2"]);
+    let (mut s, _) = scheduler(
+        "ps-skip",
+        serde_json::json!({"preScore": "Skip", "scores": scores}),
+        serde_json::json!({}),
+        &["n1", "n2"],
+    );
     let report = attempt(&mut s).await;
-    assert!(matches!(report.outcome, Outcome::Scheduled { .. }), "{:?}", report.outcome);
+    assert!(
+        matches!(report.outcome, Outcome::Scheduled { .. }),
+        "{:?}",
+        report.outcome
+    );
     assert!(!has(&calls("ps-skip"), "Probe1.Score"));
 
-    let (mut s, _) = scheduler("ps-noskip", serde_json::json!({"scores": scores}), serde_json::json!({}), &["n1", "n2"]);
+    let (mut s, _) = scheduler(
+        "ps-noskip",
+        serde_json::json!({"scores": scores}),
+        serde_json::json!({}),
+        &["n1", "n2"],
+    );
     let report = attempt(&mut s).await;
     match report.outcome {
         Outcome::Error { message } => assert!(message.contains("invalid score 1000"), "{message}"),
@@ -384,12 +456,20 @@ async fn scores_pick_the_best_node() {
         &["n1", "n2", "n3"],
     );
     // Totals (weight 1 each): n1 70, n2 90, n3 80.
-    assert_eq!(attempt(&mut s).await.outcome, Outcome::Scheduled { node: "n2".into() });
+    assert_eq!(
+        attempt(&mut s).await.outcome,
+        Outcome::Scheduled { node: "n2".into() }
+    );
 }
 
 #[tokio::test]
 async fn bind_skip_falls_through_to_the_next_binder() {
-    let (mut s, _) = scheduler("bind-skip", serde_json::json!({"bind": "Skip"}), serde_json::json!({}), &["n1"]);
+    let (mut s, _) = scheduler(
+        "bind-skip",
+        serde_json::json!({"bind": "Skip"}),
+        serde_json::json!({}),
+        &["n1"],
+    );
     let report = attempt(&mut s).await;
     assert_eq!(report.outcome, Outcome::Scheduled { node: "n1".into() });
     let calls = calls("bind-skip");
@@ -399,31 +479,78 @@ async fn bind_skip_falls_through_to_the_next_binder() {
 
 #[tokio::test]
 async fn unreserve_runs_in_reverse_order_after_a_prebind_failure() {
-    let (mut s, _) = scheduler("prebind-fail", serde_json::json!({}), serde_json::json!({"preBind": "Error"}), &["n1"]);
+    let (mut s, _) = scheduler(
+        "prebind-fail",
+        serde_json::json!({}),
+        serde_json::json!({"preBind": "Error"}),
+        &["n1"],
+    );
     let report = attempt(&mut s).await;
-    assert!(matches!(report.outcome, Outcome::Error { .. }), "{:?}", report.outcome);
+    assert!(
+        matches!(report.outcome, Outcome::Error { .. }),
+        "{:?}",
+        report.outcome
+    );
     let calls = calls("prebind-fail");
-    let reserve: Vec<&str> = calls.iter().map(String::as_str).filter(|c| c.contains("reserve") || c.contains("Reserve")).collect();
-    assert_eq!(reserve, ["Probe1.Reserve", "Probe2.Reserve", "Probe2.Unreserve", "Probe1.Unreserve"]);
-    assert!(!has(&calls, "Probe1.Bind"), "no Bind after a PreBind failure: {calls:?}");
-    assert!(s.cache().get_pod("uid-p").is_none(), "the assumed pod is forgotten");
+    let reserve: Vec<&str> = calls
+        .iter()
+        .map(String::as_str)
+        .filter(|c| c.contains("reserve") || c.contains("Reserve"))
+        .collect();
+    assert_eq!(
+        reserve,
+        [
+            "Probe1.Reserve",
+            "Probe2.Reserve",
+            "Probe2.Unreserve",
+            "Probe1.Unreserve"
+        ]
+    );
+    assert!(
+        !has(&calls, "Probe1.Bind"),
+        "no Bind after a PreBind failure: {calls:?}"
+    );
+    assert!(
+        s.cache().get_pod("uid-p").is_none(),
+        "the assumed pod is forgotten"
+    );
 }
 
 #[tokio::test]
 async fn cycle_state_written_at_reserve_is_read_at_prebind() {
-    let (mut s, _) = scheduler("state", serde_json::json!({}), serde_json::json!({}), &["n1"]);
+    let (mut s, _) = scheduler(
+        "state",
+        serde_json::json!({}),
+        serde_json::json!({}),
+        &["n1"],
+    );
     attempt(&mut s).await;
-    assert!(calls("state").contains(&"Probe1.PreBind(state=n1)".to_string()), "{:?}", calls("state"));
+    assert!(
+        calls("state").contains(&"Probe1.PreBind(state=n1)".to_string()),
+        "{:?}",
+        calls("state")
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn permit_wait_then_allow() {
-    let (mut s, framework) = scheduler("permit-allow", serde_json::json!({"permit": "Wait", "permitTimeoutSeconds": 30}), serde_json::json!({}), &["n1"]);
-    let Some(CycleOutput::Binding(cycle)) = s.schedule_one().await else { panic!("expected a binding cycle") };
+    let (mut s, framework) = scheduler(
+        "permit-allow",
+        serde_json::json!({"permit": "Wait", "permitTimeoutSeconds": 30}),
+        serde_json::json!({}),
+        &["n1"],
+    );
+    let Some(CycleOutput::Binding(cycle)) = s.schedule_one().await else {
+        panic!("expected a binding cycle")
+    };
     assert!(cycle.is_waiting());
     let binding = tokio::spawn(cycle.run());
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let waiting = framework.handle().waiting_pods.get("uid-p").expect("pod waits at Permit");
+    let waiting = framework
+        .handle()
+        .waiting_pods
+        .get("uid-p")
+        .expect("pod waits at Permit");
     assert_eq!(waiting.pending_plugins(), ["Probe1"]);
     waiting.allow("Probe1");
     let report = s.complete_binding(binding.await.unwrap());
@@ -432,11 +559,23 @@ async fn permit_wait_then_allow() {
 
 #[tokio::test(start_paused = true)]
 async fn permit_wait_then_reject() {
-    let (mut s, framework) = scheduler("permit-reject", serde_json::json!({"permit": "Wait", "permitTimeoutSeconds": 30}), serde_json::json!({}), &["n1"]);
-    let Some(CycleOutput::Binding(cycle)) = s.schedule_one().await else { panic!("expected a binding cycle") };
+    let (mut s, framework) = scheduler(
+        "permit-reject",
+        serde_json::json!({"permit": "Wait", "permitTimeoutSeconds": 30}),
+        serde_json::json!({}),
+        &["n1"],
+    );
+    let Some(CycleOutput::Binding(cycle)) = s.schedule_one().await else {
+        panic!("expected a binding cycle")
+    };
     let binding = tokio::spawn(cycle.run());
     tokio::time::sleep(Duration::from_secs(1)).await;
-    framework.handle().waiting_pods.get("uid-p").expect("waiting").reject("Probe1", "group rejected");
+    framework
+        .handle()
+        .waiting_pods
+        .get("uid-p")
+        .expect("waiting")
+        .reject("Probe1", "group rejected");
     let report = s.complete_binding(binding.await.unwrap());
     assert_eq!(
         report.outcome,
@@ -449,8 +588,15 @@ async fn permit_wait_then_reject() {
 
 #[tokio::test(start_paused = true)]
 async fn permit_wait_times_out() {
-    let (mut s, _) = scheduler("permit-timeout", serde_json::json!({"permit": "Wait", "permitTimeoutSeconds": 10}), serde_json::json!({}), &["n1"]);
-    let Some(CycleOutput::Binding(cycle)) = s.schedule_one().await else { panic!("expected a binding cycle") };
+    let (mut s, _) = scheduler(
+        "permit-timeout",
+        serde_json::json!({"permit": "Wait", "permitTimeoutSeconds": 10}),
+        serde_json::json!({}),
+        &["n1"],
+    );
+    let Some(CycleOutput::Binding(cycle)) = s.schedule_one().await else {
+        panic!("expected a binding cycle")
+    };
     let report = s.complete_binding(cycle.run().await);
     assert_eq!(
         report.outcome,
@@ -462,7 +608,12 @@ async fn permit_wait_times_out() {
 
 #[tokio::test]
 async fn permit_reject_unreserves_at_once() {
-    let (mut s, _) = scheduler("permit-no", serde_json::json!({"permit": "Unschedulable"}), serde_json::json!({}), &["n1"]);
+    let (mut s, _) = scheduler(
+        "permit-no",
+        serde_json::json!({"permit": "Unschedulable"}),
+        serde_json::json!({}),
+        &["n1"],
+    );
     let report = attempt(&mut s).await;
     assert_eq!(
         report.outcome,
@@ -471,6 +622,12 @@ async fn permit_reject_unreserves_at_once() {
         }
     );
     let calls = calls("permit-no");
-    assert!(has(&calls, "Probe2.Unreserve") && has(&calls, "Probe1.Unreserve"), "{calls:?}");
-    assert!(!has(&calls, "Probe2.Permit"), "Permit stops at the first rejection: {calls:?}");
+    assert!(
+        has(&calls, "Probe2.Unreserve") && has(&calls, "Probe1.Unreserve"),
+        "{calls:?}"
+    );
+    assert!(
+        !has(&calls, "Probe2.Permit"),
+        "Permit stops at the first rejection: {calls:?}"
+    );
 }

@@ -7,7 +7,10 @@ mod podgroup;
 mod profile;
 
 pub use crd::{CrdError, crds, crds_yaml};
-pub use podgroup::{POD_GROUP_LABEL, POD_GROUP_LABEL_COMPAT, MIN_MEMBER_ANNOTATION, PodGroup, PodGroupPhase, PodGroupSpec, PodGroupStatus};
+pub use podgroup::{
+    MIN_MEMBER_ANNOTATION, POD_GROUP_LABEL, POD_GROUP_LABEL_COMPAT, PodGroup, PodGroupPhase,
+    PodGroupSpec, PodGroupStatus,
+};
 pub use profile::{
     EffectivePlugins, PluginRef, PluginSet, Plugins, SchedulerProfile, SchedulerProfileSpec,
     SchedulerProfileStatus, WeightedPlugin,

@@ -24,7 +24,5 @@ pub use registry::{
 };
 pub use runner::{Framework, MAX_PERMIT_TIMEOUT, NodeScoreDetail, ScoredNode, implements};
 pub use status::{Code, Status};
-pub use types::{
-    ExtensionPoint, NodeToStatus, PostFilterResult, PreFilterResult, QueuedPodInfo,
-};
+pub use types::{ExtensionPoint, NodeToStatus, PostFilterResult, PreFilterResult, QueuedPodInfo};
 pub use waiting_pods::{WaitingPod, WaitingPods, format_duration};

@@ -97,7 +97,10 @@ impl ResolvedProfile {
 pub const WEIGHT_RANGE: std::ops::RangeInclusive<i32> = 1..=100;
 
 /// Resolves `spec` against `registry`. All problems are collected; each names its field.
-pub fn resolve(spec: &SchedulerProfileSpec, registry: &Registry) -> Result<ResolvedProfile, Vec<FieldError>> {
+pub fn resolve(
+    spec: &SchedulerProfileSpec,
+    registry: &Registry,
+) -> Result<ResolvedProfile, Vec<FieldError>> {
     let mut errors = Vec::new();
     let plugins = spec.plugins.clone().unwrap_or_default();
     let empty = PluginSet::default();
@@ -138,7 +141,11 @@ pub fn resolve(spec: &SchedulerProfileSpec, registry: &Registry) -> Result<Resol
     resolved.percentage_of_nodes_to_score = spec.percentage_of_nodes_to_score;
     resolved.backoff = resolve_backoff(spec, &mut errors);
     resolve_args(spec, registry, &mut resolved, &mut errors);
-    if errors.is_empty() { Ok(resolved) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(resolved)
+    } else {
+        Err(errors)
+    }
 }
 
 /// Upstream `mergePluginSet` for the multiPoint list: defaults minus disabled, with
@@ -148,7 +155,10 @@ fn merge_plugin_set(defaults: &[PluginRef], custom: &PluginSet) -> Vec<PluginRef
     let mut replaced = HashSet::new();
     let mut merged = Vec::new();
     if !disabled.contains("*") {
-        for default in defaults.iter().filter(|d| !disabled.contains(d.name.as_str())) {
+        for default in defaults
+            .iter()
+            .filter(|d| !disabled.contains(d.name.as_str()))
+        {
             match custom.enabled.iter().position(|p| p.name == default.name) {
                 Some(index) => {
                     replaced.insert(index);
@@ -185,7 +195,9 @@ fn expand(
     let mut overrides = HashSet::new();
     let mut from_multi: Vec<&str> = Vec::new();
     for (i, plugin) in multi_point.iter().enumerate() {
-        let Some(entry) = registry.get(&plugin.name) else { continue };
+        let Some(entry) = registry.get(&plugin.name) else {
+            continue;
+        };
         if !entry.implements(point) || disabled.contains(plugin.name.as_str()) {
             continue;
         }
@@ -229,14 +241,20 @@ fn check_set(
             None => errors.push(FieldError::new(
                 format!("{path}.name"),
                 value.clone(),
-                format!("unknown plugin; registered plugins: {}", registry.names().join(", ")),
+                format!(
+                    "unknown plugin; registered plugins: {}",
+                    registry.names().join(", ")
+                ),
             )),
             Some(entry) => {
                 if let Some(point) = point.filter(|p| !entry.implements(*p)) {
                     errors.push(FieldError::new(
                         format!("{path}.name"),
                         value.clone(),
-                        format!("plugin {} does not implement the {point} extension point", plugin.name),
+                        format!(
+                            "plugin {} does not implement the {point} extension point",
+                            plugin.name
+                        ),
                     ));
                 }
             }
@@ -245,7 +263,10 @@ fn check_set(
             errors.push(FieldError::new(
                 format!("{path}.name"),
                 value,
-                format!("plugin {} is enabled more than once at {field}", plugin.name),
+                format!(
+                    "plugin {} is enabled more than once at {field}",
+                    plugin.name
+                ),
             ));
         }
         if let Some(weight) = plugin.weight.filter(|w| !WEIGHT_RANGE.contains(w)) {
@@ -268,7 +289,10 @@ fn check_set(
 }
 
 /// Backoff bounds, defaulted (1 s, 10 s) and checked (initial >= 1, max >= initial).
-fn resolve_backoff(spec: &SchedulerProfileSpec, errors: &mut Vec<FieldError>) -> (Duration, Duration) {
+fn resolve_backoff(
+    spec: &SchedulerProfileSpec,
+    errors: &mut Vec<FieldError>,
+) -> (Duration, Duration) {
     let initial = spec
         .pod_initial_backoff_seconds
         .unwrap_or(SchedulerProfileSpec::DEFAULT_INITIAL_BACKOFF_SECONDS);
@@ -276,7 +300,11 @@ fn resolve_backoff(spec: &SchedulerProfileSpec, errors: &mut Vec<FieldError>) ->
         .pod_max_backoff_seconds
         .unwrap_or(SchedulerProfileSpec::DEFAULT_MAX_BACKOFF_SECONDS.max(initial));
     if initial < 1 {
-        errors.push(FieldError::new("spec.podInitialBackoffSeconds", initial, "must be at least 1"));
+        errors.push(FieldError::new(
+            "spec.podInitialBackoffSeconds",
+            initial,
+            "must be at least 1",
+        ));
     }
     if max < initial {
         errors.push(FieldError::new(
@@ -285,8 +313,15 @@ fn resolve_backoff(spec: &SchedulerProfileSpec, errors: &mut Vec<FieldError>) ->
             format!("must be greater than or equal to podInitialBackoffSeconds ({initial})"),
         ));
     }
-    if let Some(pct) = spec.percentage_of_nodes_to_score.filter(|p| !(0..=100).contains(p)) {
-        errors.push(FieldError::new("spec.percentageOfNodesToScore", pct, "must be in the range [0, 100]"));
+    if let Some(pct) = spec
+        .percentage_of_nodes_to_score
+        .filter(|p| !(0..=100).contains(p))
+    {
+        errors.push(FieldError::new(
+            "spec.percentageOfNodesToScore",
+            pct,
+            "must be in the range [0, 100]",
+        ));
     }
     let secs = |s: i64| Duration::from_secs(s.max(1) as u64);
     (secs(initial), secs(max.max(initial)))
@@ -321,9 +356,15 @@ fn resolve_args(
     let enabled: HashSet<String> = resolved.all_plugins().into_iter().collect();
     for (field, value) in &spec.plugin_config {
         let path = format!("spec.pluginConfig.{field}");
-        let entry = registry.entries().find(|e| e.args.is_some() && e.config_field() == *field);
+        let entry = registry
+            .entries()
+            .find(|e| e.args.is_some() && e.config_field() == *field);
         let Some(entry) = entry else {
-            errors.push(FieldError::new(path, format!("{field:?}"), "no registered plugin takes args under this name"));
+            errors.push(FieldError::new(
+                path,
+                format!("{field:?}"),
+                "no registered plugin takes args under this name",
+            ));
             continue;
         };
         if let Some(spec) = &entry.args {
@@ -400,7 +441,10 @@ mod tests {
         Some(PluginSet {
             enabled: enabled
                 .iter()
-                .map(|(n, w)| PluginRef { name: n.to_string(), weight: *w })
+                .map(|(n, w)| PluginRef {
+                    name: n.to_string(),
+                    weight: *w,
+                })
                 .collect(),
             disabled: disabled.iter().map(|n| PluginRef::named(n)).collect(),
         })
@@ -440,43 +484,64 @@ mod tests {
         let cases = [
             Case {
                 name: "disabling a default at one point removes it only there",
-                plugins: Plugins { score: set(&[], &["FilterB"]), ..Default::default() },
+                plugins: Plugins {
+                    score: set(&[], &["FilterB"]),
+                    ..Default::default()
+                },
                 point: Score,
                 want: &["ScoreC"],
             },
             Case {
                 name: "star disables every default at the point",
-                plugins: Plugins { filter: set(&[("Custom", None)], &["*"]), ..Default::default() },
+                plugins: Plugins {
+                    filter: set(&[("Custom", None)], &["*"]),
+                    ..Default::default()
+                },
                 point: Filter,
                 want: &["Custom"],
             },
             Case {
                 name: "re-listing a default at a point without disabling it moves it first (override)",
-                plugins: Plugins { filter: set(&[("FilterB", None)], &[]), ..Default::default() },
+                plugins: Plugins {
+                    filter: set(&[("FilterB", None)], &[]),
+                    ..Default::default()
+                },
                 point: Filter,
                 want: &["FilterB", "FilterA"],
             },
             Case {
                 name: "disable then enable at a point moves the default after the multiPoint plugins",
-                plugins: Plugins { filter: set(&[("FilterA", None)], &["FilterA"]), ..Default::default() },
+                plugins: Plugins {
+                    filter: set(&[("FilterA", None)], &["FilterA"]),
+                    ..Default::default()
+                },
                 point: Filter,
                 want: &["FilterB", "FilterA"],
             },
             Case {
                 name: "a non-default plugin enabled at a point runs after the defaults",
-                plugins: Plugins { filter: set(&[("Custom", None)], &[]), ..Default::default() },
+                plugins: Plugins {
+                    filter: set(&[("Custom", None)], &[]),
+                    ..Default::default()
+                },
                 point: Filter,
                 want: &["FilterA", "FilterB", "Custom"],
             },
             Case {
                 name: "multiPoint enables a plugin at every point it implements",
-                plugins: Plugins { multi_point: set(&[("Custom", None)], &[]), ..Default::default() },
+                plugins: Plugins {
+                    multi_point: set(&[("Custom", None)], &[]),
+                    ..Default::default()
+                },
                 point: Score,
                 want: &["FilterB", "ScoreC", "Custom"],
             },
             Case {
                 name: "a default re-listed in multiPoint keeps its default position",
-                plugins: Plugins { multi_point: set(&[("FilterA", None)], &[]), ..Default::default() },
+                plugins: Plugins {
+                    multi_point: set(&[("FilterA", None)], &[]),
+                    ..Default::default()
+                },
                 point: Filter,
                 want: &["FilterA", "FilterB"],
             },
@@ -502,7 +567,8 @@ mod tests {
             },
         ];
         for case in cases {
-            let r = resolve(&spec(case.plugins), &registry()).unwrap_or_else(|e| panic!("{}: {e:?}", case.name));
+            let r = resolve(&spec(case.plugins), &registry())
+                .unwrap_or_else(|e| panic!("{}: {e:?}", case.name));
             assert_eq!(names(&r, case.point), case.want, "{}", case.name);
         }
     }
@@ -519,8 +585,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.score_weights["Custom"], 7);
-        assert_eq!(r.score_weights["FilterB"], 5, "multiPoint re-listing replaces the default weight");
-        assert_eq!(r.score_weights["ScoreC"], 1, "a point entry without weight means 1");
+        assert_eq!(
+            r.score_weights["FilterB"], 5,
+            "multiPoint re-listing replaces the default weight"
+        );
+        assert_eq!(
+            r.score_weights["ScoreC"], 1,
+            "a point entry without weight means 1"
+        );
     }
 
     #[test]
@@ -536,20 +608,44 @@ mod tests {
         )
         .unwrap_err();
         let paths: Vec<&str> = err.iter().map(|e| e.path.as_str()).collect();
-        assert!(paths.contains(&"spec.plugins.filter.enabled[0].name"), "{paths:?}");
-        assert!(paths.contains(&"spec.plugins.filter.enabled[1].name"), "Sort is not a Filter plugin: {paths:?}");
-        assert!(paths.contains(&"spec.plugins.score.enabled[0].weight"), "{paths:?}");
-        assert!(paths.contains(&"spec.plugins.score.enabled[1].weight"), "{paths:?}");
-        assert!(paths.contains(&"spec.plugins.score.enabled[1].name"), "duplicate: {paths:?}");
-        assert!(paths.contains(&"spec.plugins.queueSort"), "two QueueSort plugins: {paths:?}");
-        let weight = err.iter().find(|e| e.path == "spec.plugins.score.enabled[1].weight").unwrap();
+        assert!(
+            paths.contains(&"spec.plugins.filter.enabled[0].name"),
+            "{paths:?}"
+        );
+        assert!(
+            paths.contains(&"spec.plugins.filter.enabled[1].name"),
+            "Sort is not a Filter plugin: {paths:?}"
+        );
+        assert!(
+            paths.contains(&"spec.plugins.score.enabled[0].weight"),
+            "{paths:?}"
+        );
+        assert!(
+            paths.contains(&"spec.plugins.score.enabled[1].weight"),
+            "{paths:?}"
+        );
+        assert!(
+            paths.contains(&"spec.plugins.score.enabled[1].name"),
+            "duplicate: {paths:?}"
+        );
+        assert!(
+            paths.contains(&"spec.plugins.queueSort"),
+            "two QueueSort plugins: {paths:?}"
+        );
+        let weight = err
+            .iter()
+            .find(|e| e.path == "spec.plugins.score.enabled[1].weight")
+            .unwrap();
         assert_eq!(weight.value, "101");
     }
 
     #[test]
     fn a_profile_without_binder_is_rejected() {
         let err = resolve(
-            &spec(Plugins { bind: set(&[], &["*"]), ..Default::default() }),
+            &spec(Plugins {
+                bind: set(&[], &["*"]),
+                ..Default::default()
+            }),
             &registry(),
         )
         .unwrap_err();
@@ -566,6 +662,9 @@ mod tests {
         let err = resolve(&bad, &registry()).unwrap_err();
         assert_eq!(err[0].path, "spec.podMaxBackoffSeconds");
         let ok = resolve(&SchedulerProfileSpec::default(), &registry()).unwrap();
-        assert_eq!(ok.backoff, (Duration::from_secs(1), Duration::from_secs(10)));
+        assert_eq!(
+            ok.backoff,
+            (Duration::from_secs(1), Duration::from_secs(10))
+        );
     }
 }

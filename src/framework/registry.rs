@@ -31,7 +31,11 @@ pub struct FieldError {
 }
 
 impl FieldError {
-    pub fn new(path: impl Into<String>, value: impl fmt::Display, message: impl Into<String>) -> Self {
+    pub fn new(
+        path: impl Into<String>,
+        value: impl fmt::Display,
+        message: impl Into<String>,
+    ) -> Self {
         FieldError {
             path: path.into(),
             value: value.to_string(),
@@ -45,7 +49,11 @@ impl fmt::Display for FieldError {
         if self.value.is_empty() {
             write!(f, "{}: {}", self.path, self.message)
         } else {
-            write!(f, "{}: Invalid value: {}: {}", self.path, self.value, self.message)
+            write!(
+                f,
+                "{}: Invalid value: {}: {}",
+                self.path, self.value, self.message
+            )
         }
     }
 }
@@ -146,11 +154,19 @@ pub fn decode_args<A: PluginArgs>(
     let args = match value {
         None | Some(serde_json::Value::Null) => A::default(),
         Some(v) => serde_json::from_value::<A>(v.clone()).map_err(|e| {
-            vec![FieldError::new(path, v, format!("cannot decode plugin args: {e}"))]
+            vec![FieldError::new(
+                path,
+                v,
+                format!("cannot decode plugin args: {e}"),
+            )]
         })?,
     };
     let errors = args.validate(path);
-    if errors.is_empty() { Ok(args) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(args)
+    } else {
+        Err(errors)
+    }
 }
 
 /// One plugin known to the registry.
@@ -215,7 +231,13 @@ pub fn lower_camel(name: &str) -> String {
     chars
         .iter()
         .enumerate()
-        .map(|(i, c)| if i < lowered { c.to_ascii_lowercase() } else { *c })
+        .map(|(i, c)| {
+            if i < lowered {
+                c.to_ascii_lowercase()
+            } else {
+                *c
+            }
+        })
         .collect()
 }
 

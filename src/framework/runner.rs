@@ -55,7 +55,11 @@ impl std::fmt::Debug for Framework {
 }
 
 fn wrap_error(point: &str, plugin: &str, status: &Status) -> Status {
-    Status::error(format!("running {point} plugin {plugin:?}: {}", status.message())).with_plugin(plugin)
+    Status::error(format!(
+        "running {point} plugin {plugin:?}: {}",
+        status.message()
+    ))
+    .with_plugin(plugin)
 }
 
 impl Framework {
@@ -168,7 +172,9 @@ impl Framework {
         let mut result: Option<PreFilterResult> = None;
         let mut narrowing = Vec::new();
         for plugin in self.plugins(ExtensionPoint::PreFilter) {
-            let Some(pf) = plugin.as_pre_filter() else { continue };
+            let Some(pf) = plugin.as_pre_filter() else {
+                continue;
+            };
             let (r, status) = pf.pre_filter(state, pod, snapshot).await;
             if status.is_skip() {
                 state.skip_filter_plugins.insert(plugin.name().to_string());
@@ -186,13 +192,20 @@ impl Framework {
                     None => r,
                     Some(prev) => prev.merge(&r),
                 });
-                if result.as_ref().and_then(|r| r.node_names.as_ref()).is_some_and(|n| n.is_empty()) {
+                if result
+                    .as_ref()
+                    .and_then(|r| r.node_names.as_ref())
+                    .is_some_and(|n| n.is_empty())
+                {
                     let message = if narrowing.len() == 1 {
                         format!("node(s) didn't satisfy plugin {}", narrowing[0])
                     } else {
                         format!("node(s) didn't satisfy plugin(s) {narrowing:?} simultaneously")
                     };
-                    return (None, Status::unresolvable(message).with_plugin(plugin.name()));
+                    return (
+                        None,
+                        Status::unresolvable(message).with_plugin(plugin.name()),
+                    );
                 }
             }
         }
@@ -205,7 +218,9 @@ impl Framework {
             if state.skips_filter(plugin.name()) {
                 continue;
             }
-            let Some(filter) = plugin.as_filter() else { continue };
+            let Some(filter) = plugin.as_filter() else {
+                continue;
+            };
             let status = filter.filter(state, pod, node);
             if !status.is_success() {
                 if status.is_rejected() {
@@ -218,8 +233,18 @@ impl Framework {
     }
 
     /// Filter over `nodes` in parallel; one status per node, in order.
-    pub fn run_filter_parallel(&self, state: &CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Vec<Status> {
-        self.pool.install(|| nodes.par_iter().map(|n| self.run_filter(state, pod, n)).collect())
+    pub fn run_filter_parallel(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+    ) -> Vec<Status> {
+        self.pool.install(|| {
+            nodes
+                .par_iter()
+                .map(|n| self.run_filter(state, pod, n))
+                .collect()
+        })
     }
 
     /// PostFilter: plugins in order until one succeeds or errors.
@@ -232,7 +257,9 @@ impl Framework {
     ) -> (Option<PostFilterResult>, Status) {
         let mut reasons = Vec::new();
         for plugin in self.plugins(ExtensionPoint::PostFilter) {
-            let Some(pf) = plugin.as_post_filter() else { continue };
+            let Some(pf) = plugin.as_post_filter() else {
+                continue;
+            };
             let (result, status) = pf.post_filter(state, pod, snapshot, statuses).await;
             if status.is_success() {
                 return (result, status.with_plugin(plugin.name()));
@@ -246,9 +273,16 @@ impl Framework {
     }
 
     /// PreScore: Skip disables the plugin's Score; anything else but Success aborts.
-    pub async fn run_pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Status {
+    pub async fn run_pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+    ) -> Status {
         for plugin in self.plugins(ExtensionPoint::PreScore) {
-            let Some(ps) = plugin.as_pre_score() else { continue };
+            let Some(ps) = plugin.as_pre_score() else {
+                continue;
+            };
             let status = ps.pre_score(state, pod, nodes).await;
             if status.is_skip() {
                 state.skip_score_plugins.insert(plugin.name().to_string());
@@ -261,7 +295,12 @@ impl Framework {
 
     /// Score, NormalizeScore and weights over the feasible `nodes`. Scores outside
     /// 0..=100 after normalization fail the cycle, as upstream.
-    pub fn run_score(&self, state: &CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Result<Vec<ScoredNode>, Status> {
+    pub fn run_score(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+    ) -> Result<Vec<ScoredNode>, Status> {
         let active: Vec<(&Arc<dyn Plugin>, i64)> = self
             .plugins(ExtensionPoint::Score)
             .iter()
@@ -270,9 +309,14 @@ impl Framework {
             .collect();
         let mut per_plugin: Vec<Vec<i64>> = Vec::with_capacity(active.len());
         for (plugin, _) in &active {
-            let Some(scorer) = plugin.as_score() else { continue };
+            let Some(scorer) = plugin.as_score() else {
+                continue;
+            };
             let raw: Result<Vec<i64>, Status> = self.pool.install(|| {
-                nodes.par_iter().map(|n| scorer.score(state, pod, n)).collect()
+                nodes
+                    .par_iter()
+                    .map(|n| scorer.score(state, pod, n))
+                    .collect()
             });
             let mut scores = raw.map_err(|s| wrap_error("Score", plugin.name(), &s))?;
             if let Some(ext) = scorer.score_extensions() {
@@ -281,7 +325,10 @@ impl Framework {
                     return Err(wrap_error("NormalizeScore", plugin.name(), &status));
                 }
             }
-            if let Some(bad) = scores.iter().find(|s| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(*s)) {
+            if let Some(bad) = scores
+                .iter()
+                .find(|s| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(*s))
+            {
                 return Err(Status::error(format!(
                     "plugin {:?} returns an invalid score {bad}, it should be in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
                     plugin.name()
@@ -304,16 +351,27 @@ impl Framework {
                     })
                     .collect();
                 let total = scores.iter().map(|s| s.score * s.weight).sum();
-                ScoredNode { node: node.clone(), scores, total }
+                ScoredNode {
+                    node: node.clone(),
+                    scores,
+                    total,
+                }
             })
             .collect())
     }
 
     /// Reserve, in order; the first failure is returned (the caller then runs
     /// [`Framework::run_unreserve`]).
-    pub async fn run_reserve(&self, state: &mut CycleState, pod: &PodInfo, node_name: &str) -> Status {
+    pub async fn run_reserve(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node_name: &str,
+    ) -> Status {
         for plugin in self.plugins(ExtensionPoint::Reserve) {
-            let Some(r) = plugin.as_reserve() else { continue };
+            let Some(r) = plugin.as_reserve() else {
+                continue;
+            };
             let status = r.reserve(state, pod, node_name).await;
             if !status.is_success() {
                 if status.is_rejected() {
@@ -336,14 +394,23 @@ impl Framework {
 
     /// Permit: a rejection returns at once; waits register the pod in
     /// [`super::WaitingPods`] and return `Wait`.
-    pub async fn run_permit(&self, state: &mut CycleState, pod: &Arc<PodInfo>, node_name: &str) -> Status {
+    pub async fn run_permit(
+        &self,
+        state: &mut CycleState,
+        pod: &Arc<PodInfo>,
+        node_name: &str,
+    ) -> Status {
         let mut waits: Vec<(String, Duration)> = Vec::new();
         for plugin in self.plugins(ExtensionPoint::Permit) {
-            let Some(p) = plugin.as_permit() else { continue };
+            let Some(p) = plugin.as_permit() else {
+                continue;
+            };
             let (status, timeout) = p.permit(state, pod, node_name).await;
             match status.code() {
                 Code::Success => {}
-                Code::Wait => waits.push((plugin.name().to_string(), timeout.min(MAX_PERMIT_TIMEOUT))),
+                Code::Wait => {
+                    waits.push((plugin.name().to_string(), timeout.min(MAX_PERMIT_TIMEOUT)))
+                }
                 _ if status.is_rejected() => return status.with_plugin(plugin.name()),
                 _ => return wrap_error("Permit", plugin.name(), &status),
             }
@@ -367,9 +434,16 @@ impl Framework {
     }
 
     /// PreBind, in order; the first failure is returned.
-    pub async fn run_pre_bind(&self, state: &mut CycleState, pod: &PodInfo, node_name: &str) -> Status {
+    pub async fn run_pre_bind(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node_name: &str,
+    ) -> Status {
         for plugin in self.plugins(ExtensionPoint::PreBind) {
-            let Some(p) = plugin.as_pre_bind() else { continue };
+            let Some(p) = plugin.as_pre_bind() else {
+                continue;
+            };
             let status = p.pre_bind(state, pod, node_name).await;
             if !status.is_success() {
                 if status.is_rejected() {

@@ -151,7 +151,8 @@ impl WaitingPods {
             registered: now,
             pod,
         });
-        self.lock().insert(waiting.pod.key().to_string(), waiting.clone());
+        self.lock()
+            .insert(waiting.pod.key().to_string(), waiting.clone());
         waiting
     }
 
@@ -176,4 +177,3 @@ impl WaitingPods {
         self.len() == 0
     }
 }
-

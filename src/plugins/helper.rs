@@ -16,7 +16,11 @@ pub fn default_normalize_score(max_priority: i64, reverse: bool, scores: &mut [i
     }
     for score in scores.iter_mut() {
         let scaled = max_priority * *score / max_count;
-        *score = if reverse { max_priority - scaled } else { scaled };
+        *score = if reverse {
+            max_priority - scaled
+        } else {
+            scaled
+        };
     }
     Status::success()
 }
@@ -135,12 +139,32 @@ mod tests {
         let cases: &[(&str, bool, &[i64], &[i64])] = &[
             ("forward", false, &[1, 2, 3, 4], &[25, 50, 75, 100]),
             ("reverse", true, &[1, 2, 3, 4], &[75, 50, 25, 0]),
-            ("forward uneven", false, &[1000, 10, 20, 30], &[100, 1, 2, 3]),
-            ("reverse uneven", true, &[1000, 10, 20, 30], &[0, 99, 98, 97]),
+            (
+                "forward uneven",
+                false,
+                &[1000, 10, 20, 30],
+                &[100, 1, 2, 3],
+            ),
+            (
+                "reverse uneven",
+                true,
+                &[1000, 10, 20, 30],
+                &[0, 99, 98, 97],
+            ),
             ("forward equal", false, &[1, 1, 1, 1], &[100, 100, 100, 100]),
-            ("forward one large", false, &[1000, 1, 1, 1], &[100, 0, 0, 0]),
+            (
+                "forward one large",
+                false,
+                &[1000, 1, 1, 1],
+                &[100, 0, 0, 0],
+            ),
             ("reverse with zero", true, &[0, 1, 1, 1], &[100, 0, 0, 0]),
-            ("all zero (no upstream case; the max == 0 branch)", false, &[0, 0], &[0, 0]),
+            (
+                "all zero (no upstream case; the max == 0 branch)",
+                false,
+                &[0, 0],
+                &[0, 0],
+            ),
         ];
         for (name, reverse, input, want) in cases {
             let mut scores = input.to_vec();
@@ -152,11 +176,29 @@ mod tests {
     #[test]
     fn broken_linear_interpolates_and_clamps() {
         let shape = [
-            FunctionShapePoint { utilization: 10, score: 1 },
-            FunctionShapePoint { utilization: 90, score: 9 },
+            FunctionShapePoint {
+                utilization: 10,
+                score: 1,
+            },
+            FunctionShapePoint {
+                utilization: 90,
+                score: 9,
+            },
         ];
         // Worked by hand from upstream's definition: y = y0 + (y1-y0)(p-x0)/(x1-x0), integer division.
-        for (p, want) in [(-10, 1), (0, 1), (9, 1), (10, 1), (15, 1), (19, 1), (20, 2), (89, 8), (90, 9), (99, 9), (110, 9)] {
+        for (p, want) in [
+            (-10, 1),
+            (0, 1),
+            (9, 1),
+            (10, 1),
+            (15, 1),
+            (19, 1),
+            (20, 2),
+            (89, 8),
+            (90, 9),
+            (99, 9),
+            (110, 9),
+        ] {
             assert_eq!(broken_linear(&shape, p), want, "p = {p}");
         }
     }

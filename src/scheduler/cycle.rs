@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::{CycleState, Framework, NodeToStatus, QueuedPodInfo, ScoredNode, Status};
 
-use super::failure::{FitError, Failure, NO_NODES_AVAILABLE};
+use super::failure::{Failure, FitError, NO_NODES_AVAILABLE};
 use super::{CycleDiagnosis, CycleOutput, Scheduler};
 
 /// Below this many nodes every node is evaluated (upstream `minFeasibleNodesToFind`).
@@ -71,21 +71,35 @@ pub(super) async fn schedule_pod(
     }
 
     let mut statuses = NodeToStatus::default();
-    let candidates: Vec<Arc<NodeInfo>> = match pre_result.as_ref().and_then(|r| r.node_names.as_ref()) {
-        None => all_nodes.to_vec(),
-        Some(names) => {
-            let plugins: Vec<&str> = fwk
-                .plugins(crate::framework::ExtensionPoint::PreFilter)
-                .iter()
-                .map(|p| p.name())
-                .collect();
-            statuses.absent = Some(Status::unresolvable(format!(
-                "node(s) didn't satisfy plugin(s) {plugins:?}"
-            )));
-            all_nodes.iter().filter(|n| names.contains(n.name())).cloned().collect()
-        }
-    };
-    let feasible = find_feasible(fwk, state, pod, &candidates, all_nodes.len(), next_start_node_index, &mut statuses, &mut diagnosis);
+    let candidates: Vec<Arc<NodeInfo>> =
+        match pre_result.as_ref().and_then(|r| r.node_names.as_ref()) {
+            None => all_nodes.to_vec(),
+            Some(names) => {
+                let plugins: Vec<&str> = fwk
+                    .plugins(crate::framework::ExtensionPoint::PreFilter)
+                    .iter()
+                    .map(|p| p.name())
+                    .collect();
+                statuses.absent = Some(Status::unresolvable(format!(
+                    "node(s) didn't satisfy plugin(s) {plugins:?}"
+                )));
+                all_nodes
+                    .iter()
+                    .filter(|n| names.contains(n.name()))
+                    .cloned()
+                    .collect()
+            }
+        };
+    let feasible = find_feasible(
+        fwk,
+        state,
+        pod,
+        &candidates,
+        all_nodes.len(),
+        next_start_node_index,
+        &mut statuses,
+        &mut diagnosis,
+    );
     if feasible.is_empty() {
         let fit = FitError {
             num_all_nodes: all_nodes.len(),
@@ -103,7 +117,9 @@ pub(super) async fn schedule_pod(
     if !status.is_success() {
         return Err(Failure::error(&status).with_diagnosis(diagnosis));
     }
-    let scored = fwk.run_score(state, pod, &feasible).map_err(|s| Failure::error(&s).with_diagnosis(diagnosis.clone()))?;
+    let scored = fwk
+        .run_score(state, pod, &feasible)
+        .map_err(|s| Failure::error(&s).with_diagnosis(diagnosis.clone()))?;
     let host = select_host(&scored, rng);
     if let Some(d) = diagnosis.as_mut() {
         d.scored = scored;
@@ -130,7 +146,9 @@ fn find_feasible(
     }
     let wanted = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score(), n);
     let start = *next_start_node_index % n;
-    let rotated: Vec<Arc<NodeInfo>> = (0..n).map(|i| candidates[(start + i) % n].clone()).collect();
+    let rotated: Vec<Arc<NodeInfo>> = (0..n)
+        .map(|i| candidates[(start + i) % n].clone())
+        .collect();
     let mut feasible = Vec::with_capacity(wanted);
     let mut processed = 0;
     'batches: for batch in rotated.chunks(FILTER_BATCH) {
@@ -164,7 +182,9 @@ async fn post_filter(
     diagnosis: Option<CycleDiagnosis>,
 ) -> Failure {
     if fwk.has_post_filter_plugins() {
-        let (_result, status) = fwk.run_post_filter(state, pod, snapshot, &fit.statuses).await;
+        let (_result, status) = fwk
+            .run_post_filter(state, pod, snapshot, &fit.statuses)
+            .await;
         fit.post_filter_msg = Some(status.message());
     }
     Failure::fit(&fit).with_diagnosis(diagnosis)
@@ -174,8 +194,14 @@ async fn post_filter(
 fn select_host(scored: &[ScoredNode], rng: &mut ChaCha8Rng) -> String {
     let best = scored.iter().map(|s| s.total).max().unwrap_or(0);
     let top: Vec<&ScoredNode> = scored.iter().filter(|s| s.total == best).collect();
-    let pick = if top.len() > 1 { rng.random_range(0..top.len()) } else { 0 };
-    top.get(pick).map(|s| s.node.name().to_string()).unwrap_or_default()
+    let pick = if top.len() > 1 {
+        rng.random_range(0..top.len())
+    } else {
+        0
+    };
+    top.get(pick)
+        .map(|s| s.node.name().to_string())
+        .unwrap_or_default()
 }
 
 /// Assume, Reserve and Permit; on success the binding cycle to run.
@@ -192,7 +218,12 @@ pub(super) async fn assume_reserve_permit(
     let assumed = Arc::new(queued.pod_info.with_node_name(&node));
     if let Err(e) = scheduler.cache.assume_pod(&queued.pod_info, &node) {
         let failure = Failure::error(&Status::error(format!("assuming pod on node {node}: {e}")));
-        return Some(CycleOutput::Done(scheduler.fail(index, queued, pod_cycle, failure.with_diagnosis(diagnosis))));
+        return Some(CycleOutput::Done(scheduler.fail(
+            index,
+            queued,
+            pod_cycle,
+            failure.with_diagnosis(diagnosis),
+        )));
     }
     let status = framework.run_reserve(&mut state, &assumed, &node).await;
     let status = if status.is_success() {
@@ -204,7 +235,9 @@ pub(super) async fn assume_reserve_permit(
         framework.run_unreserve(&mut state, &assumed, &node).await;
         let _ = scheduler.cache.forget_pod(assumed.key());
         let failure = Failure::rejected_on(&node, status).with_diagnosis(diagnosis);
-        return Some(CycleOutput::Done(scheduler.fail(index, queued, pod_cycle, failure)));
+        return Some(CycleOutput::Done(
+            scheduler.fail(index, queued, pod_cycle, failure),
+        ));
     }
     Some(CycleOutput::Binding(Box::new(BindingCycle {
         framework,
@@ -276,11 +309,15 @@ impl BindingCycle {
         let status = self.bind().await;
         let status = match status {
             Ok(()) => {
-                self.framework.run_post_bind(&self.state, &self.assumed, &self.node).await;
+                self.framework
+                    .run_post_bind(&self.state, &self.assumed, &self.node)
+                    .await;
                 Ok(())
             }
             Err(status) => {
-                self.framework.run_unreserve(&mut self.state, &self.assumed, &self.node).await;
+                self.framework
+                    .run_unreserve(&mut self.state, &self.assumed, &self.node)
+                    .await;
                 Err(Failure::rejected_on(&self.node, status))
             }
         };
@@ -300,11 +337,17 @@ impl BindingCycle {
         if !status.is_success() {
             return Err(status);
         }
-        let status = self.framework.run_pre_bind(&mut self.state, &self.assumed, &self.node).await;
+        let status = self
+            .framework
+            .run_pre_bind(&mut self.state, &self.assumed, &self.node)
+            .await;
         if !status.is_success() {
             return Err(status);
         }
-        let status = self.framework.run_bind(&mut self.state, &self.assumed, &self.node).await;
+        let status = self
+            .framework
+            .run_bind(&mut self.state, &self.assumed, &self.node)
+            .await;
         if !status.is_success() {
             return Err(status);
         }

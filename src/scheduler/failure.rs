@@ -52,13 +52,18 @@ impl FitError {
                 *counts.entry(reason).or_default() += 1;
             }
         }
-        let absent = self.num_all_nodes.saturating_sub(self.statuses.statuses.len());
+        let absent = self
+            .num_all_nodes
+            .saturating_sub(self.statuses.statuses.len());
         if let Some(status) = self.statuses.absent.as_ref().filter(|_| absent > 0) {
             for reason in status.reasons() {
                 *counts.entry(reason).or_default() += absent;
             }
         }
-        let mut lines: Vec<String> = counts.into_iter().map(|(r, n)| format!("{n} {r}")).collect();
+        let mut lines: Vec<String> = counts
+            .into_iter()
+            .map(|(r, n)| format!("{n} {r}"))
+            .collect();
         lines.sort();
         lines
     }
@@ -93,7 +98,11 @@ impl Failure {
     pub fn fit(fit: &FitError) -> Self {
         let mut unschedulable = HashSet::new();
         let mut pending = HashSet::new();
-        let statuses = fit.statuses.statuses.values().chain(fit.statuses.absent.as_ref());
+        let statuses = fit
+            .statuses
+            .statuses
+            .values()
+            .chain(fit.statuses.absent.as_ref());
         for status in statuses {
             if let Some(plugin) = status.plugin() {
                 if status.code() == Code::Pending {
@@ -153,7 +162,11 @@ mod tests {
     use super::*;
 
     fn rejected(reasons: &[&str], plugin: &str) -> Status {
-        Status::with_reasons(Code::Unschedulable, reasons.iter().map(|r| r.to_string()).collect()).with_plugin(plugin)
+        Status::with_reasons(
+            Code::Unschedulable,
+            reasons.iter().map(|r| r.to_string()).collect(),
+        )
+        .with_plugin(plugin)
     }
 
     #[test]
@@ -161,19 +174,27 @@ mod tests {
         // The message shape of DESIGN.md §4 and upstream `FitError.Error()`.
         let mut statuses = NodeToStatus::default();
         for n in ["a", "b"] {
-            statuses.statuses.insert(n.into(), rejected(&["Insufficient cpu"], "NodeResourcesFit"));
+            statuses.statuses.insert(
+                n.into(),
+                rejected(&["Insufficient cpu"], "NodeResourcesFit"),
+            );
         }
         for n in ["c", "d", "e"] {
-            statuses
-                .statuses
-                .insert(n.into(), rejected(&["node(s) had untolerated taint {dedicated: gpu}"], "TaintToleration"));
+            statuses.statuses.insert(
+                n.into(),
+                rejected(
+                    &["node(s) had untolerated taint {dedicated: gpu}"],
+                    "TaintToleration",
+                ),
+            );
         }
         let fit = FitError {
             num_all_nodes: 5,
             statuses,
             pre_filter_msg: None,
             post_filter_msg: Some(
-                "preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling".into(),
+                "preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling"
+                    .into(),
             ),
         };
         assert_eq!(
@@ -184,7 +205,10 @@ mod tests {
         let failure = Failure::fit(&fit);
         assert_eq!(
             failure.unschedulable_plugins,
-            HashSet::from(["NodeResourcesFit".to_string(), "TaintToleration".to_string()])
+            HashSet::from([
+                "NodeResourcesFit".to_string(),
+                "TaintToleration".to_string()
+            ])
         );
     }
 
@@ -193,10 +217,16 @@ mod tests {
         // Upstream TestFitError-style: a node rejected for cpu and memory contributes to
         // both counts; absent nodes take the absent status.
         let mut statuses = NodeToStatus::default();
-        statuses
-            .statuses
-            .insert("a".into(), rejected(&["Insufficient cpu", "Insufficient memory"], "NodeResourcesFit"));
-        statuses.absent = Some(Status::unresolvable("node(s) didn't satisfy plugin NodeAffinity"));
+        statuses.statuses.insert(
+            "a".into(),
+            rejected(
+                &["Insufficient cpu", "Insufficient memory"],
+                "NodeResourcesFit",
+            ),
+        );
+        statuses.absent = Some(Status::unresolvable(
+            "node(s) didn't satisfy plugin NodeAffinity",
+        ));
         let fit = FitError {
             num_all_nodes: 3,
             statuses,
@@ -214,11 +244,17 @@ mod tests {
             num_all_nodes: 4,
             statuses: NodeToStatus {
                 statuses: Default::default(),
-                absent: Some(Status::unresolvable("pod group ml/train not found").with_plugin("Coscheduling")),
+                absent: Some(
+                    Status::unresolvable("pod group ml/train not found")
+                        .with_plugin("Coscheduling"),
+                ),
             },
             pre_filter_msg: Some("pod group ml/train not found".into()),
             post_filter_msg: None,
         };
-        assert_eq!(fit.message(), "0/4 nodes are available: pod group ml/train not found.");
+        assert_eq!(
+            fit.message(),
+            "0/4 nodes are available: pod group ml/train not found."
+        );
     }
 }

@@ -20,7 +20,9 @@ use rand_chacha::ChaCha8Rng;
 use tokio::time::Instant;
 
 use crate::cluster::{Cache, CacheError, PodInfo, QuantityError, Snapshot, pod_key};
-use crate::framework::{ActionType, ClusterEvent, CycleState, EventResource, Framework, ScoredNode, Status};
+use crate::framework::{
+    ActionType, ClusterEvent, CycleState, EventResource, Framework, ScoredNode, Status,
+};
 use crate::queue::{QueueConfig, SchedulingQueue};
 
 pub use cycle::{BindingCycle, BindingResult, num_feasible_nodes_to_find};
@@ -123,20 +125,27 @@ impl Scheduler {
 
     /// Adds a profile serving `scheduler_name`; its queue takes the backoff bounds of the
     /// resolved profile.
-    pub fn add_profile(&mut self, scheduler_name: &str, framework: Arc<Framework>) -> Result<(), IngestError> {
+    pub fn add_profile(
+        &mut self,
+        scheduler_name: &str,
+        framework: Arc<Framework>,
+    ) -> Result<(), IngestError> {
         let backoff = framework.resolved().backoff;
-        let queue_sort = framework
-            .queue_sort()
-            .ok_or_else(|| IngestError::Profile(format!("profile {scheduler_name} has no QueueSort plugin")))?;
+        let queue_sort = framework.queue_sort().ok_or_else(|| {
+            IngestError::Profile(format!("profile {scheduler_name} has no QueueSort plugin"))
+        })?;
         let queue = SchedulingQueue::new(QueueConfig {
             queue_sort,
-            pre_enqueue: framework.plugins(crate::framework::ExtensionPoint::PreEnqueue).to_vec(),
+            pre_enqueue: framework
+                .plugins(crate::framework::ExtensionPoint::PreEnqueue)
+                .to_vec(),
             plugin_events: framework.plugin_events(),
             initial_backoff: backoff.0,
             max_backoff: backoff.1,
-            unschedulable_max_stay: std::time::Duration::from_secs(5 * 60),
+            unschedulable_max_stay: crate::queue::DEFAULT_UNSCHEDULABLE_MAX_STAY,
         });
-        self.by_name.insert(scheduler_name.to_string(), self.profiles.len());
+        self.by_name
+            .insert(scheduler_name.to_string(), self.profiles.len());
         self.profiles.push(ProfileInstance {
             scheduler_name: scheduler_name.to_string(),
             framework,
@@ -183,7 +192,10 @@ impl Scheduler {
         let info = PodInfo::new(pod)?;
         if info.node_name().is_some() {
             self.cache.add_pod(info.pod.as_ref().clone())?;
-            self.broadcast(ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD));
+            self.broadcast(ClusterEvent::new(
+                EventResource::AssignedPod,
+                ActionType::ADD,
+            ));
         } else if let Some(&i) = self.by_name.get(info.scheduler_name()) {
             self.profiles[i].queue.add(Arc::new(info), Instant::now());
         }
@@ -195,23 +207,35 @@ impl Scheduler {
     pub fn on_pod_update(&mut self, old: &Pod, new: Pod) -> Result<(), IngestError> {
         let info = PodInfo::new(new)?;
         let key = info.key().to_string();
-        let was_assigned = old.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
+        let was_assigned = old
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty());
         match (was_assigned, info.node_name().is_some()) {
             (false, true) => {
                 for profile in &mut self.profiles {
                     profile.queue.delete(&key);
                 }
                 self.cache.add_pod(info.pod.as_ref().clone())?;
-                self.broadcast(ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD));
+                self.broadcast(ClusterEvent::new(
+                    EventResource::AssignedPod,
+                    ActionType::ADD,
+                ));
             }
             (true, _) => {
                 self.cache.update_pod(old, info.pod.as_ref().clone());
-                self.broadcast(ClusterEvent::new(EventResource::AssignedPod, ActionType::UPDATE));
+                self.broadcast(ClusterEvent::new(
+                    EventResource::AssignedPod,
+                    ActionType::UPDATE,
+                ));
             }
             (false, false) => {
                 if let Some(&i) = self.by_name.get(info.scheduler_name()) {
                     let old_info = PodInfo::new(old.clone())?;
-                    self.profiles[i].queue.update(&old_info, Arc::new(info), Instant::now());
+                    self.profiles[i]
+                        .queue
+                        .update(&old_info, Arc::new(info), Instant::now());
                 }
             }
         }
@@ -220,10 +244,17 @@ impl Scheduler {
 
     pub fn on_pod_delete(&mut self, pod: &Pod) {
         let key = pod_key(pod);
-        let assigned = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
+        let assigned = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty());
         if assigned {
             self.cache.remove_pod(pod);
-            self.broadcast(ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE));
+            self.broadcast(ClusterEvent::new(
+                EventResource::AssignedPod,
+                ActionType::DELETE,
+            ));
         } else {
             for profile in &mut self.profiles {
                 profile.queue.delete(&key);
@@ -244,12 +275,17 @@ impl Scheduler {
 
     /// The earliest moment a backed-off pod becomes ready again, over all queues.
     pub fn next_backoff_expiry(&self) -> Option<Instant> {
-        self.profiles.iter().filter_map(|p| p.queue.next_backoff_expiry()).min()
+        self.profiles
+            .iter()
+            .filter_map(|p| p.queue.next_backoff_expiry())
+            .min()
     }
 
     /// Whether any activeQ holds a pod.
     pub fn has_active(&self) -> bool {
-        self.profiles.iter().any(|p| p.queue.pending_counts().active > 0)
+        self.profiles
+            .iter()
+            .any(|p| p.queue.pending_counts().active > 0)
     }
 
     /// Runs one scheduling cycle for the next pod, serving profiles round-robin. `None`
@@ -278,7 +314,11 @@ impl Scheduler {
         .await;
         let (node, diagnosis) = match result {
             Ok(ok) => ok,
-            Err(failure) => return Some(CycleOutput::Done(self.fail(index, queued, pod_cycle, failure))),
+            Err(failure) => {
+                return Some(CycleOutput::Done(
+                    self.fail(index, queued, pod_cycle, failure),
+                ));
+            }
         };
         cycle::assume_reserve_permit(self, index, queued, pod_cycle, state, node, diagnosis).await
     }
@@ -306,9 +346,17 @@ impl Scheduler {
                 let _ = self.cache.forget_pod(&key);
                 // The freed resources may let other pods fit (upstream moves pods on an
                 // assigned-pod delete when an assumed pod is forgotten).
-                self.broadcast(ClusterEvent::new(EventResource::AssignedPod, ActionType::DELETE));
+                self.broadcast(ClusterEvent::new(
+                    EventResource::AssignedPod,
+                    ActionType::DELETE,
+                ));
                 match index {
-                    Some(i) => self.fail(i, result.queued, result.pod_cycle, failure.with_diagnosis(result.diagnosis)),
+                    Some(i) => self.fail(
+                        i,
+                        result.queued,
+                        result.pod_cycle,
+                        failure.with_diagnosis(result.diagnosis),
+                    ),
                     None => AttemptReport {
                         pod: result.queued.pod_info.clone(),
                         scheduler_name: result.scheduler_name,
@@ -322,7 +370,13 @@ impl Scheduler {
     }
 
     /// Upstream `handleSchedulingFailure`: requeue (unschedulable or backoff) and report.
-    fn fail(&mut self, index: usize, mut queued: crate::framework::QueuedPodInfo, pod_cycle: u64, failure: failure::Failure) -> AttemptReport {
+    fn fail(
+        &mut self,
+        index: usize,
+        mut queued: crate::framework::QueuedPodInfo,
+        pod_cycle: u64,
+        failure: failure::Failure,
+    ) -> AttemptReport {
         let now = Instant::now();
         queued.unschedulable_plugins = failure.unschedulable_plugins.clone();
         queued.pending_plugins = failure.pending_plugins.clone();
@@ -335,9 +389,13 @@ impl Scheduler {
             diagnosis: failure.diagnosis,
         };
         let key = queued.pod_info.key().to_string();
-        // A pod deleted or bound meanwhile is not requeued.
+        // A pod bound meanwhile (it is in the cache) is not requeued; the queue itself
+        // drops pods deleted while they were being scheduled.
+        let queue = &mut self.profiles[index].queue;
         if self.cache.get_pod(&key).is_none() {
-            self.profiles[index].queue.add_unschedulable_if_not_present(queued, pod_cycle, now);
+            queue.add_unschedulable_if_not_present(queued, pod_cycle, now);
+        } else {
+            queue.done(&key);
         }
         report
     }

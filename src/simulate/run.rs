@@ -16,8 +16,12 @@ use tokio::task::JoinSet;
 
 use crate::api::SchedulerProfile;
 use crate::cluster::pod_key;
-use crate::framework::{BindError, Binder, FieldError, Framework, Handle, Registry, WaitingPods, resolve};
-use crate::scheduler::{AttemptReport, BindingResult, CycleOutput, Outcome, Scheduler, SchedulerOptions};
+use crate::framework::{
+    BindError, Binder, FieldError, Framework, Handle, Registry, WaitingPods, resolve,
+};
+use crate::scheduler::{
+    AttemptReport, BindingResult, CycleOutput, Outcome, Scheduler, SchedulerOptions,
+};
 
 use super::input::{ClusterInput, Source};
 use super::report::{NodeReport, PluginScore, PodReport, PodResult, Report};
@@ -43,9 +47,16 @@ pub struct SimulateOptions {
 #[derive(Debug)]
 pub enum SimulateError {
     /// A profile in the input is invalid (exit code 2).
-    InvalidProfile { source: Source, errors: Vec<FieldError> },
+    InvalidProfile {
+        source: Source,
+        errors: Vec<FieldError>,
+    },
     /// An object in the input cannot be used (exit code 2).
-    InvalidObject { kind: &'static str, name: String, message: String },
+    InvalidObject {
+        kind: &'static str,
+        name: String,
+        message: String,
+    },
     /// A failure inside berth (exit code 1).
     Internal(String),
 }
@@ -57,7 +68,11 @@ impl std::fmt::Display for SimulateError {
                 write!(f, "{source}: invalid SchedulerProfile")?;
                 errors.iter().try_for_each(|e| write!(f, "\n  {e}"))
             }
-            SimulateError::InvalidObject { kind, name, message } => write!(f, "invalid {kind} {name}: {message}"),
+            SimulateError::InvalidObject {
+                kind,
+                name,
+                message,
+            } => write!(f, "invalid {kind} {name}: {message}"),
             SimulateError::Internal(message) => write!(f, "internal error: {message}"),
         }
     }
@@ -86,7 +101,10 @@ impl Binder for InMemoryBinder {
         let key = pod_key(pod);
         let mut bound = self.bound.lock().unwrap_or_else(|p| p.into_inner());
         match bound.get(&key) {
-            Some(node) if node != node_name => Err(BindError::AlreadyBound { pod: key, node: node.clone() }),
+            Some(node) if node != node_name => Err(BindError::AlreadyBound {
+                pod: key,
+                node: node.clone(),
+            }),
             _ => {
                 bound.insert(key, node_name.to_string());
                 Ok(())
@@ -96,26 +114,49 @@ impl Binder for InMemoryBinder {
 }
 
 /// Runs the simulation.
-pub async fn simulate(input: ClusterInput, registry: &Registry, options: SimulateOptions) -> Result<Report, SimulateError> {
+pub async fn simulate(
+    input: ClusterInput,
+    registry: &Registry,
+    options: SimulateOptions,
+) -> Result<Report, SimulateError> {
     let binder: Arc<InMemoryBinder> = Arc::new(InMemoryBinder::default());
     let mut scheduler = Scheduler::new(SchedulerOptions {
         seed: options.seed,
         record_diagnosis: options.explain,
     });
-    add_profiles(&mut scheduler, &input.profiles, registry, binder.clone(), options.parallelism)?;
-    let served: Vec<String> = scheduler.profiles().iter().map(|p| p.scheduler_name.clone()).collect();
+    add_profiles(
+        &mut scheduler,
+        &input.profiles,
+        registry,
+        binder.clone(),
+        options.parallelism,
+    )?;
+    let served: Vec<String> = scheduler
+        .profiles()
+        .iter()
+        .map(|p| p.scheduler_name.clone())
+        .collect();
 
     for node in &input.nodes {
         let name = node.metadata.name.clone().unwrap_or_default();
-        scheduler.on_node_add(node.clone()).map_err(|e| SimulateError::InvalidObject { kind: "Node", name, message: e.to_string() })?;
+        scheduler
+            .on_node_add(node.clone())
+            .map_err(|e| SimulateError::InvalidObject {
+                kind: "Node",
+                name,
+                message: e.to_string(),
+            })?;
     }
-    let (running, pending): (Vec<&Pod>, Vec<&Pod>) = input.pods.iter().partition(|p| is_assigned(p));
+    let (running, pending): (Vec<&Pod>, Vec<&Pod>) =
+        input.pods.iter().partition(|p| is_assigned(p));
     for pod in running.iter().chain(pending.iter()) {
-        scheduler.on_pod_add((*pod).clone()).map_err(|e| SimulateError::InvalidObject {
-            kind: "Pod",
-            name: pod_key(pod),
-            message: e.to_string(),
-        })?;
+        scheduler
+            .on_pod_add((*pod).clone())
+            .map_err(|e| SimulateError::InvalidObject {
+                kind: "Pod",
+                name: pod_key(pod),
+                message: e.to_string(),
+            })?;
     }
 
     let pods: HashMap<String, &Pod> = pending.iter().map(|p| (pod_key(p), *p)).collect();
@@ -124,7 +165,10 @@ pub async fn simulate(input: ClusterInput, registry: &Registry, options: Simulat
 }
 
 fn is_assigned(pod: &Pod) -> bool {
-    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty())
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !n.is_empty())
 }
 
 /// Resolves and instantiates every profile; adds the implicit `default-scheduler`
@@ -138,13 +182,12 @@ fn add_profiles(
 ) -> Result<(), SimulateError> {
     let mut owners: HashMap<String, Source> = HashMap::new();
     let mut list: Vec<(SchedulerProfile, Source)> = profiles.to_vec();
-    if !list.iter().any(|(p, _)| p.scheduler_name() == DEFAULT_SCHEDULER_NAME) {
+    if !list
+        .iter()
+        .any(|(p, _)| p.scheduler_name() == DEFAULT_SCHEDULER_NAME)
+    {
         let implicit = SchedulerProfile::new(DEFAULT_SCHEDULER_NAME, Default::default());
-        let origin = Source {
-            file: "<built-in default-scheduler profile>".into(),
-            document: 0,
-        };
-        list.push((implicit, origin));
+        list.push((implicit, Source::builtin()));
     }
     for (profile, source) in list {
         let name = profile.scheduler_name();
@@ -158,7 +201,11 @@ fn add_profiles(
                 )],
             });
         }
-        let resolved = resolve(&profile.spec, registry).map_err(|errors| SimulateError::InvalidProfile { source: source.clone(), errors })?;
+        let resolved =
+            resolve(&profile.spec, registry).map_err(|errors| SimulateError::InvalidProfile {
+                source: source.clone(),
+                errors,
+            })?;
         for warning in &resolved.warnings {
             tracing::warn!(profile = %name, "{warning}");
         }
@@ -167,9 +214,11 @@ fn add_profiles(
             waiting_pods: Arc::new(WaitingPods::new()),
             parallelism,
         };
-        let framework = Framework::new(&name, resolved, registry, handle).map_err(|e| SimulateError::InvalidProfile {
-            source: source.clone(),
-            errors: vec![FieldError::new("spec.pluginConfig", "", e.to_string())],
+        let framework = Framework::new(&name, resolved, registry, handle).map_err(|e| {
+            SimulateError::InvalidProfile {
+                source: source.clone(),
+                errors: vec![FieldError::new("spec.pluginConfig", "", e.to_string())],
+            }
         })?;
         scheduler
             .add_profile(&name, Arc::new(framework))
@@ -188,7 +237,8 @@ async fn run_to_completion(
     let mut bindings: JoinSet<BindingResult> = JoinSet::new();
     loop {
         while let Some(done) = bindings.try_join_next() {
-            let result = done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))?;
+            let result =
+                done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))?;
             complete(scheduler, result, pods, &mut reports)?;
         }
         if let Some(output) = scheduler.schedule_one().await {
@@ -201,7 +251,8 @@ async fn run_to_completion(
             continue;
         }
         if let Some(done) = bindings.join_next().await {
-            let result = done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))?;
+            let result =
+                done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))?;
             complete(scheduler, result, pods, &mut reports)?;
             continue;
         }
@@ -230,9 +281,9 @@ fn complete(
         if let Some(spec) = bound.spec.as_mut() {
             spec.node_name = Some(node.clone());
         }
-        scheduler
-            .on_pod_update(&old, bound)
-            .map_err(|e| SimulateError::Internal(format!("recording binding of {}: {e}", report.pod.key())))?;
+        scheduler.on_pod_update(&old, bound).map_err(|e| {
+            SimulateError::Internal(format!("recording binding of {}: {e}", report.pod.key()))
+        })?;
     }
     record(scheduler, report, pods, reports);
     Ok(())
@@ -245,14 +296,20 @@ fn record(
     reports: &mut HashMap<String, AttemptReport>,
 ) {
     let key = report.pod.key().to_string();
-    let gave_up = report.attempts >= MAX_ATTEMPTS && !matches!(report.outcome, Outcome::Scheduled { .. });
+    let gave_up =
+        report.attempts >= MAX_ATTEMPTS && !matches!(report.outcome, Outcome::Scheduled { .. });
     if let Some(pod) = pods.get(&key).filter(|_| gave_up) {
         scheduler.on_pod_delete(pod);
     }
     reports.insert(key, report);
 }
 
-fn build_report(pending: &[&Pod], served: &[String], reports: &HashMap<String, AttemptReport>, explain: bool) -> Report {
+fn build_report(
+    pending: &[&Pod],
+    served: &[String],
+    reports: &HashMap<String, AttemptReport>,
+    explain: bool,
+) -> Report {
     let pods = pending
         .iter()
         .filter_map(|pod| {
@@ -296,11 +353,20 @@ fn gated_message(pod: &Pod) -> String {
     if gates.is_empty() {
         "pod was not admitted to the scheduling queue by a PreEnqueue plugin".to_string()
     } else {
-        format!("pod is gated (SchedulingGated): waiting for scheduling gates: [{}]", gates.join(" "))
+        format!(
+            "pod is gated (SchedulingGated): waiting for scheduling gates: [{}]",
+            gates.join(" ")
+        )
     }
 }
 
-fn pod_report(namespace: String, name: String, scheduler_name: String, report: &AttemptReport, explain: bool) -> PodReport {
+fn pod_report(
+    namespace: String,
+    name: String,
+    scheduler_name: String,
+    report: &AttemptReport,
+    explain: bool,
+) -> PodReport {
     let (result, node, message) = match &report.outcome {
         Outcome::Scheduled { node } => (PodResult::Scheduled, Some(node.clone()), String::new()),
         Outcome::Unschedulable { message } => (PodResult::Unschedulable, None, message.clone()),
