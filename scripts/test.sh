@@ -12,7 +12,7 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
 echo "== cargo clippy --all-targets -- -D warnings"
-cargo clippy --locked --all-targets -- -D warnings
+cargo clippy --locked --workspace --all-targets -- -D warnings
 
 echo "== cargo test"
-cargo test --locked --all-targets
+cargo test --locked --workspace --all-targets

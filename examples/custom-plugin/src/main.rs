@@ -3,8 +3,8 @@
 //! plugin's args; `berth simulate` schedules with it.
 //!
 //! ```sh
-//! cargo run --example out_of_tree_plugin -- crds | grep -A8 preferNodeLabel
-//! cargo run --example out_of_tree_plugin -- simulate \
+//! cargo run -p berth-custom-plugin -- crds | grep -A8 preferNodeLabel
+//! cargo run -p berth-custom-plugin -- simulate \
 //!     -f examples/quickstart.yaml -f examples/prefer-label.yaml
 //! ```
 
