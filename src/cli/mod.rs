@@ -4,7 +4,9 @@
 //! [`Registry`] (usually [`crate::plugins::default_registry`] plus your own plugins) and
 //! call `berth::cli::main(registry)`.
 
+pub mod convert;
 pub mod crds;
+pub mod plugins;
 pub mod simulate;
 
 use std::process::ExitCode;
@@ -27,6 +29,10 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Print the CustomResourceDefinitions (SchedulerProfile, PodGroup) as YAML.
     Crds(crds::CrdsArgs),
+    /// Describe the registered plugins: extension points, defaults, weights and args.
+    Plugins(plugins::PluginsArgs),
+    /// Convert a KubeSchedulerConfiguration into SchedulerProfiles.
+    Convert(convert::ConvertArgs),
 }
 
 /// Parses the command line and runs the subcommand with `registry`.
@@ -36,6 +42,8 @@ pub fn main(registry: Registry) -> ExitCode {
     match cli.command {
         Command::Simulate(args) => simulate::run(args, &registry),
         Command::Crds(args) => crds::run(args, &registry),
+        Command::Plugins(args) => plugins::run(args, &registry),
+        Command::Convert(args) => convert::run(args, &registry),
     }
 }
 
