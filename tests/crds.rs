@@ -1,15 +1,17 @@
 //! The generated CRDs: the checked-in `crds/` is fresh, plugin names and args come from the
 //! registry, and the schemas are ones the API server accepts (structural, list-map
-//! conditions, int-or-string quantities).
+//! conditions, int-or-string quantities, bounded lists, CEL rules that compile and do what
+//! their messages say when kube-cel evaluates them).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use berth::cli::crds::crd_files;
 use berth::framework::{
-    ExtensionPoint, Handle, Plugin, PluginArgs, PluginError, PluginFactory, Registry,
+    ExtensionPoint, Handle, NoArgs, Plugin, PluginArgs, PluginError, PluginFactory, Registry,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::core::cel::{CompiledSchema, Validator, compile_schema, estimate_rule_cost};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -458,4 +460,406 @@ fn registry_with_out_of_tree_plugin() -> Registry {
     let mut registry = berth::plugins::default_registry();
     registry.register::<GpuPacking>();
     registry
+}
+
+/// A second QueueSort plugin, so a profile can enable two different ones.
+struct FifoSort;
+
+impl Plugin for FifoSort {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+}
+
+impl PluginFactory for FifoSort {
+    const NAME: &'static str = "FifoSort";
+    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::QueueSort];
+    type Args = NoArgs;
+
+    fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
+        Ok(FifoSort)
+    }
+}
+
+fn registry_with_second_queue_sort() -> Registry {
+    let mut registry = berth::plugins::default_registry();
+    registry.register::<FifoSort>();
+    registry
+}
+
+/// Every `x-kubernetes-validations` list in `schema`, with the JSON pointer of its node.
+fn rule_nodes<'a>(schema: &'a Value, pointer: &str, found: &mut Vec<(String, &'a Value)>) {
+    if let Some(rules) = schema.get("x-kubernetes-validations") {
+        found.push((pointer.to_string(), rules));
+    }
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (name, child) in properties {
+            rule_nodes(child, &format!("{pointer}/properties/{name}"), found);
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = schema.get(key).filter(|child| child.is_object()) {
+            rule_nodes(child, &format!("{pointer}/{key}"), found);
+        }
+    }
+}
+
+fn compilation_errors(compiled: &CompiledSchema, errors: &mut Vec<String>) {
+    errors.extend(
+        compiled
+            .compilation_errors()
+            .iter()
+            .map(ToString::to_string),
+    );
+    let children = compiled
+        .properties
+        .values()
+        .chain(compiled.items.as_deref())
+        .chain(compiled.additional_properties.as_deref());
+    for child in children {
+        compilation_errors(child, errors);
+    }
+}
+
+const SPEC: &str = "/properties/spec/properties";
+const FIT: &str = "/properties/spec/properties/pluginConfig/properties/nodeResourcesFit/properties";
+
+#[test]
+fn every_cel_rule_compiles_with_kube_cel_and_has_bounded_inputs() {
+    for registry in [
+        berth::plugins::default_registry(),
+        registry_with_out_of_tree_plugin(),
+    ] {
+        for schema in schemas(&registry) {
+            let mut errors = Vec::new();
+            compilation_errors(&compile_schema(&schema), &mut errors);
+            assert_eq!(errors, Vec::<String>::new(), "rules that do not compile");
+
+            let mut nodes = Vec::new();
+            rule_nodes(&schema, "", &mut nodes);
+            for (pointer, rules) in nodes {
+                let node = compile_schema(at(&schema, &pointer));
+                for rule in rules.as_array().expect("a list of rules") {
+                    let text = rule["rule"].as_str().expect("rule text");
+                    assert!(
+                        rule["message"].as_str().is_some_and(|m| !m.is_empty()),
+                        "{pointer}: rule {text:?} has no message"
+                    );
+                    // kube-cel's coarse estimate: over budget, or iterating an unbounded list.
+                    let warnings = estimate_rule_cost(text, &node);
+                    assert!(warnings.is_empty(), "{pointer}: {warnings:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn cel_rules_sit_where_the_design_puts_them() {
+    let profile = &schemas(&berth::plugins::default_registry())[0];
+    let mut nodes = Vec::new();
+    rule_nodes(profile, "", &mut nodes);
+    let found: BTreeSet<String> = nodes.into_iter().map(|(pointer, _)| pointer).collect();
+    let mut expected: BTreeSet<String> = plugin_set_fields()
+        .map(|field| format!("{SPEC}/plugins/properties/{field}/properties/enabled"))
+        .collect();
+    expected.extend([
+        "/properties/spec".to_string(),
+        format!("{SPEC}/plugins/properties/queueSort"),
+        format!("{FIT}/ignoredResourceGroups"),
+        format!("{FIT}/scoringStrategy"),
+        format!("{FIT}/scoringStrategy/properties/requestedToCapacityRatio/properties/shape"),
+    ]);
+    assert_eq!(found, expected);
+}
+
+/// Arrays without `maxItems`, as JSON pointers.
+fn unbounded_lists(schema: &Value, pointer: &str, found: &mut Vec<String>) {
+    if schema.get("type") == Some(&json!("array")) && schema.get("maxItems").is_none() {
+        found.push(pointer.to_string());
+    }
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (name, child) in properties {
+            unbounded_lists(child, &format!("{pointer}/properties/{name}"), found);
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = schema.get(key).filter(|child| child.is_object()) {
+            unbounded_lists(child, &format!("{pointer}/{key}"), found);
+        }
+    }
+}
+
+#[test]
+fn every_list_has_max_items() {
+    for schema in schemas(&berth::plugins::default_registry()) {
+        let mut unbounded = Vec::new();
+        unbounded_lists(&schema, "", &mut unbounded);
+        assert_eq!(unbounded, Vec::<String>::new());
+    }
+}
+
+#[test]
+fn bounds_are_in_the_schema() {
+    let registry = berth::plugins::default_registry();
+    let all = schemas(&registry);
+    let (profile, pod_group) = (&all[0], &all[1]);
+    let range = |schema: &Value, pointer: &str| {
+        let node = at(schema, pointer);
+        (node.get("minimum").cloned(), node.get("maximum").cloned())
+    };
+    let (one, hundred, zero) = (Some(json!(1.0)), Some(json!(100.0)), Some(json!(0.0)));
+    for field in plugin_set_fields() {
+        let set = format!("{SPEC}/plugins/properties/{field}/properties");
+        let enabled = at(profile, &format!("{set}/enabled"));
+        if enabled["maxItems"] != json!(0) {
+            assert_eq!(enabled["maxItems"], 64, "{field}.enabled");
+            let weight = format!("{set}/enabled/items/properties/weight");
+            assert_eq!(range(profile, &weight), (one.clone(), hundred.clone()));
+        }
+        assert_eq!(at(profile, &format!("{set}/disabled"))["maxItems"], 64);
+    }
+    let cases = [
+        ("percentageOfNodesToScore", (zero.clone(), hundred.clone())),
+        ("podInitialBackoffSeconds", (one.clone(), None)),
+        ("podMaxBackoffSeconds", (one.clone(), None)),
+    ];
+    for field in ["podInitialBackoffSeconds", "podMaxBackoffSeconds"] {
+        // A kept `null` would reach the backoff rule's arithmetic; non-nullable drops it.
+        let node = at(profile, &format!("{SPEC}/{field}"));
+        assert_eq!(node.get("nullable"), None, "{field}");
+    }
+    for (field, expected) in cases {
+        assert_eq!(
+            range(profile, &format!("{SPEC}/{field}")),
+            expected,
+            "{field}"
+        );
+    }
+    let strategy = format!("{FIT}/scoringStrategy/properties");
+    assert_eq!(
+        at(profile, &format!("{strategy}/resources"))["maxItems"],
+        32
+    );
+    assert_eq!(
+        range(
+            profile,
+            &format!("{strategy}/resources/items/properties/weight")
+        ),
+        (one.clone(), hundred.clone())
+    );
+    let shape = format!("{strategy}/requestedToCapacityRatio/properties/shape");
+    assert_eq!(at(profile, &shape)["minItems"], 1);
+    assert_eq!(at(profile, &shape)["maxItems"], 16);
+    let point = format!("{shape}/items/properties");
+    assert_eq!(
+        range(profile, &format!("{point}/utilization")),
+        (zero.clone(), hundred)
+    );
+    assert_eq!(
+        range(profile, &format!("{point}/score")),
+        (zero, Some(json!(10.0)))
+    );
+    assert_eq!(
+        at(profile, &format!("{strategy}/type"))["enum"],
+        json!([
+            "LeastAllocated",
+            "MostAllocated",
+            "RequestedToCapacityRatio"
+        ])
+    );
+    let pod_spec = "/properties/spec/properties";
+    for field in ["minMember", "scheduleTimeoutSeconds"] {
+        assert_eq!(
+            range(pod_group, &format!("{pod_spec}/{field}")),
+            (one.clone(), None),
+            "PodGroup {field}"
+        );
+    }
+}
+
+#[test]
+fn scheduler_name_is_a_dns_subdomain() {
+    let profile = &schemas(&berth::plugins::default_registry())[0];
+    let name = at(profile, &format!("{SPEC}/schedulerName"));
+    assert_eq!(name["maxLength"], 253);
+    // The pattern is checked for what it accepts, not compared with a copy of itself.
+    let pattern = json!({"type": "string", "pattern": name["pattern"]});
+    let long_label = "a".repeat(63);
+    for valid in ["batch", "gpu-1", "team.batch", "0", long_label.as_str()] {
+        assert!(jsonschema::is_valid(&pattern, &json!(valid)), "{valid}");
+    }
+    for invalid in ["", "Batch", "-batch", "batch-", "a..b", "a_b", "a/b", ".a"] {
+        assert!(
+            !jsonschema::is_valid(&pattern, &json!(invalid)),
+            "{invalid}"
+        );
+    }
+}
+
+/// `(case, spec, expected error as (path, message fragment))`.
+type RuleCase = (&'static str, Value, Option<(&'static str, &'static str)>);
+
+fn rule_cases() -> Vec<RuleCase> {
+    let backoff = "must be greater than or equal to podInitialBackoffSeconds";
+    let fit = |args: Value| json!({"pluginConfig": {"nodeResourcesFit": args}});
+    let rtcr = |shape: Value| {
+        fit(json!({"scoringStrategy": {
+            "type": "RequestedToCapacityRatio",
+            "requestedToCapacityRatio": {"shape": shape},
+        }}))
+    };
+    let point = |utilization: i64, score: i64| json!({"utilization": utilization, "score": score});
+    let shape_path =
+        "spec.pluginConfig.nodeResourcesFit.scoringStrategy.requestedToCapacityRatio.shape";
+    vec![
+        ("the smallest profile", json!({}), None),
+        (
+            "initial backoff up to the default max",
+            json!({"podInitialBackoffSeconds": 10}),
+            None,
+        ),
+        (
+            "initial backoff above the default max",
+            json!({"podInitialBackoffSeconds": 11}),
+            Some(("spec.podMaxBackoffSeconds", backoff)),
+        ),
+        (
+            "max backoff below initial",
+            json!({"podInitialBackoffSeconds": 5, "podMaxBackoffSeconds": 4}),
+            Some(("spec.podMaxBackoffSeconds", backoff)),
+        ),
+        (
+            "max backoff at the default initial",
+            json!({"podMaxBackoffSeconds": 1}),
+            None,
+        ),
+        (
+            "both backoffs raised",
+            json!({"podInitialBackoffSeconds": 20, "podMaxBackoffSeconds": 20}),
+            None,
+        ),
+        (
+            "one queue sort plugin",
+            json!({"plugins": {"queueSort": {
+                "enabled": [{"name": "FifoSort"}], "disabled": [{"name": "*"}],
+            }}}),
+            None,
+        ),
+        (
+            "two queue sort plugins",
+            json!({"plugins": {"queueSort": {
+                "enabled": [{"name": "PrioritySort"}, {"name": "FifoSort"}],
+            }}}),
+            Some((
+                "spec.plugins.queueSort.enabled",
+                "only one queue sort plugin",
+            )),
+        ),
+        (
+            "a score plugin enabled twice",
+            json!({"plugins": {"score": {"enabled": [
+                {"name": "NodeResourcesFit", "weight": 2}, {"name": "NodeResourcesFit"},
+            ]}}}),
+            Some((
+                "spec.plugins.score.enabled",
+                "only once per extension point",
+            )),
+        ),
+        (
+            "a plugin enabled at multiPoint and at score",
+            json!({"plugins": {
+                "multiPoint": {"enabled": [{"name": "NodeResourcesFit"}]},
+                "score": {"enabled": [{"name": "NodeResourcesFit", "weight": 5}]},
+            }}),
+            None,
+        ),
+        (
+            "RequestedToCapacityRatio without its parameters",
+            fit(json!({"scoringStrategy": {"type": "RequestedToCapacityRatio"}})),
+            Some((
+                "spec.pluginConfig.nodeResourcesFit.scoringStrategy.requestedToCapacityRatio",
+                "required when type is RequestedToCapacityRatio",
+            )),
+        ),
+        (
+            "MostAllocated needs no shape",
+            fit(json!({"scoringStrategy": {"type": "MostAllocated"}})),
+            None,
+        ),
+        (
+            "increasing shape",
+            rtcr(json!([point(0, 0), point(50, 3), point(100, 10)])),
+            None,
+        ),
+        (
+            "shape with a repeated utilization",
+            rtcr(json!([point(0, 0), point(50, 3), point(50, 10)])),
+            Some((shape_path, "strictly increasing")),
+        ),
+        (
+            "decreasing shape",
+            rtcr(json!([point(100, 10), point(0, 0)])),
+            Some((shape_path, "strictly increasing")),
+        ),
+        (
+            "resource group",
+            fit(json!({"ignoredResourceGroups": ["example.com"]})),
+            None,
+        ),
+        (
+            "resource group with a '/'",
+            fit(json!({"ignoredResourceGroups": ["example.com", "example.com/foo"]})),
+            Some((
+                "spec.pluginConfig.nodeResourcesFit.ignoredResourceGroups",
+                "cannot contain '/'",
+            )),
+        ),
+    ]
+}
+
+#[test]
+fn cel_rules_accept_valid_and_reject_invalid_profiles() {
+    let schema = &schemas(&registry_with_second_queue_sort())[0];
+    let validator = Validator::new();
+    for (case, spec, expected) in rule_cases() {
+        let profile = json!({
+            "apiVersion": "berth.dev/v1alpha1",
+            "kind": "SchedulerProfile",
+            "metadata": {"name": "batch"},
+            "spec": spec,
+        });
+        let errors: Vec<(String, String)> = match validator.validate(schema, &profile, None) {
+            Ok(()) => Vec::new(),
+            Err(errors) => errors
+                .iter()
+                .map(|e| (e.field_path.clone(), e.message.clone()))
+                .collect(),
+        };
+        match expected {
+            None => assert_eq!(errors, Vec::new(), "{case}"),
+            Some((path, fragment)) => {
+                assert_eq!(errors.len(), 1, "{case}: {errors:?}");
+                assert_eq!(errors[0].0, path, "{case}");
+                assert!(errors[0].1.contains(fragment), "{case}: {errors:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_backoff_rule_uses_the_documented_defaults() {
+    use berth::api::SchedulerProfileSpec as Spec;
+    let schema = &schemas(&berth::plugins::default_registry())[0];
+    let rejects = |spec: Value| {
+        let profile =
+            json!({"apiVersion": "berth.dev/v1alpha1", "kind": "SchedulerProfile", "spec": spec});
+        Validator::new().validate(schema, &profile, None).is_err()
+    };
+    let max = Spec::DEFAULT_MAX_BACKOFF_SECONDS;
+    let initial = Spec::DEFAULT_INITIAL_BACKOFF_SECONDS;
+    assert!(!rejects(json!({"podInitialBackoffSeconds": max})));
+    assert!(rejects(json!({"podInitialBackoffSeconds": max + 1})));
+    assert!(!rejects(json!({"podMaxBackoffSeconds": initial})));
+    assert!(rejects(json!({"podMaxBackoffSeconds": initial - 1})));
 }

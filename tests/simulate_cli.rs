@@ -404,3 +404,84 @@ fn missing_filename_is_a_usage_error() {
         stderr(&output)
     );
 }
+
+/// A node and a pod for `scheduler`, so a profile file has something to schedule.
+fn cluster_for(scheduler: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata: {{name: node-a}}\n\
+         status: {{allocatable: {{cpu: '4', memory: 8Gi, pods: '110'}}}}\n\
+         ---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\n\
+         spec: {{schedulerName: {scheduler}, containers: []}}\n"
+    )
+}
+
+#[test]
+fn every_error_of_every_invalid_profile_is_printed() {
+    let file = TempYaml::new(
+        "many-errors",
+        "apiVersion: berth.dev/v1alpha1\nkind: SchedulerProfile\nmetadata: {name: one}\n\
+         spec:\n  foo: bar\n  percentageOfNodesToScore: 101\n  plugins:\n    score:\n      enabled:\n      - {name: TaintToleration, weight: 0}\n\
+         ---\napiVersion: berth.dev/v1alpha1\nkind: SchedulerProfile\nmetadata: {name: two}\n\
+         spec:\n  plugins:\n    bind:\n      disabled: [{name: \"*\"}]\n",
+    );
+    let output = berth(&["-f", file.path()]);
+    assert_exit(&output, 2);
+    let message = stderr(&output);
+    let expected = [
+        "document 0: spec.foo: unknown field \"spec.foo\"",
+        "document 0: spec.percentageOfNodesToScore: Invalid value: 101: must be between 0 and 100",
+        "document 0: spec.plugins.score.enabled[0].weight: Invalid value: 0: must be between 1 and 100",
+        "document 1: spec.plugins.bind: Required value: at least one Bind plugin must be enabled",
+    ];
+    for line in expected {
+        assert!(
+            message.contains(&format!("error: {}: {line}\n", file.path())),
+            "{line}\n{message}"
+        );
+    }
+    assert!(stdout(&output).is_empty(), "no report on invalid input");
+}
+
+#[test]
+fn a_profile_that_does_not_decode_reports_schema_errors() {
+    let file = TempYaml::new(
+        "quoted-weight",
+        "apiVersion: berth.dev/v1alpha1\nkind: SchedulerProfile\nmetadata: {name: q}\n\
+         spec:\n  plugins:\n    score:\n      enabled:\n      - {name: TaintToleration, weight: \"3\"}\n      - {name: NodeResourcesFit, weight: []}\n",
+    );
+    let output = berth(&["-f", file.path()]);
+    assert_exit(&output, 2);
+    let message = stderr(&output);
+    for line in [
+        "spec.plugins.score.enabled[0].weight: Invalid value: \"3\": must be of type integer",
+        "spec.plugins.score.enabled[1].weight: Invalid value: []: must be of type integer",
+    ] {
+        assert!(message.contains(line), "{line}\n{message}");
+    }
+    assert!(!message.contains("cannot decode"), "{message}");
+}
+
+#[test]
+fn profile_warnings_are_printed_and_the_profile_runs() {
+    let file = TempYaml::new(
+        "args-warning",
+        &format!(
+            "{}---\napiVersion: berth.dev/v1alpha1\nkind: SchedulerProfile\nmetadata: {{name: solo}}\n\
+             spec:\n  plugins:\n    multiPoint:\n      disabled: [{{name: NodeResourcesFit}}]\n\
+             \x20 pluginConfig:\n    nodeResourcesFit: {{scoringStrategy: {{type: MostAllocated}}}}\n",
+            cluster_for("solo")
+        ),
+    );
+    let output = berth(&["-f", file.path()]);
+    assert_exit(&output, 0);
+    let warnings = stderr(&output);
+    assert!(
+        warnings.contains(&format!(
+            "warning: {}: document 2: spec.pluginConfig.nodeResourcesFit: ",
+            file.path()
+        )),
+        "{warnings}"
+    );
+    let row = table_row(&stdout(&output), "default/p");
+    assert_eq!(row[1..4], ["solo", "Scheduled", "node-a"]);
+}

@@ -19,6 +19,91 @@
 //!   pruned (no `x-kubernetes-preserve-unknown-fields`), so a misspelt plugin is dropped
 //!   rather than silently kept.
 //!
+//! - `spec.plugins.queueSort`: the CEL rule "at most one enabled plugin". It is injected
+//!   here rather than written on [`PluginSet`](super::PluginSet), which every point shares.
+//!
+//! ## Validation the API server runs
+//!
+//! Bounds, enums and patterns come from `#[schemars(...)]` attributes on the API and args
+//! types; cross-field checks are CEL rules (`x-kubernetes-validations`) on the same types,
+//! so `berth simulate` and the API server evaluate one definition. Each rule carries a
+//! `message`, and a cross-field rule a `fieldPath`, so the error names the offending field:
+//!
+//! | rule at | checks | reported at |
+//! |---|---|---|
+//! | `spec` | `podMaxBackoffSeconds >= podInitialBackoffSeconds`, absent fields as their defaults (1, 10) | `spec.podMaxBackoffSeconds` |
+//! | `spec.plugins.<point>.enabled` | no plugin listed twice (upstream fails with "already registered") | the list |
+//! | `spec.plugins.queueSort` | at most one enabled plugin | `spec.plugins.queueSort.enabled` |
+//! | `...nodeResourcesFit.ignoredResourceGroups` | no group contains '/' | the list |
+//! | `...nodeResourcesFit.scoringStrategy` | `type: RequestedToCapacityRatio` needs `requestedToCapacityRatio` | `...scoringStrategy.requestedToCapacityRatio` |
+//! | `...requestedToCapacityRatio.shape` | utilization strictly increasing | the list |
+//!
+//! The two backoff fields are not `nullable`, unlike other optional fields: the API server
+//! then drops an explicit `null` (serde reads it as unset anyway) instead of handing it to
+//! the backoff rule's arithmetic, where `has()` would be true and the comparison an error.
+//!
+//! Bounds: score weights (`plugins.*.enabled[].weight`, scored resources' `weight`)
+//! 1..=100; `percentageOfNodesToScore` 0..=100; backoff seconds >= 1; PodGroup `minMember`
+//! and `scheduleTimeoutSeconds` >= 1; shape utilization 0..=100 and score 0..=10 with at
+//! least one point; `schedulerName` a DNS-1123 subdomain (253 characters, upstream
+//! pattern); resource names qualified names as upstream's `ValidateLabelName`.
+//!
+//! Every list has a `maxItems`, chosen generous but finite, because the API server costs
+//! each CEL rule against the largest list the schema allows and refuses a CRD whose rules
+//! could exceed its budget: [`MAX_PLUGINS_PER_SET`] (64) per `enabled`/`disabled`,
+//! [`MAX_EFFECTIVE_PLUGINS`] (256) per status plugin list, [`MAX_CONDITIONS`] (16)
+//! conditions, 32 resources per NodeResourcesFit resource list and 16 shape points. Strings
+//! a rule reads have a `maxLength` for the same reason.
+//!
+//! Left to local semantic validation (`PluginArgs::validate` and the profile checks that
+//! need the resolved plugin lists): a plugin enabled where the resolved profile needs
+//! exactly one QueueSort and at least one Bind; the length of a qualified name's prefix
+//! (253) beyond the overall `maxLength`; args for a plugin that is not enabled (a warning).
+//!
+//! When PodTopologySpread is registered, its args type should carry: `defaultingType`
+//! and `whenUnsatisfiable` as enums; `maxSkew >= 1`; `topologyKey` non-empty; `maxItems`
+//! on `defaultConstraints` (e.g. 16); CEL rules "`defaultConstraints` require
+//! `defaultingType: List`" (`self.defaultingType == 'List' || size(self.defaultConstraints)
+//! == 0`, fieldPath `.defaultConstraints`), "no `labelSelector` in a default constraint"
+//! and "no two constraints with the same topologyKey and whenUnsatisfiable" (upstream
+//! `ValidatePodTopologySpreadArgs`).
+//!
+//! ### A CEL rule on plugin args
+//!
+//! A plugin author, in-tree or out-of-tree, adds a rule to the args type itself; the
+//! registry copies the args schema into `spec.pluginConfig.<plugin>` with the rule:
+//!
+//! ```ignore
+//! #[derive(Clone, Default, Serialize, Deserialize, JsonSchema)]
+//! #[serde(rename_all = "camelCase", default)]
+//! #[schemars(extend("x-kubernetes-validations" = [{
+//!     "rule": "self.maxPods >= self.minPods",
+//!     "message": "must be at least minPods",
+//!     "fieldPath": ".maxPods",
+//! }]))]
+//! struct MyArgs {
+//!     #[schemars(range(min = 1))]
+//!     min_pods: i32,
+//!     max_pods: i32,
+//!     /// A rule that iterates a list needs `maxItems` on it, and `maxLength` on strings.
+//!     #[schemars(
+//!         length(max = 16),
+//!         inner(length(max = 253)),
+//!         extend("x-kubernetes-validations" = [{
+//!             "rule": "self.all(n, self.exists_one(m, m == n))",
+//!             "message": "must not name a node twice",
+//!         }])
+//!     )]
+//!     preferred_nodes: Vec<String>,
+//! }
+//! ```
+//!
+//! On a field, `extend` puts the rule on that field's schema (`self` is the field). Rules
+//! must stay within the API server's cost budget: bound every list and string they
+//! iterate. `tests/crds.rs` compiles every rule of the default registry with kube-cel.
+//!
+//! ## Structural schemas
+//!
 //! Args schemas are generated with the settings and transforms kube-derive uses for the
 //! rest of the CRD (inlined subschemas, `nullable`, kube-core's structural rewriter), then
 //! checked against the structural-schema rules of apiextensions v1. An args type that
@@ -33,6 +118,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResourceExt;
+use kube::core::Rule;
 use kube::core::schema::{OptionalEnum, OptionalIntOrString, StructuralSchemaRewriter};
 use schemars::generate::SchemaSettings;
 use schemars::transform::AddNullable;
@@ -41,6 +127,18 @@ use serde_json::{Map, Value, json};
 
 use super::{PodGroup, SchedulerProfile};
 use crate::framework::{ExtensionPoint, Registry};
+
+/// `maxItems` of each `enabled` and `disabled` list in `spec.plugins`.
+pub(crate) const MAX_PLUGINS_PER_SET: u32 = 64;
+/// `maxItems` of each list in `status.plugins`: distinct registered plugins.
+pub(crate) const MAX_EFFECTIVE_PLUGINS: u32 = 256;
+/// `maxItems` of `status.conditions`.
+pub(crate) const MAX_CONDITIONS: u32 = 16;
+
+/// A DNS-1123 subdomain (upstream `IsDNS1123Subdomain`), as Pod validation requires of
+/// `spec.schedulerName`; the 253-character limit is a separate `maxLength`.
+pub(crate) const DNS1123_SUBDOMAIN_PATTERN: &str =
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 
 /// Why the CRDs could not be generated or rendered.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +179,7 @@ pub(crate) fn conditions_schema(generator: &mut SchemaGenerator) -> Schema {
     let condition = Condition::json_schema(generator);
     schemars::json_schema!({
         "type": "array",
+        "maxItems": MAX_CONDITIONS,
         "items": condition,
         "x-kubernetes-list-type": "map",
         "x-kubernetes-list-map-keys": ["type"],
@@ -200,6 +299,21 @@ fn enrich_profile_schema(schema: &mut Value, registry: &Registry) -> Result<(), 
         restrict_names(schema, &format!("{set}/enabled"), &enabled_names)?;
         restrict_names(schema, &format!("{set}/disabled"), &disabled_names)?;
     }
+    // The backoff rule does arithmetic on these fields, and `has()` is true for an explicit
+    // `null`, which a nullable field keeps. Without `nullable` the API server drops the null
+    // (as serde reads it: unset) before the rule runs.
+    for field in ["podInitialBackoffSeconds", "podMaxBackoffSeconds"] {
+        node_object_mut(schema, &format!("/properties/spec/properties/{field}"))?
+            .remove("nullable");
+    }
+    add_rule(
+        schema,
+        "/properties/spec/properties/plugins/properties/queueSort",
+        // Upstream `validateCommonQueueSort`: "only one queue sort plugin can be enabled".
+        Rule::new("!has(self.enabled) || size(self.enabled) <= 1")
+            .message("only one queue sort plugin can be enabled")
+            .field_path(".enabled"),
+    )?;
 
     let plugin_config = node_mut(schema, "/properties/spec/properties/pluginConfig")?;
     let properties = plugin_config_properties(registry);
@@ -215,6 +329,20 @@ fn enrich_profile_schema(schema: &mut Value, registry: &Registry) -> Result<(), 
     Ok(())
 }
 
+/// Appends a CEL rule to the `x-kubernetes-validations` of the node at `pointer`.
+fn add_rule(schema: &mut Value, pointer: &str, rule: Rule) -> Result<(), String> {
+    let node = node_object_mut(schema, pointer)?;
+    let rule = serde_json::to_value(rule).map_err(|_| pointer.to_string())?;
+    match node
+        .entry("x-kubernetes-validations")
+        .or_insert_with(|| json!([]))
+    {
+        Value::Array(rules) => rules.push(rule),
+        _ => return Err(format!("{pointer}/x-kubernetes-validations")),
+    }
+    Ok(())
+}
+
 fn node_mut<'a>(schema: &'a mut Value, pointer: &str) -> Result<&'a mut Value, String> {
     schema
         .pointer_mut(pointer)
@@ -222,22 +350,31 @@ fn node_mut<'a>(schema: &'a mut Value, pointer: &str) -> Result<&'a mut Value, S
 }
 
 /// Restricts `<list>[].name` to `names`; an empty `names` means the list must be empty.
+/// The name also gets the `maxLength` of the longest name, which bounds the cost the API
+/// server estimates for CEL rules comparing names.
 fn restrict_names(schema: &mut Value, list: &str, names: &[&str]) -> Result<(), String> {
-    let (pointer, keyword, value) = if names.is_empty() {
-        (list.to_string(), "maxItems", json!(0))
-    } else {
-        (
-            format!("{list}/items/properties/name"),
-            "enum",
-            json!(names),
-        )
-    };
-    let node = schema
-        .pointer_mut(&pointer)
-        .and_then(Value::as_object_mut)
-        .ok_or(pointer)?;
-    node.insert(keyword.into(), value);
+    if names.is_empty() {
+        node_object_mut(schema, list)?.insert("maxItems".into(), json!(0));
+        return Ok(());
+    }
+    let name = node_object_mut(schema, &format!("{list}/items/properties/name"))?;
+    name.insert("enum".into(), json!(names));
+    let longest = names
+        .iter()
+        .map(|name| name.len())
+        .max()
+        .unwrap_or_default();
+    name.insert("maxLength".into(), json!(longest));
     Ok(())
+}
+
+fn node_object_mut<'a>(
+    schema: &'a mut Value,
+    pointer: &str,
+) -> Result<&'a mut Map<String, Value>, String> {
+    node_mut(schema, pointer)?
+        .as_object_mut()
+        .ok_or_else(|| pointer.to_string())
 }
 
 /// One property per plugin with args, typed with the args schema.

@@ -2,9 +2,11 @@
 //! [`SchedulerProfile`] and [`PodGroup`] custom resources, and the generation of their CRDs,
 //! enriched from the plugin registry so the API server validates plugin names and args.
 
+pub mod convert;
 mod crd;
 mod podgroup;
 mod profile;
+pub mod validation;
 
 pub use crd::{CrdError, crds, crds_yaml};
 pub use podgroup::{
@@ -15,6 +17,7 @@ pub use profile::{
     EffectivePlugins, PluginRef, PluginSet, Plugins, SchedulerProfile, SchedulerProfileSpec,
     SchedulerProfileStatus, WeightedPlugin,
 };
+pub use validation::{ProfileValidation, ProfileValidator, SchemaError, validate_profile};
 
 /// The API group of berth's resources.
 pub const GROUP: &str = "berth.dev";

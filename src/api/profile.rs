@@ -27,20 +27,34 @@ use crate::framework::ExtensionPoint;
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
+// Upstream `ValidateKubeSchedulerConfiguration`: "must be greater than or equal to
+// PodInitialBackoffSeconds", with the defaults (initial 1, max 10) standing in for absent
+// fields, so `podInitialBackoffSeconds: 20` alone is rejected as the running queue would
+// misbehave with it.
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "(has(self.podMaxBackoffSeconds) ? self.podMaxBackoffSeconds : 10) >= (has(self.podInitialBackoffSeconds) ? self.podInitialBackoffSeconds : 1)",
+    "message": "must be greater than or equal to podInitialBackoffSeconds (absent fields count as their defaults: podInitialBackoffSeconds 1, podMaxBackoffSeconds 10)",
+    "fieldPath": ".podMaxBackoffSeconds",
+}]))]
 pub struct SchedulerProfileSpec {
-    /// The name pods use in `spec.schedulerName`; defaults to `metadata.name`.
+    /// The name pods use in `spec.schedulerName`; defaults to `metadata.name`. A DNS-1123
+    /// subdomain, as Pod validation requires of `spec.schedulerName`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 253),
+        regex(pattern = crate::api::crd::DNS1123_SUBDOMAIN_PATTERN)
+    )]
     pub scheduler_name: Option<String>,
     /// Percentage of nodes to score once that many feasible nodes are found; 0 means
     /// adaptive (upstream formula: `max(5, 50 - nodes/125)` percent, at least 100 nodes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 100))]
     pub percentage_of_nodes_to_score: Option<i32>,
-    /// Initial backoff of a pod that failed to schedule (default 1).
+    /// Initial backoff of a pod that failed to schedule, in seconds (default 1, >= 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub pod_initial_backoff_seconds: Option<i64>,
-    /// Maximum backoff (default 10).
+    /// Maximum backoff, in seconds (default 10); at least `podInitialBackoffSeconds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub pod_max_backoff_seconds: Option<i64>,
@@ -102,9 +116,21 @@ impl PluginRef {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PluginSet {
+    /// Plugins to run at this point, in order after the default ones (at most 64).
+    // Upstream's framework refuses to start with "plugin X already registered" when one
+    // list names a plugin twice.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = crate::api::crd::MAX_PLUGINS_PER_SET),
+        extend("x-kubernetes-validations" = [{
+            "rule": "self.all(p, self.exists_one(q, q.name == p.name))",
+            "message": "a plugin may be enabled only once per extension point",
+        }])
+    )]
     pub enabled: Vec<PluginRef>,
+    /// Default plugins not to run at this point; `"*"` disables them all (at most 64).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = crate::api::crd::MAX_PLUGINS_PER_SET))]
     pub disabled: Vec<PluginRef>,
 }
 
@@ -187,33 +213,46 @@ pub struct WeightedPlugin {
     pub weight: i32,
 }
 
-/// The resolved plugins of a profile, per extension point.
+/// The resolved plugins of a profile, per extension point. Each list holds distinct
+/// registered plugins, so it is bounded by the registry (`maxItems` 256).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EffectivePlugins {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
     pub pre_enqueue: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
     pub queue_sort: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
     pub pre_filter: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
     pub filter: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
     pub post_filter: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
     pub pre_score: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
     pub score: Vec<WeightedPlugin>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
     pub reserve: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
     pub permit: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
     pub pre_bind: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
     pub bind: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
     pub post_bind: Vec<String>,
 }
 

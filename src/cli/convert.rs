@@ -1,15 +1,280 @@
-//! `berth convert` (being written).
+//! `berth convert`: turns `KubeSchedulerConfiguration` files into SchedulerProfiles
+//! (one per `profiles[]` entry) on standard output. The mapping lives in
+//! [`crate::api::convert`]; this module reads files, reports and prints.
+//!
+//! Exit codes (documented in `docs/convert.md`): 0 when every profile was written; 2 for
+//! input that cannot be read (malformed YAML, wrong kind, unknown apiVersion, a field of
+//! the wrong type) and, without `--skip-unsupported`, for anything berth cannot carry
+//! (then nothing is written); 1 for internal errors.
 
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+use serde_json::{Value, json};
 
+use crate::api::SchedulerProfile;
+use crate::api::convert::{ConvertError, ConvertOptions, Unsupported, convert};
 use crate::framework::Registry;
+use crate::simulate::input::{self, RawDocument, Source, split_documents};
+
+/// Exit code when every profile was written.
+const EXIT_OK: u8 = 0;
+/// Exit code for internal errors (the output could not be encoded or written).
+const EXIT_INTERNAL: u8 = 1;
+/// Exit code for unreadable input, and for unsupported items without `--skip-unsupported`.
+const EXIT_INVALID_INPUT: u8 = 2;
 
 #[derive(Debug, Args)]
-pub struct ConvertArgs {}
+pub struct ConvertArgs {
+    /// KubeSchedulerConfiguration file (repeatable; `-` reads stdin). A file may hold
+    /// several configurations as a multi-document stream.
+    #[arg(short = 'f', long = "filename", value_name = "FILE", required = true)]
+    pub filenames: Vec<PathBuf>,
+    /// Drop what berth cannot carry (printed as warnings) and write the rest, instead of
+    /// failing.
+    #[arg(long)]
+    pub skip_unsupported: bool,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Yaml)]
+    pub output: OutputFormat,
+}
 
-pub fn run(_args: ConvertArgs, _registry: &Registry) -> ExitCode {
-    eprintln!("error: berth convert is not available yet");
-    ExitCode::from(1)
+/// How the profiles are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// A multi-document YAML stream, one SchedulerProfile per document.
+    Yaml,
+    /// One JSON `List` (apiVersion v1) holding the SchedulerProfiles.
+    Json,
+}
+
+/// Runs `berth convert` and returns its exit code.
+pub fn run(args: ConvertArgs, registry: &Registry) -> ExitCode {
+    ExitCode::from(convert_command(&args, registry))
+}
+
+fn convert_command(args: &ConvertArgs, registry: &Registry) -> u8 {
+    let documents = match read_documents(&args.filenames) {
+        Ok(documents) => documents,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return EXIT_INVALID_INPUT;
+        }
+    };
+    let options = ConvertOptions::default();
+    let mut profiles: Vec<(Source, SchedulerProfile)> = Vec::new();
+    let mut unsupported: Vec<(Source, Unsupported)> = Vec::new();
+    let mut failed = false;
+    for (source, value) in documents {
+        match convert(&value, registry, &options) {
+            Ok(conversion) => {
+                for note in &conversion.notes {
+                    eprintln!("note: {source}: {note}");
+                }
+                unsupported.extend(
+                    conversion
+                        .unsupported
+                        .into_iter()
+                        .map(|u| (source.clone(), u)),
+                );
+                profiles.extend(conversion.profiles.into_iter().map(|p| (source.clone(), p)));
+            }
+            Err(ConvertError::Invalid(errors)) => {
+                for error in errors {
+                    eprintln!("error: {source}: {error}");
+                }
+                failed = true;
+            }
+            Err(error) => {
+                eprintln!("error: {source}: {error}");
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        return EXIT_INVALID_INPUT;
+    }
+    let profiles = drop_duplicate_names(profiles, &mut unsupported);
+    if !unsupported.is_empty() && !args.skip_unsupported {
+        for (source, item) in &unsupported {
+            eprintln!("error: {source}: {item}");
+        }
+        eprintln!(
+            "error: {} item(s) cannot be carried into SchedulerProfiles; nothing was written. \
+             Pass --skip-unsupported to drop them and write the rest.",
+            unsupported.len()
+        );
+        return EXIT_INVALID_INPUT;
+    }
+    for (source, item) in &unsupported {
+        eprintln!("warning: {source}: {item} (dropped)");
+    }
+    write_profiles(&profiles, args.output)
+}
+
+/// Profiles converted from several configurations may share a name; the first keeps it.
+fn drop_duplicate_names(
+    profiles: Vec<(Source, SchedulerProfile)>,
+    unsupported: &mut Vec<(Source, Unsupported)>,
+) -> Vec<SchedulerProfile> {
+    let mut first: BTreeMap<String, Source> = BTreeMap::new();
+    let mut kept = Vec::new();
+    for (source, profile) in profiles {
+        let name = profile.scheduler_name();
+        if let Some(earlier) = first.get(&name) {
+            let item = Unsupported {
+                path: "profiles".into(),
+                message: format!(
+                    "duplicate schedulerName {name:?}: {earlier} already defines a profile with it"
+                ),
+            };
+            unsupported.push((source, item));
+            continue;
+        }
+        first.insert(name, source);
+        kept.push(profile);
+    }
+    kept
+}
+
+fn write_profiles(profiles: &[SchedulerProfile], format: OutputFormat) -> u8 {
+    let text = match render(profiles, format) {
+        Ok(text) => text,
+        Err(message) => {
+            eprintln!("error: cannot encode the SchedulerProfiles: {message}");
+            return EXIT_INTERNAL;
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => EXIT_OK,
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(error) => {
+            eprintln!("error: cannot write the SchedulerProfiles: {error}");
+            EXIT_INTERNAL
+        }
+    }
+}
+
+fn render(profiles: &[SchedulerProfile], format: OutputFormat) -> Result<String, String> {
+    match format {
+        OutputFormat::Yaml => profiles
+            .iter()
+            .map(|profile| serde_saphyr::to_string(profile).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()
+            .map(|documents| documents.join("---\n")),
+        OutputFormat::Json => {
+            let list = json!({"apiVersion": "v1", "kind": "List", "items": profiles});
+            serde_json::to_string_pretty(&list)
+                .map(|text| text + "\n")
+                .map_err(|e| e.to_string())
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading the input
+
+/// Every non-empty document of every file, parsed, in order. Documents are numbered from 0
+/// per file, counting every `---` as `berth simulate` does (a leading `---` opens
+/// document 0), so the numbers in messages agree between the two commands.
+fn read_documents(paths: &[PathBuf]) -> Result<Vec<(Source, Value)>, String> {
+    let mut documents = Vec::new();
+    for path in paths {
+        let text = read_file(path)?;
+        let before = documents.len();
+        for (index, document) in split_documents(&text).into_iter().enumerate() {
+            let source = Source {
+                file: path.clone(),
+                document: index,
+            };
+            if let Some(value) = parse_document(&document, &source)? {
+                documents.push((source, value));
+            }
+        }
+        if documents.len() == before {
+            let source = Source {
+                file: path.clone(),
+                document: 0,
+            };
+            return Err(format!(
+                "{source}: no KubeSchedulerConfiguration in this file"
+            ));
+        }
+    }
+    Ok(documents)
+}
+
+fn read_file(path: &Path) -> Result<String, String> {
+    let shown = if path == Path::new("-") {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let result = if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(path)
+    };
+    result.map_err(|error| format!("{shown}: cannot read file: {error}"))
+}
+
+/// Parses one document with `berth simulate`'s reader; `None` for a document without
+/// content (or an explicit null).
+fn parse_document(document: &RawDocument<'_>, source: &Source) -> Result<Option<Value>, String> {
+    if !document.has_content {
+        return Ok(None);
+    }
+    let value = input::parse_document(document, source).map_err(|e| e.to_string())?;
+    Ok((!value.is_null()).then_some(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ConvertArgs,
+    }
+
+    #[test]
+    fn flags_parse_with_defaults() {
+        let cli = Cli::try_parse_from(["berth", "-f", "a.yaml", "-f", "b.yaml"]);
+        let args = cli.map(|c| c.args).ok();
+        assert_eq!(
+            args.as_ref()
+                .map(|a| (a.filenames.len(), a.skip_unsupported, a.output)),
+            Some((2, false, OutputFormat::Yaml))
+        );
+        for argv in [vec!["berth"], vec!["berth", "-f", "a", "-o", "table"]] {
+            assert!(Cli::try_parse_from(&argv).is_err(), "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn malformed_yaml_names_file_document_and_line() {
+        let text = "a: 1\n---\nkind: [unclosed\n";
+        let documents = split_documents(text);
+        let source = Source {
+            file: PathBuf::from("c.yaml"),
+            document: 1,
+        };
+        let error = parse_document(&documents[1], &source).expect_err("malformed");
+        assert!(
+            error.starts_with("c.yaml: document 1: malformed YAML"),
+            "{error}"
+        );
+        assert!(error.contains("line 3"), "{error}");
+    }
 }

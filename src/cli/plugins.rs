@@ -1,15 +1,168 @@
-//! `berth plugins` (being written).
+//! `berth plugins [NAME]`: the plugin reference, generated from the registry.
+//!
+//! Without NAME: every registered plugin (extension points, default set, default Score
+//! weight, `pluginConfig` field) and the default plugin set. With NAME: that plugin with
+//! its args, field by field. `--format markdown` writes the reference checked in as
+//! `docs/plugins.md` (all plugins, or NAME's section). Exit codes: 0, 2 for an unknown
+//! NAME, 1 when stdout cannot be written.
+//!
+//! The rendering lives in [`crate::plugins::reference`].
 
+use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use crate::framework::Registry;
+use crate::plugins::reference::{self, Reference};
 
 #[derive(Debug, Args)]
-pub struct PluginsArgs {}
+pub struct PluginsArgs {
+    /// Describe this plugin (exact, case-sensitive name) with its args.
+    pub name: Option<String>,
+    /// `text` for a terminal; `markdown` for the reference in docs/plugins.md.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
 
-pub fn run(_args: PluginsArgs, _registry: &Registry) -> ExitCode {
-    eprintln!("error: berth plugins is not available yet");
-    ExitCode::from(1)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Markdown,
+}
+
+/// Why `berth plugins` printed nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PluginsError {
+    #[error("unknown plugin {name}; {hint}registered plugins: {registered}")]
+    UnknownPlugin {
+        name: String,
+        /// `did you mean X? ` or empty.
+        hint: String,
+        registered: String,
+    },
+}
+
+/// What `berth plugins` prints for `args`.
+pub fn render(
+    name: Option<&str>,
+    format: Format,
+    registry: &Registry,
+) -> Result<String, PluginsError> {
+    let reference = Reference::of(registry);
+    let Some(name) = name else {
+        return Ok(match format {
+            Format::Text => reference::render_list_text(&reference),
+            Format::Markdown => reference::render_markdown(&reference),
+        });
+    };
+    match reference.plugin(name) {
+        Some(plugin) => Ok(match format {
+            Format::Text => reference::render_plugin_text(plugin),
+            Format::Markdown => reference::render_plugin_markdown(plugin),
+        }),
+        None => {
+            let names = registry.names();
+            Err(PluginsError::UnknownPlugin {
+                name: name.to_string(),
+                hint: closest_name(name, &names)
+                    .map(|close| format!("did you mean {close}? "))
+                    .unwrap_or_default(),
+                registered: names.join(", "),
+            })
+        }
+    }
+}
+
+pub fn run(args: PluginsArgs, registry: &Registry) -> ExitCode {
+    let text = match render(args.name.as_deref(), args.format, registry) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Ok(()) => ExitCode::SUCCESS,
+        // `berth plugins | head` is not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: cannot write to stdout: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The registered name `name` was most likely meant to be: equal ignoring case, or within
+/// a third of its length in edits (at least 2).
+pub fn closest_name<'a>(name: &str, names: &[&'a str]) -> Option<&'a str> {
+    let wanted = name.to_lowercase();
+    let limit = (wanted.chars().count() / 3).max(2);
+    names
+        .iter()
+        .map(|candidate| {
+            (
+                edit_distance(&wanted, &candidate.to_lowercase()),
+                *candidate,
+            )
+        })
+        .filter(|(distance, _)| *distance <= limit)
+        .min()
+        .map(|(_, candidate)| candidate)
+}
+
+/// Levenshtein distance, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_the_close_name() {
+        let names = [
+            "DefaultBinder",
+            "NodeName",
+            "NodeResourcesFit",
+            "TaintToleration",
+        ];
+        let cases = [
+            ("wrong case", "noderesourcesfit", Some("NodeResourcesFit")),
+            (
+                "one letter missing",
+                "NodeResourceFit",
+                Some("NodeResourcesFit"),
+            ),
+            (
+                "transposed letters",
+                "TaintTolreation",
+                Some("TaintToleration"),
+            ),
+            ("short name, two edits", "NodeNme", Some("NodeName")),
+            ("unrelated", "Coscheduling", None),
+            ("empty", "", None),
+        ];
+        for (case, name, want) in cases {
+            assert_eq!(closest_name(name, &names), want, "case {case}");
+        }
+    }
+
+    #[test]
+    fn edit_distance_counts_insertions_deletions_and_substitutions() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("abc", "abc"), 0);
+    }
 }

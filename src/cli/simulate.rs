@@ -15,7 +15,7 @@ use crate::framework::Registry;
 use crate::simulate::input::{self, InputError};
 use crate::simulate::render;
 use crate::simulate::report::Report;
-use crate::simulate::run::{SimulateError, SimulateOptions, simulate};
+use crate::simulate::run::{SimulateError, SimulateOptions, check_profiles, simulate_checked};
 
 /// Exit code for valid input, whatever the placements.
 const EXIT_OK: u8 = 0;
@@ -66,6 +66,17 @@ fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }
+    // Every error of every profile, one line each, before anything is scheduled.
+    let profiles = check_profiles(&cluster.profiles, registry);
+    for warning in &profiles.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if !profiles.invalid.is_empty() {
+        for line in profiles.invalid.iter().flat_map(|p| p.lines()) {
+            eprintln!("error: {line}");
+        }
+        return EXIT_INVALID_INPUT;
+    }
     // Virtual time: Permit timeouts and backoff elapse as soon as nothing else can run,
     // so a simulation with a 60 s gang timeout finishes at once and deterministically.
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -87,14 +98,11 @@ fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
             .and_then(|n| usize::try_from(n).ok())
             .unwrap_or_else(default_parallelism),
     };
-    match runtime.block_on(simulate(cluster, registry, options)) {
+    match runtime.block_on(simulate_checked(cluster, profiles.valid, registry, options)) {
         Ok(report) => print_report(&report, args.output),
-        Err(SimulateError::InvalidProfile { source, errors }) => {
-            for error in &errors {
-                eprintln!("error: {source}: {error}");
-            }
-            if errors.is_empty() {
-                eprintln!("error: {source}: invalid SchedulerProfile");
+        Err(SimulateError::InvalidProfiles(invalid)) => {
+            for line in invalid.iter().flat_map(|p| p.lines()) {
+                eprintln!("error: {line}");
             }
             EXIT_INVALID_INPUT
         }

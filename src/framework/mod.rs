@@ -19,8 +19,8 @@ pub use handle::{BindError, Binder, Handle};
 pub use interface::*;
 pub use profile::{ProfileConfig, ResolvedProfile, resolve};
 pub use registry::{
-    ArgsSpec, DefaultPlugin, FieldError, NoArgs, PluginArgs, PluginEntry, PluginError,
-    PluginFactory, Registry, decode_args, lower_camel,
+    ArgsSpec, DefaultPlugin, FieldError, FieldErrorKind, NoArgs, PluginArgs, PluginEntry,
+    PluginError, PluginFactory, Registry, decode_args, lower_camel,
 };
 pub use runner::{Framework, MAX_PERMIT_TIMEOUT, NodeScoreDetail, ScoredNode, implements};
 pub use status::{Code, Status};

@@ -206,10 +206,10 @@ fn expand(
             continue;
         }
         if from_multi.contains(&plugin.name.as_str()) {
-            errors.push(FieldError::new(
+            errors.push(FieldError::duplicate(
                 format!("spec.plugins.multiPoint.enabled[{i}].name"),
-                format!("{:?}", plugin.name),
-                format!("plugin {} is enabled more than once", plugin.name),
+                &serde_json::Value::from(plugin.name.as_str()),
+                "",
             ));
             continue;
         }
@@ -236,55 +236,72 @@ fn check_set(
     let mut seen = HashSet::new();
     for (i, plugin) in set.enabled.iter().enumerate() {
         let path = format!("spec.plugins.{field}.enabled[{i}]");
-        let value = format!("{:?}", plugin.name);
+        let name = serde_json::Value::from(plugin.name.as_str());
         match registry.get(&plugin.name) {
-            None => errors.push(FieldError::new(
+            None => errors.push(FieldError::not_supported(
                 format!("{path}.name"),
-                value.clone(),
-                format!(
-                    "unknown plugin; registered plugins: {}",
-                    registry.names().join(", ")
-                ),
+                &name,
+                &registry.names(),
             )),
             Some(entry) => {
                 if let Some(point) = point.filter(|p| !entry.implements(*p)) {
-                    errors.push(FieldError::new(
-                        format!("{path}.name"),
-                        value.clone(),
-                        format!(
-                            "plugin {} does not implement the {point} extension point",
-                            plugin.name
-                        ),
+                    errors.push(not_implemented(
+                        registry,
+                        &format!("{path}.name"),
+                        &name,
+                        point,
                     ));
                 }
             }
         }
         if !seen.insert(plugin.name.as_str()) {
-            errors.push(FieldError::new(
-                format!("{path}.name"),
-                value,
-                format!(
-                    "plugin {} is enabled more than once at {field}",
-                    plugin.name
-                ),
-            ));
+            errors.push(FieldError::duplicate(format!("{path}.name"), &name, ""));
         }
         if let Some(weight) = plugin.weight.filter(|w| !WEIGHT_RANGE.contains(w)) {
             errors.push(FieldError::new(
                 format!("{path}.weight"),
                 weight,
-                "weight must be in the range [1, 100]",
+                format!(
+                    "must be between {} and {}",
+                    WEIGHT_RANGE.start(),
+                    WEIGHT_RANGE.end()
+                ),
             ));
         }
     }
     for (i, plugin) in set.disabled.iter().enumerate() {
         if plugin.name != "*" && registry.get(&plugin.name).is_none() {
-            errors.push(FieldError::new(
+            let mut supported = registry.names();
+            supported.push("*");
+            errors.push(FieldError::not_supported(
                 format!("spec.plugins.{field}.disabled[{i}].name"),
-                format!("{:?}", plugin.name),
-                "unknown plugin; use a registered plugin name or \"*\"",
+                &serde_json::Value::from(plugin.name.as_str()),
+                &supported,
             ));
         }
+    }
+}
+
+/// A plugin enabled at a point it does not implement (upstream: "plugin X does not extend
+/// Y plugin"), worded as the CRD's per-point enum words it.
+fn not_implemented(
+    registry: &Registry,
+    path: &str,
+    name: &serde_json::Value,
+    point: ExtensionPoint,
+) -> FieldError {
+    let implementing: Vec<&str> = registry
+        .entries()
+        .filter(|entry| entry.implements(point))
+        .map(|entry| entry.name)
+        .collect();
+    if implementing.is_empty() {
+        FieldError::forbidden(
+            path,
+            format!("no registered plugin implements the {point} extension point"),
+        )
+    } else {
+        FieldError::not_supported(path, name, &implementing)
     }
 }
 
@@ -303,7 +320,7 @@ fn resolve_backoff(
         errors.push(FieldError::new(
             "spec.podInitialBackoffSeconds",
             initial,
-            "must be at least 1",
+            "must be greater than or equal to 1",
         ));
     }
     if max < initial {
@@ -320,7 +337,7 @@ fn resolve_backoff(
         errors.push(FieldError::new(
             "spec.percentageOfNodesToScore",
             pct,
-            "must be in the range [0, 100]",
+            "must be between 0 and 100",
         ));
     }
     let secs = |s: i64| Duration::from_secs(s.max(1) as u64);
@@ -330,17 +347,22 @@ fn resolve_backoff(
 /// Upstream's framework requirements: exactly one QueueSort plugin, at least one Bind.
 fn check_cardinality(resolved: &ResolvedProfile, errors: &mut Vec<FieldError>) {
     let queue_sort = resolved.plugins_at(ExtensionPoint::QueueSort);
-    if queue_sort.len() != 1 {
-        errors.push(FieldError::new(
+    match queue_sort.len() {
+        0 => errors.push(FieldError::required(
             "spec.plugins.queueSort",
-            format!("{queue_sort:?}"),
             "exactly one QueueSort plugin must be enabled",
-        ));
+        )),
+        1 => {}
+        _ => errors.push(FieldError::invalid(
+            "spec.plugins.queueSort",
+            &serde_json::Value::from(queue_sort.to_vec()),
+            "exactly one QueueSort plugin must be enabled; disable the default one \
+             (disabled: [{name: \"*\"}]) when enabling another",
+        )),
     }
     if resolved.plugins_at(ExtensionPoint::Bind).is_empty() {
-        errors.push(FieldError::new(
+        errors.push(FieldError::required(
             "spec.plugins.bind",
-            "[]",
             "at least one Bind plugin must be enabled",
         ));
     }
@@ -360,11 +382,7 @@ fn resolve_args(
             .entries()
             .find(|e| e.args.is_some() && e.config_field() == *field);
         let Some(entry) = entry else {
-            errors.push(FieldError::new(
-                path,
-                format!("{field:?}"),
-                "no registered plugin takes args under this name",
-            ));
+            errors.push(FieldError::unknown_field(path));
             continue;
         };
         if let Some(spec) = &entry.args {

@@ -39,6 +39,7 @@ impl Plugin for DefaultBinder {
 
 impl PluginFactory for DefaultBinder {
     const NAME: &'static str = "DefaultBinder";
+    const DESCRIPTION: &'static str = "Binds the pod to the chosen node: a Binding through the API server in `berth run`, the in-memory cluster in `berth simulate`.";
     const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::Bind];
     type Args = NoArgs;
 

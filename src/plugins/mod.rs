@@ -9,6 +9,7 @@ pub mod node_name;
 pub mod node_resources;
 pub mod node_unschedulable;
 pub mod priority_sort;
+pub mod reference;
 pub mod scheduling_gates;
 pub mod taint_toleration;
 

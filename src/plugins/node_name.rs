@@ -47,6 +47,8 @@ impl Plugin for NodeName {
 
 impl PluginFactory for NodeName {
     const NAME: &'static str = "NodeName";
+    const DESCRIPTION: &'static str =
+        "Rejects every node except the one the pod names in `spec.nodeName`, when it names one.";
     const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::Filter];
     type Args = NoArgs;
 

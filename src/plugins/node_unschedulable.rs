@@ -54,6 +54,7 @@ impl Plugin for NodeUnschedulable {
 
 impl PluginFactory for NodeUnschedulable {
     const NAME: &'static str = "NodeUnschedulable";
+    const DESCRIPTION: &'static str = "Rejects cordoned nodes (`spec.unschedulable`) unless the pod tolerates the `node.kubernetes.io/unschedulable:NoSchedule` taint.";
     const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::Filter];
     type Args = NoArgs;
 

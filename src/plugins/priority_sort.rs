@@ -25,6 +25,8 @@ impl Plugin for PrioritySort {
 
 impl PluginFactory for PrioritySort {
     const NAME: &'static str = "PrioritySort";
+    const DESCRIPTION: &'static str =
+        "Orders the scheduling queue: higher pod priority first, then the pod queued earlier.";
     const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::QueueSort];
     type Args = NoArgs;
 

@@ -32,6 +32,7 @@ impl Plugin for SchedulingGates {
 
 impl PluginFactory for SchedulingGates {
     const NAME: &'static str = "SchedulingGates";
+    const DESCRIPTION: &'static str = "Keeps a pod out of the active queue while it has `spec.schedulingGates`, and retries it once the last gate is removed.";
     const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::PreEnqueue];
     type Args = NoArgs;
 

@@ -144,6 +144,7 @@ impl Plugin for TaintToleration {
 
 impl PluginFactory for TaintToleration {
     const NAME: &'static str = "TaintToleration";
+    const DESCRIPTION: &'static str = "Rejects nodes with `NoSchedule`/`NoExecute` taints the pod does not tolerate, and prefers nodes with fewer untolerated `PreferNoSchedule` taints.";
     const POINTS: &'static [ExtensionPoint] = &[
         ExtensionPoint::Filter,
         ExtensionPoint::PreScore,

@@ -27,7 +27,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::api::{PodGroup, SchedulerProfile};
+use crate::api::PodGroup;
 use crate::framework::FieldError;
 
 /// `creationTimestamp` given to the first object that has none (2024-01-01T00:00:00Z);
@@ -89,6 +89,29 @@ fn display_file(file: &Path) -> String {
 
 /// The cluster described by the input files, with API-server defaults applied.
 ///
+/// A SchedulerProfile document of the input, kept as JSON: validating the raw document
+/// reports every schema error (a typed decode would stop at the first), and it is what
+/// the API server would validate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileDocument {
+    /// The document with `metadata` as the API server sets it on create (name,
+    /// creationTimestamp).
+    pub raw: Value,
+    pub source: Source,
+}
+
+impl ProfileDocument {
+    /// The scheduler name the profile claims: `spec.schedulerName`, else `metadata.name`.
+    pub fn scheduler_name(&self) -> String {
+        let explicit = self
+            .raw
+            .pointer("/spec/schedulerName")
+            .and_then(Value::as_str);
+        let name = self.raw.pointer("/metadata/name").and_then(Value::as_str);
+        explicit.or(name).unwrap_or_default().to_string()
+    }
+}
+
 /// Pods with `spec.nodeName` are running pods (they occupy their node); the others are
 /// pending and are scheduled by the profile their `spec.schedulerName` names.
 #[derive(Debug, Clone, Default)]
@@ -96,7 +119,9 @@ pub struct ClusterInput {
     pub nodes: Vec<Node>,
     pub pods: Vec<Pod>,
     pub pod_groups: Vec<PodGroup>,
-    pub profiles: Vec<(SchedulerProfile, Source)>,
+    /// SchedulerProfile documents as written (metadata admitted), validated later with
+    /// [`validate_profile`](crate::api::validate_profile), as the API server would.
+    pub profiles: Vec<ProfileDocument>,
     pub pvcs: Vec<PersistentVolumeClaim>,
     pub pvs: Vec<PersistentVolume>,
     pub storage_classes: Vec<StorageClass>,
@@ -214,16 +239,16 @@ fn read_file(path: &Path) -> Result<String, InputError> {
 
 /// One YAML document of a file: its text and the 1-based file line it starts on.
 #[derive(Debug, PartialEq, Eq)]
-struct RawDocument<'a> {
-    text: &'a str,
-    first_line: usize,
-    has_content: bool,
+pub(crate) struct RawDocument<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) first_line: usize,
+    pub(crate) has_content: bool,
 }
 
 /// Splits a YAML stream at document markers. A `---` or `...` at the start of a line is
 /// always a marker in YAML (no scalar may contain one there), so this split agrees with
 /// the parser while letting us count documents, including empty ones, ourselves.
-fn split_documents(text: &str) -> Vec<RawDocument<'_>> {
+pub(crate) fn split_documents(text: &str) -> Vec<RawDocument<'_>> {
     let mut documents = Vec::new();
     let mut start = 0;
     let mut first_line = 1;
@@ -284,7 +309,7 @@ fn is_content(trimmed: &str) -> bool {
     !trimmed.is_empty() && !trimmed.starts_with('#')
 }
 
-fn parse_document(document: &RawDocument<'_>, at: &Source) -> Result<Value, InputError> {
+pub(crate) fn parse_document(document: &RawDocument<'_>, at: &Source) -> Result<Value, InputError> {
     let options = serde_saphyr::options! { with_snippet: false };
     serde_saphyr::from_str_with_options::<Value>(document.text, options).map_err(|error| {
         let formatter = serde_saphyr::UserMessageFormatter;
@@ -501,9 +526,11 @@ impl Loader {
                 self.input.pod_groups.push(group);
             }
             Kind::SchedulerProfile => {
-                let mut profile: SchedulerProfile = decode(value, at, prefix)?;
-                self.admit(kind, &mut profile.metadata, created, at, prefix)?;
-                self.input.profiles.push((profile, at.clone()));
+                let raw = self.admit_raw(kind, value, created, at, prefix)?;
+                self.input.profiles.push(ProfileDocument {
+                    raw,
+                    source: at.clone(),
+                });
             }
             Kind::PersistentVolumeClaim => {
                 let mut claim: PersistentVolumeClaim = decode(value, at, prefix)?;
@@ -618,6 +645,37 @@ impl Loader {
         }
         self.seen.insert(key, at.clone());
         Ok(())
+    }
+
+    /// [`Loader::admit`] for an object kept as JSON: only its `metadata` is decoded, and
+    /// written back as admitted.
+    fn admit_raw(
+        &mut self,
+        kind: Kind,
+        mut value: Value,
+        created: Time,
+        at: &Source,
+        prefix: &str,
+    ) -> Result<Value, InputError> {
+        /// Only the metadata of an object; the rest is ignored.
+        #[derive(serde::Deserialize)]
+        struct Metadata {
+            #[serde(default)]
+            metadata: Option<ObjectMeta>,
+        }
+        let Metadata { metadata } = decode(value.clone(), at, prefix)?;
+        let mut meta = metadata.unwrap_or_default();
+        self.admit(kind, &mut meta, created, at, prefix)?;
+        let admitted = serde_json::to_value(&meta).map_err(|error| {
+            InputError::field(
+                at,
+                FieldError::new(format!("{prefix}metadata"), "", error.to_string()),
+            )
+        })?;
+        if let Value::Object(object) = &mut value {
+            object.insert("metadata".to_string(), admitted);
+        }
+        Ok(value)
     }
 
     fn warn(&mut self, at: &Source, message: String) {

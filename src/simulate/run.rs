@@ -14,16 +14,16 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 use tokio::task::JoinSet;
 
-use crate::api::SchedulerProfile;
+use crate::api::{ProfileValidator, SchedulerProfile};
 use crate::cluster::pod_key;
 use crate::framework::{
-    BindError, Binder, FieldError, Framework, Handle, Registry, WaitingPods, resolve,
+    BindError, Binder, FieldError, Framework, Handle, Registry, ResolvedProfile, WaitingPods,
 };
 use crate::scheduler::{
     AttemptReport, BindingResult, CycleOutput, Outcome, Scheduler, SchedulerOptions,
 };
 
-use super::input::{ClusterInput, Source};
+use super::input::{ClusterInput, InputWarning, ProfileDocument, Source};
 use super::report::{NodeReport, PluginScore, PodReport, PodResult, Report};
 
 /// The scheduler name pods get when they name none.
@@ -46,11 +46,8 @@ pub struct SimulateOptions {
 /// Why a simulation could not run.
 #[derive(Debug)]
 pub enum SimulateError {
-    /// A profile in the input is invalid (exit code 2).
-    InvalidProfile {
-        source: Source,
-        errors: Vec<FieldError>,
-    },
+    /// Profiles in the input are invalid (exit code 2): every error of every one.
+    InvalidProfiles(Vec<InvalidProfile>),
     /// An object in the input cannot be used (exit code 2).
     InvalidObject {
         kind: &'static str,
@@ -64,9 +61,12 @@ pub enum SimulateError {
 impl std::fmt::Display for SimulateError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SimulateError::InvalidProfile { source, errors } => {
-                write!(f, "{source}: invalid SchedulerProfile")?;
-                errors.iter().try_for_each(|e| write!(f, "\n  {e}"))
+            SimulateError::InvalidProfiles(profiles) => {
+                let lines: Vec<String> = profiles
+                    .iter()
+                    .flat_map(|profile| profile.lines())
+                    .collect();
+                f.write_str(&lines.join("\n"))
             }
             SimulateError::InvalidObject {
                 kind,
@@ -86,6 +86,107 @@ impl SimulateError {
     pub fn is_input_error(&self) -> bool {
         !matches!(self, SimulateError::Internal(_))
     }
+}
+
+/// A profile document that failed validation, with all its errors.
+#[derive(Debug, Clone)]
+pub struct InvalidProfile {
+    pub source: Source,
+    pub errors: Vec<FieldError>,
+}
+
+impl InvalidProfile {
+    /// One `<file>: document <n>: <field error>` line per error.
+    pub fn lines(&self) -> Vec<String> {
+        if self.errors.is_empty() {
+            return vec![format!("{}: invalid SchedulerProfile", self.source)];
+        }
+        self.errors
+            .iter()
+            .map(|error| format!("{}: {error}", self.source))
+            .collect()
+    }
+}
+
+/// A profile that passed validation, ready to instantiate.
+#[derive(Debug, Clone)]
+pub struct ValidProfile {
+    pub profile: SchedulerProfile,
+    pub resolved: ResolvedProfile,
+    pub source: Source,
+}
+
+/// The profiles of the input after validation.
+#[derive(Debug, Clone, Default)]
+pub struct CheckedProfiles {
+    /// Profiles to run, in input order; the implicit `default-scheduler` profile last
+    /// when the input defines none.
+    pub valid: Vec<ValidProfile>,
+    pub invalid: Vec<InvalidProfile>,
+    /// Non-fatal findings, e.g. args given for a plugin that is not enabled.
+    pub warnings: Vec<InputWarning>,
+}
+
+/// Validates every profile document as the API server and berth would
+/// ([`ProfileValidator`]), collecting all errors of all profiles; a second profile
+/// claiming a scheduler name is rejected, as the operator rejects it.
+pub fn check_profiles(profiles: &[ProfileDocument], registry: &Registry) -> CheckedProfiles {
+    let mut checked = CheckedProfiles::default();
+    let validator = match ProfileValidator::new(registry) {
+        Ok(validator) => validator,
+        Err(error) => {
+            checked.invalid.push(InvalidProfile {
+                source: Source::builtin(),
+                errors: vec![FieldError::internal("<schema>", error.to_string())],
+            });
+            return checked;
+        }
+    };
+    let mut documents = profiles.to_vec();
+    if documents
+        .iter()
+        .all(|document| document.scheduler_name() != DEFAULT_SCHEDULER_NAME)
+    {
+        let implicit = SchedulerProfile::new(DEFAULT_SCHEDULER_NAME, Default::default());
+        documents.push(ProfileDocument {
+            raw: serde_json::to_value(&implicit).unwrap_or_default(),
+            source: Source::builtin(),
+        });
+    }
+    let mut owners: HashMap<String, Source> = HashMap::new();
+    for document in documents {
+        let source = document.source.clone();
+        let validation = validator.validate(&document.raw);
+        checked
+            .warnings
+            .extend(validation.warnings.iter().map(|message| InputWarning {
+                source: source.clone(),
+                message: message.clone(),
+            }));
+        let mut errors = validation.errors;
+        let name = document.scheduler_name();
+        match owners.get(&name) {
+            Some(owner) => errors.push(FieldError::duplicate(
+                "spec.schedulerName",
+                &serde_json::Value::from(name.as_str()),
+                format!("scheduler name already served by the profile at {owner}"),
+            )),
+            None => {
+                owners.insert(name, source.clone());
+            }
+        }
+        match (validation.profile, validation.resolved) {
+            (Some(profile), Some(resolved)) if errors.is_empty() => {
+                checked.valid.push(ValidProfile {
+                    profile,
+                    resolved,
+                    source,
+                });
+            }
+            _ => checked.invalid.push(InvalidProfile { source, errors }),
+        }
+    }
+    checked
 }
 
 /// Records bindings in memory; the driver replays them as pod updates, as an informer
@@ -113,9 +214,27 @@ impl Binder for InMemoryBinder {
     }
 }
 
-/// Runs the simulation.
+/// Runs the simulation; invalid profiles are an error, profile warnings are logged.
 pub async fn simulate(
     input: ClusterInput,
+    registry: &Registry,
+    options: SimulateOptions,
+) -> Result<Report, SimulateError> {
+    let checked = check_profiles(&input.profiles, registry);
+    for warning in &checked.warnings {
+        tracing::warn!("{warning}");
+    }
+    if !checked.invalid.is_empty() {
+        return Err(SimulateError::InvalidProfiles(checked.invalid));
+    }
+    simulate_checked(input, checked.valid, registry, options).await
+}
+
+/// Runs the simulation with profiles already validated by [`check_profiles`]
+/// (`input.profiles` is not looked at).
+pub async fn simulate_checked(
+    input: ClusterInput,
+    profiles: Vec<ValidProfile>,
     registry: &Registry,
     options: SimulateOptions,
 ) -> Result<Report, SimulateError> {
@@ -126,7 +245,7 @@ pub async fn simulate(
     });
     add_profiles(
         &mut scheduler,
-        &input.profiles,
+        profiles,
         registry,
         binder.clone(),
         options.parallelism,
@@ -171,59 +290,35 @@ fn is_assigned(pod: &Pod) -> bool {
         .is_some_and(|n| !n.is_empty())
 }
 
-/// Resolves and instantiates every profile; adds the implicit `default-scheduler`
-/// profile (upstream defaults) when no profile serves that name.
+/// Instantiates every validated profile.
 fn add_profiles(
     scheduler: &mut Scheduler,
-    profiles: &[(SchedulerProfile, Source)],
+    profiles: Vec<ValidProfile>,
     registry: &Registry,
     binder: Arc<InMemoryBinder>,
     parallelism: usize,
 ) -> Result<(), SimulateError> {
-    let mut owners: HashMap<String, Source> = HashMap::new();
-    let mut list: Vec<(SchedulerProfile, Source)> = profiles.to_vec();
-    if !list
-        .iter()
-        .any(|(p, _)| p.scheduler_name() == DEFAULT_SCHEDULER_NAME)
+    for ValidProfile {
+        profile,
+        resolved,
+        source,
+    } in profiles
     {
-        let implicit = SchedulerProfile::new(DEFAULT_SCHEDULER_NAME, Default::default());
-        list.push((implicit, Source::builtin()));
-    }
-    for (profile, source) in list {
         let name = profile.scheduler_name();
-        if let Some(owner) = owners.get(&name) {
-            return Err(SimulateError::InvalidProfile {
-                source,
-                errors: vec![FieldError::new(
-                    "spec.schedulerName",
-                    format!("{name:?}"),
-                    format!("scheduler name already served by the profile at {owner}"),
-                )],
-            });
-        }
-        let resolved =
-            resolve(&profile.spec, registry).map_err(|errors| SimulateError::InvalidProfile {
-                source: source.clone(),
-                errors,
-            })?;
-        for warning in &resolved.warnings {
-            tracing::warn!(profile = %name, "{warning}");
-        }
         let handle = Handle {
             binder: binder.clone(),
             waiting_pods: Arc::new(WaitingPods::new()),
             parallelism,
         };
         let framework = Framework::new(&name, resolved, registry, handle).map_err(|e| {
-            SimulateError::InvalidProfile {
+            SimulateError::InvalidProfiles(vec![InvalidProfile {
                 source: source.clone(),
                 errors: vec![FieldError::new("spec.pluginConfig", "", e.to_string())],
-            }
+            }])
         })?;
         scheduler
             .add_profile(&name, Arc::new(framework))
             .map_err(|e| SimulateError::Internal(e.to_string()))?;
-        owners.insert(name, source);
     }
     Ok(())
 }

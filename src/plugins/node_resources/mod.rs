@@ -45,15 +45,56 @@ pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
 pub const MAX_RESOURCE_WEIGHT: i64 = 100;
 /// The highest utilization (percent) a shape point may name.
 pub const MAX_UTILIZATION: i64 = 100;
+/// `maxItems` of the resource lists in the args (scored and ignored resources): generous
+/// for real clusters, and a bound the API server needs to cost the CEL rules over them.
+pub const MAX_RESOURCES: u32 = 32;
+/// `maxItems` of a RequestedToCapacityRatio shape.
+pub const MAX_SHAPE_POINTS: u32 = 16;
+
+/// The schema `pattern` of a qualified name (upstream `IsQualifiedName`, behind
+/// `ValidateLabelName`, as `helper::qualified_name_errors` checks locally): an optional
+/// DNS-1123 subdomain prefix and `/`, then a name of at most 63 alphanumerics, `-`, `_`
+/// and `.`, starting and ending with an alphanumeric.
+pub const QUALIFIED_NAME_PATTERN: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$";
+
+/// The longest qualified name: a 253-character prefix, `/` and a 63-character name.
+pub const QUALIFIED_NAME_MAX_LENGTH: u32 = 253 + 1 + 63;
 
 /// Args of NodeResourcesFit (upstream `NodeResourcesFitArgs`, v1 defaults).
+// The schema carries what upstream's `ValidateNodeResourcesFitArgs` checks, so the API
+// server rejects it at `kubectl apply`: qualified resource names (`pattern`), weights
+// 1..=100 and shape bounds (`minimum`/`maximum`), and as CEL rules
+// (`#[schemars(extend("x-kubernetes-validations" = ...))]`) resource groups without '/',
+// a shape with RequestedToCapacityRatio and strictly increasing shape utilization.
+// `PluginArgs::validate` repeats all of it with per-index paths, plus the length of a
+// qualified name's prefix, which a pattern cannot bound.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct NodeResourcesFitArgs {
-    /// Extended resources Filter does not check, e.g. `example.com/foo`.
+    /// Extended resources Filter does not check, e.g. `example.com/foo` (qualified names,
+    /// at most 32).
+    #[schemars(
+        length(max = MAX_RESOURCES),
+        inner(
+            length(min = 1, max = QUALIFIED_NAME_MAX_LENGTH),
+            regex(pattern = QUALIFIED_NAME_PATTERN)
+        )
+    )]
     pub ignored_resources: Vec<String>,
     /// Groups of extended resources Filter does not check: the part of the resource
-    /// name before `/`, e.g. `example.com` ignores `example.com/foo` and `example.com/bar`.
+    /// name before `/`, e.g. `example.com` ignores `example.com/foo` and `example.com/bar`
+    /// (at most 32).
+    #[schemars(
+        length(max = MAX_RESOURCES),
+        inner(
+            length(min = 1, max = QUALIFIED_NAME_MAX_LENGTH),
+            regex(pattern = QUALIFIED_NAME_PATTERN)
+        ),
+        extend("x-kubernetes-validations" = [{
+            "rule": "self.all(group, !group.contains('/'))",
+            "message": "a resource group is the part of a resource name before '/', so it cannot contain '/' (e.g. 'example.com')",
+        }])
+    )]
     pub ignored_resource_groups: Vec<String>,
     /// How Score ranks feasible nodes.
     pub scoring_strategy: ScoringStrategy,
@@ -62,12 +103,19 @@ pub struct NodeResourcesFitArgs {
 /// How Score ranks feasible nodes (upstream `ScoringStrategy`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "self.type != 'RequestedToCapacityRatio' || has(self.requestedToCapacityRatio)",
+    "message": "required when type is RequestedToCapacityRatio: give a shape, e.g. {shape: [{utilization: 0, score: 0}, {utilization: 100, score: 10}]}",
+    "fieldPath": ".requestedToCapacityRatio",
+    "reason": "FieldValueRequired",
+}]))]
 pub struct ScoringStrategy {
     /// The scoring function.
     #[serde(rename = "type")]
     pub strategy_type: ScoringStrategyType,
     /// The resources scored and their weights; an empty list means cpu and memory with
-    /// weight 1, as upstream's v1 defaulting.
+    /// weight 1, as upstream's v1 defaulting (at most 32).
+    #[schemars(length(max = MAX_RESOURCES))]
     pub resources: Vec<ResourceSpec>,
     /// The shape of the RequestedToCapacityRatio function; required with that type.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -102,6 +150,7 @@ pub enum ScoringStrategyType {
 #[serde(rename_all = "camelCase")]
 pub struct ResourceSpec {
     /// Resource name, e.g. `cpu`, `memory`, `nvidia.com/gpu`.
+    #[schemars(length(min = 1, max = QUALIFIED_NAME_MAX_LENGTH))]
     pub name: String,
     /// Weight of this resource in the node score, 1..=100; 1 when omitted.
     #[serde(default = "default_weight")]
@@ -122,8 +171,17 @@ impl ResourceSpec {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RequestedToCapacityRatioParam {
-    /// Points of the scoring function, by strictly increasing utilization.
-    #[schemars(length(min = 1))]
+    /// Points of the scoring function, by strictly increasing utilization (1 to 16
+    /// points).
+    // Upstream `validateFunctionShape`. Sorted with no repeated value is strictly
+    // increasing; `isSorted` is in the Kubernetes CEL list library (1.25+) and in kube-cel.
+    #[schemars(
+        length(min = 1, max = MAX_SHAPE_POINTS),
+        extend("x-kubernetes-validations" = [{
+            "rule": "self.map(p, p.utilization).isSorted() && self.all(p, self.exists_one(q, q.utilization == p.utilization))",
+            "message": "utilization values must be strictly increasing",
+        }])
+    )]
     pub shape: Vec<UtilizationShapePoint>,
 }
 
@@ -324,6 +382,7 @@ impl Plugin for NodeResourcesFit {
 
 impl PluginFactory for NodeResourcesFit {
     const NAME: &'static str = "NodeResourcesFit";
+    const DESCRIPTION: &'static str = "Rejects nodes without room for the pod's resource requests and scores the rest by the configured strategy (LeastAllocated, MostAllocated or RequestedToCapacityRatio).";
     const POINTS: &'static [ExtensionPoint] = &[
         ExtensionPoint::PreFilter,
         ExtensionPoint::Filter,

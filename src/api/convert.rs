@@ -1,0 +1,1397 @@
+//! From a `KubeSchedulerConfiguration` to `SchedulerProfile`s: the library side of
+//! `berth convert` (documented in `docs/convert.md`).
+//!
+//! One SchedulerProfile comes out per `profiles[]` entry (or one `default-scheduler` profile
+//! when the configuration has none, as upstream defaults it):
+//!
+//! - `schedulerName` becomes `metadata.name`; `plugins` is copied point by point, since the
+//!   SchedulerProfile uses the same shape and merge rules;
+//! - each `pluginConfig[]` entry becomes the typed `spec.pluginConfig.<lowerCamelName>`
+//!   property, without the `apiVersion`/`kind` upstream args carry, after translating
+//!   known foreign field names ([`ArgsTranslation`]) and decoding the args with the
+//!   registry's args type;
+//! - the global `percentageOfNodesToScore` and backoff settings are copied into every
+//!   profile (a profile's own `percentageOfNodesToScore` wins, as upstream).
+//!
+//! What cannot be carried is collected as [`Unsupported`] items, each with its path in the
+//! input, and left out of the profiles: the caller decides whether that is fatal
+//! (`berth convert` fails unless `--skip-unsupported`). Lossless adjustments are
+//! reported as [`Note`]s. Input that is not a KubeSchedulerConfiguration at all (wrong kind,
+//! unknown apiVersion, a field of the wrong type) is a [`ConvertError`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use super::ProfileValidator;
+use super::{PluginRef, PluginSet, Plugins, SchedulerProfile, SchedulerProfileSpec};
+use crate::framework::{ExtensionPoint, FieldError, FieldErrorKind, Registry, resolve};
+
+/// The API group of `KubeSchedulerConfiguration`.
+pub const CONFIG_GROUP: &str = "kubescheduler.config.k8s.io";
+/// The kind `berth convert` reads.
+pub const CONFIG_KIND: &str = "KubeSchedulerConfiguration";
+/// The versions read: v1, and the betas whose fields are a subset of v1's.
+pub const CONFIG_VERSIONS: [&str; 3] = ["v1", "v1beta3", "v1beta2"];
+/// The profile name upstream gives a profile without `schedulerName`.
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+
+/// The result of a conversion: the profiles that could be written, and what was left out.
+#[derive(Debug, Clone, Default)]
+pub struct Conversion {
+    /// One profile per convertible `profiles[]` entry, in input order, with every
+    /// unsupported item already left out.
+    pub profiles: Vec<SchedulerProfile>,
+    /// What berth cannot carry, each with its path in the input.
+    pub unsupported: Vec<Unsupported>,
+    /// Lossless adjustments the user may want to know about (a renamed args field, a
+    /// dropped `disabled` entry for a plugin berth does not have).
+    pub notes: Vec<Note>,
+}
+
+/// Something in the input that has no place in a SchedulerProfile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported {
+    /// Path in the input document, e.g. `profiles[1].pluginConfig[2].name`.
+    pub path: String,
+    /// Why it cannot be carried and, where there is one, what to do instead.
+    pub message: String,
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// A change made while converting that keeps the input's meaning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    /// Path in the input document.
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// Why a document could not be read as a `KubeSchedulerConfiguration`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConvertError {
+    #[error(
+        "expected a KubeSchedulerConfiguration: a mapping with apiVersion and kind, got {found}"
+    )]
+    NotAnObject { found: &'static str },
+    #[error(
+        "kind: Invalid value: {kind:?}: berth convert reads only kind KubeSchedulerConfiguration"
+    )]
+    WrongKind { kind: String },
+    #[error(
+        "apiVersion: Unsupported value: {api_version:?}: berth convert reads kubescheduler.config.k8s.io/v1, v1beta3 and v1beta2"
+    )]
+    UnknownApiVersion { api_version: String },
+    /// Fields of the wrong type or shape; each error names its path.
+    #[error("{}", display_errors(.0))]
+    Invalid(Vec<FieldError>),
+}
+
+fn display_errors(errors: &[FieldError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Settings of a conversion.
+#[derive(Debug, Clone)]
+pub struct ConvertOptions {
+    /// Per-plugin renames of foreign args fields, applied when the plugin is registered.
+    pub args_translations: Vec<ArgsTranslation>,
+}
+
+impl Default for ConvertOptions {
+    fn default() -> Self {
+        ConvertOptions {
+            args_translations: BUILTIN_ARGS_TRANSLATIONS.to_vec(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Args translations
+
+/// How the args of one plugin, as widely published configurations write them, map to the
+/// args type berth registers for that plugin. Active only when `plugin` is registered.
+#[derive(Debug, Clone, Copy)]
+pub struct ArgsTranslation {
+    pub plugin: &'static str,
+    pub fields: &'static [FieldTranslation],
+}
+
+/// One args field renamed, with its value converted.
+#[derive(Debug, Clone, Copy)]
+pub struct FieldTranslation {
+    /// The field name in the input's args.
+    pub from: &'static str,
+    /// The field name in berth's args.
+    pub to: &'static str,
+    /// Converts the value; the error says what would be valid.
+    pub value: fn(&Value) -> Result<Value, String>,
+}
+
+/// The translations `berth convert` applies.
+pub const BUILTIN_ARGS_TRANSLATIONS: &[ArgsTranslation] = &[NETWORK_TRAFFIC_TUTORIAL];
+
+/// The NetworkTraffic plugin of the widely copied "write a scheduler plugin" tutorial
+/// (`ip`, `deviceName`, `timeRange`) and of scheduler-plugins' sample
+/// (`timeRangeInMinutes`), to berth's NetworkTraffic args.
+pub const NETWORK_TRAFFIC_TUTORIAL: ArgsTranslation = ArgsTranslation {
+    plugin: "NetworkTraffic",
+    fields: &[
+        FieldTranslation {
+            from: "ip",
+            to: "prometheusAddress",
+            value: prometheus_address,
+        },
+        FieldTranslation {
+            from: "deviceName",
+            to: "networkInterface",
+            value: same_string,
+        },
+        FieldTranslation {
+            from: "timeRange",
+            to: "timeRangeSeconds",
+            value: duration_seconds,
+        },
+        FieldTranslation {
+            from: "timeRangeInMinutes",
+            to: "timeRangeSeconds",
+            value: minutes_to_seconds,
+        },
+    ],
+};
+
+fn same_string(value: &Value) -> Result<Value, String> {
+    match value {
+        Value::String(_) => Ok(value.clone()),
+        _ => Err("expected a string".into()),
+    }
+}
+
+/// The tutorial's `ip` is often a bare `host:port`; berth wants an http(s) URL.
+fn prometheus_address(value: &Value) -> Result<Value, String> {
+    let Some(address) = value.as_str().filter(|s| !s.is_empty()) else {
+        return Err("expected the Prometheus address, e.g. \"http://prometheus:9090\"".into());
+    };
+    if address.contains("://") {
+        Ok(Value::String(address.to_string()))
+    } else {
+        Ok(Value::String(format!("http://{address}")))
+    }
+}
+
+/// Whole seconds as a number, or a Go duration string (`"90s"`, `"5m"`, `"1h30m"`).
+fn duration_seconds(value: &Value) -> Result<Value, String> {
+    const EXPECTED: &str = "expected whole seconds as a number or a duration such as \"5m\"";
+    match value {
+        Value::Number(n) => n
+            .as_i64()
+            .filter(|s| *s > 0)
+            .map(Value::from)
+            .ok_or_else(|| EXPECTED.to_string()),
+        Value::String(text) => parse_duration_seconds(text)
+            .map(Value::from)
+            .ok_or_else(|| EXPECTED.to_string()),
+        _ => Err(EXPECTED.into()),
+    }
+}
+
+fn minutes_to_seconds(value: &Value) -> Result<Value, String> {
+    value
+        .as_i64()
+        .filter(|m| *m > 0)
+        .and_then(|m| m.checked_mul(60))
+        .map(Value::from)
+        .ok_or_else(|| "expected a positive whole number of minutes".into())
+}
+
+/// Parses a Go `time.Duration` string into whole seconds; `None` when it is malformed,
+/// not positive or not a whole number of seconds.
+fn parse_duration_seconds(text: &str) -> Option<i64> {
+    const UNITS: [(&str, f64); 6] = [
+        ("ns", 1e-9),
+        ("us", 1e-6),
+        ("ms", 1e-3),
+        ("s", 1.0),
+        ("m", 60.0),
+        ("h", 3600.0),
+    ];
+    let mut rest = text.trim();
+    if let Ok(seconds) = rest.parse::<i64>() {
+        return (seconds > 0).then_some(seconds);
+    }
+    let mut total = 0.0;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..number_len].parse().ok()?;
+        rest = &rest[number_len..];
+        let (unit, scale) = UNITS
+            .iter()
+            .filter(|(unit, _)| rest.starts_with(unit))
+            .max_by_key(|(unit, _)| unit.len())?;
+        rest = &rest[unit.len()..];
+        total += number * scale;
+    }
+    let seconds = total.round();
+    ((total - seconds).abs() < 1e-6 && seconds >= 1.0 && seconds <= i64::MAX as f64)
+        .then_some(seconds as i64)
+}
+
+// ---------------------------------------------------------------------------------------
+// Settings of the kube-scheduler process
+
+/// Top-level fields that configure the scheduler process rather than a profile, and where
+/// berth configures the same thing.
+const PROCESS_SETTINGS: [(&str, &str); 8] = [
+    (
+        "parallelism",
+        "berth filters and scores nodes on all CPUs; set the degree with its --parallelism flag",
+    ),
+    (
+        "leaderElection",
+        "berth replicas elect a leader with their own coordination.k8s.io Lease",
+    ),
+    (
+        "clientConnection",
+        "berth talks to the API server with its own service account or kubeconfig",
+    ),
+    (
+        "healthzBindAddress",
+        "berth serves /healthz and /readyz on its own HTTP port",
+    ),
+    (
+        "metricsBindAddress",
+        "berth serves /metrics on its own HTTP port",
+    ),
+    ("enableProfiling", "berth has no profiling endpoints"),
+    (
+        "enableContentionProfiling",
+        "berth has no profiling endpoints",
+    ),
+    (
+        "delayCacheUntilActive",
+        "berth followers always keep their caches warm",
+    ),
+];
+
+/// Top-level fields in the order of upstream's type, so reports follow the input's layout.
+const CONFIG_FIELDS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "parallelism",
+    "leaderElection",
+    "clientConnection",
+    "healthzBindAddress",
+    "metricsBindAddress",
+    "enableProfiling",
+    "enableContentionProfiling",
+    "percentageOfNodesToScore",
+    "percentageOfPlacementsToScore",
+    "podInitialBackoffSeconds",
+    "podMaxBackoffSeconds",
+    "profiles",
+    "extenders",
+    "delayCacheUntilActive",
+];
+
+const PROFILE_FIELDS: &[&str] = &[
+    "schedulerName",
+    "percentageOfNodesToScore",
+    "percentageOfPlacementsToScore",
+    "plugins",
+    "pluginConfig",
+];
+
+const PLUGINS_FIELDS: &[&str] = &[
+    "multiPoint",
+    "preEnqueue",
+    "queueSort",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "reserve",
+    "permit",
+    "preBind",
+    "bind",
+    "postBind",
+];
+
+/// The entries of `object` with the `order` fields first, in that order, then the rest.
+fn in_upstream_order<'v>(
+    object: &'v Map<String, Value>,
+    order: &[&str],
+) -> Vec<(&'v String, &'v Value)> {
+    let mut entries: Vec<_> = object.iter().collect();
+    entries.sort_by_key(|(key, _)| order.iter().position(|o| o == key).unwrap_or(order.len()));
+    entries
+}
+
+/// Extension points of newer upstream releases that berth does not have.
+const FOREIGN_POINTS: [&str; 4] = [
+    "placementGenerate",
+    "placementScore",
+    "placementFeasible",
+    "podGroupPostFilter",
+];
+
+/// Converts one `KubeSchedulerConfiguration` (already parsed from YAML or JSON) into
+/// SchedulerProfiles, checking plugin names and args against `registry`.
+pub fn convert(
+    config: &Value,
+    registry: &Registry,
+    options: &ConvertOptions,
+) -> Result<Conversion, ConvertError> {
+    let Some(object) = config.as_object() else {
+        return Err(ConvertError::NotAnObject {
+            found: json_type(config),
+        });
+    };
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind != CONFIG_KIND {
+        return Err(ConvertError::WrongKind {
+            kind: kind.to_string(),
+        });
+    }
+    let api_version = object
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let version = api_version
+        .strip_prefix(CONFIG_GROUP)
+        .and_then(|v| v.strip_prefix('/'))
+        .filter(|v| CONFIG_VERSIONS.contains(v))
+        .ok_or_else(|| ConvertError::UnknownApiVersion {
+            api_version: api_version.to_string(),
+        })?;
+
+    let mut converter = Converter::new(registry, options);
+    if version == "v1beta2" {
+        converter.note("apiVersion", V1BETA2_DEFAULTS_NOTE);
+    }
+    let conversion = converter.configuration(object);
+    if converter.invalid.is_empty() {
+        Ok(conversion)
+    } else {
+        Err(ConvertError::Invalid(converter.invalid))
+    }
+}
+
+const V1BETA2_DEFAULTS_NOTE: &str = "berth applies v1's default plugins, whose Score weights differ from v1beta2's \
+(TaintToleration 3 instead of 1, NodeAffinity and InterPodAffinity 2 instead of 1), and where a default plugin \
+re-listed under a specific extension point runs first rather than in its default position; set weights \
+explicitly under plugins.score to keep v1beta2's scores";
+
+/// Global settings that upstream applies to every profile.
+#[derive(Debug, Default)]
+struct Globals {
+    percentage_of_nodes_to_score: Option<i32>,
+    pod_initial_backoff_seconds: Option<i64>,
+    pod_max_backoff_seconds: Option<i64>,
+}
+
+/// Walks one configuration, collecting unsupported items, notes and type errors.
+struct Converter<'a> {
+    registry: &'a Registry,
+    options: &'a ConvertOptions,
+    /// The CRD schema of each `spec.pluginConfig` property, to find args fields berth's
+    /// types do not have (the API server would prune them silently).
+    args_schemas: Map<String, Value>,
+    /// Validates converted profiles as `berth simulate` does; `None` only if the
+    /// registry's CRD cannot be compiled (berth's bug), then `resolve` alone checks them.
+    validator: Option<ProfileValidator<'a>>,
+    unsupported: Vec<Unsupported>,
+    notes: Vec<Note>,
+    invalid: Vec<FieldError>,
+}
+
+impl<'a> Converter<'a> {
+    fn new(registry: &'a Registry, options: &'a ConvertOptions) -> Self {
+        Converter {
+            registry,
+            options,
+            args_schemas: plugin_config_schemas(registry),
+            validator: ProfileValidator::new(registry).ok(),
+            unsupported: Vec::new(),
+            notes: Vec::new(),
+            invalid: Vec::new(),
+        }
+    }
+
+    fn unsupported(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.unsupported.push(Unsupported {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+
+    fn note(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.notes.push(Note {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+
+    fn invalid(&mut self, path: &str, value: &Value, expected: &str) {
+        self.invalid.push(FieldError::new(
+            path,
+            value,
+            format!("expected {expected}, got {}", json_type(value)),
+        ));
+    }
+
+    fn configuration(&mut self, object: &Map<String, Value>) -> Conversion {
+        let mut globals = Globals::default();
+        let mut profiles = None;
+        for (key, value) in in_upstream_order(object, CONFIG_FIELDS) {
+            match key.as_str() {
+                "apiVersion" | "kind" => {}
+                "profiles" => profiles = Some(value),
+                "percentageOfNodesToScore" => {
+                    globals.percentage_of_nodes_to_score = self.int32(value, key);
+                }
+                "podInitialBackoffSeconds" => {
+                    globals.pod_initial_backoff_seconds = self.int64(value, key);
+                }
+                "podMaxBackoffSeconds" => {
+                    globals.pod_max_backoff_seconds = self.int64(value, key);
+                }
+                "extenders" => self.extenders(value),
+                _ => self.top_level_field(key, value),
+            }
+        }
+        let mut converted = Vec::new();
+        match profiles.filter(|p| !is_empty(p)) {
+            None => converted.push((
+                "profiles".to_string(),
+                profile_with_globals(DEFAULT_SCHEDULER_NAME, Default::default(), &globals),
+            )),
+            Some(Value::Array(items)) => {
+                let mut names = BTreeMap::new();
+                for (index, item) in items.iter().enumerate() {
+                    let path = format!("profiles[{index}]");
+                    if let Some(profile) = self.profile(item, &path, &globals, &mut names) {
+                        converted.push((path, profile));
+                    }
+                }
+            }
+            Some(other) => self.invalid("profiles", other, "a list of profiles"),
+        }
+        let profiles = converted
+            .into_iter()
+            .filter_map(|(path, profile)| self.check_valid(&path, profile))
+            .collect();
+        Conversion {
+            profiles,
+            unsupported: std::mem::take(&mut self.unsupported),
+            notes: std::mem::take(&mut self.notes),
+        }
+    }
+
+    fn top_level_field(&mut self, key: &str, value: &Value) {
+        if is_empty(value) {
+            return;
+        }
+        if let Some((_, instead)) = PROCESS_SETTINGS.iter().find(|(name, _)| *name == key) {
+            self.unsupported(
+                key,
+                format!(
+                    "{key} configures the scheduler process, not a profile: in berth such settings are \
+                     flags and Helm values of the berth deployment; {instead}"
+                ),
+            );
+        } else if key == "percentageOfPlacementsToScore" {
+            self.unsupported(
+                key,
+                "berth has no workload (pod group placement) scheduling cycle",
+            );
+        } else {
+            self.unsupported(
+                key,
+                "unknown field: KubeSchedulerConfiguration has no such field",
+            );
+        }
+    }
+
+    fn extenders(&mut self, value: &Value) {
+        let Some(extenders) = value.as_array() else {
+            if !value.is_null() {
+                self.invalid("extenders", value, "a list of extenders");
+            }
+            return;
+        };
+        for (index, extender) in extenders.iter().enumerate() {
+            let url = extender
+                .get("urlPrefix")
+                .and_then(Value::as_str)
+                .map(|url| format!(" {url}"))
+                .unwrap_or_default();
+            self.unsupported(
+                format!("extenders[{index}]"),
+                format!(
+                    "berth does not call scheduler extenders (extender{url}); port its logic to a plugin \
+                     registered in a berth binary (see examples/custom-plugin)"
+                ),
+            );
+        }
+    }
+
+    /// One `profiles[]` entry; `None` when it cannot be carried at all.
+    fn profile(
+        &mut self,
+        value: &Value,
+        path: &str,
+        globals: &Globals,
+        names: &mut BTreeMap<String, String>,
+    ) -> Option<SchedulerProfile> {
+        let Some(object) = value.as_object() else {
+            self.invalid(path, value, "a profile (a mapping)");
+            return None;
+        };
+        let mut name = DEFAULT_SCHEDULER_NAME.to_string();
+        let mut spec = SchedulerProfileSpec::default();
+        for (key, field) in in_upstream_order(object, PROFILE_FIELDS) {
+            let field_path = format!("{path}.{key}");
+            match key.as_str() {
+                "schedulerName" => match field {
+                    Value::String(s) if !s.is_empty() => name = s.clone(),
+                    Value::Null => {}
+                    _ => self.invalid(&field_path, field, "a non-empty string"),
+                },
+                "percentageOfNodesToScore" => {
+                    spec.percentage_of_nodes_to_score = self.int32(field, &field_path);
+                }
+                "plugins" => spec.plugins = self.plugins(field, &field_path),
+                "pluginConfig" => spec.plugin_config = self.plugin_config(field, &field_path),
+                "percentageOfPlacementsToScore" if !is_empty(field) => self.unsupported(
+                    field_path,
+                    "berth has no workload (pod group placement) scheduling cycle",
+                ),
+                _ if is_empty(field) => {}
+                _ => self.unsupported(
+                    field_path,
+                    "unknown field: a scheduler profile has no such field",
+                ),
+            }
+        }
+        let name_path = format!("{path}.schedulerName");
+        if !is_dns1123_subdomain(&name) {
+            self.unsupported(
+                name_path,
+                format!(
+                    "{name:?} cannot name a SchedulerProfile: it must be a DNS-1123 subdomain (lowercase \
+                     letters, digits, '-' and '.'), as pods' spec.schedulerName must be too"
+                ),
+            );
+            return None;
+        }
+        if let Some(first) = names.get(&name) {
+            let message = format!("duplicate schedulerName {name:?}: {first} already defines it");
+            self.unsupported(name_path, message);
+            return None;
+        }
+        names.insert(name.clone(), path.to_string());
+        Some(profile_with_globals(&name, spec, globals))
+    }
+
+    fn plugins(&mut self, value: &Value, path: &str) -> Option<Plugins> {
+        let object = match value {
+            Value::Null => return None,
+            Value::Object(object) => object,
+            _ => {
+                self.invalid(path, value, "a mapping of extension points");
+                return None;
+            }
+        };
+        let mut plugins = Plugins::default();
+        for (key, set) in in_upstream_order(object, PLUGINS_FIELDS) {
+            let set_path = format!("{path}.{key}");
+            let point = ExtensionPoint::ALL
+                .into_iter()
+                .find(|p| p.field_name() == key);
+            match point {
+                Some(point) => {
+                    if let Some(set) = self.plugin_set(set, &set_path, Some(point)) {
+                        *plugins.at_mut(point) = set;
+                    }
+                }
+                None if key == "multiPoint" => {
+                    plugins.multi_point = self.plugin_set(set, &set_path, None);
+                }
+                None if is_empty(set) => {}
+                None if FOREIGN_POINTS.contains(&key.as_str()) => self.unsupported(
+                    set_path,
+                    format!("berth has no {key} extension point (workload scheduling)"),
+                ),
+                None => self.unsupported(set_path, "unknown extension point"),
+            }
+        }
+        (plugins != Plugins::default()).then_some(plugins)
+    }
+
+    /// One `PluginSet`; `point` is `None` for multiPoint. `None` when nothing is left.
+    fn plugin_set(
+        &mut self,
+        value: &Value,
+        path: &str,
+        point: Option<ExtensionPoint>,
+    ) -> Option<PluginSet> {
+        let object = match value {
+            Value::Null => return None,
+            Value::Object(object) => object,
+            _ => {
+                self.invalid(path, value, "a plugin set (enabled, disabled)");
+                return None;
+            }
+        };
+        let mut set = PluginSet::default();
+        for (key, list) in in_upstream_order(object, &["enabled", "disabled"]) {
+            let list_path = format!("{path}.{key}");
+            match key.as_str() {
+                "enabled" => set.enabled = self.plugin_list(list, &list_path, point, true),
+                "disabled" => set.disabled = self.plugin_list(list, &list_path, point, false),
+                _ if is_empty(list) => {}
+                _ => self.unsupported(
+                    list_path,
+                    "unknown field: a plugin set has only enabled and disabled",
+                ),
+            }
+        }
+        (set != PluginSet::default()).then_some(set)
+    }
+
+    fn plugin_list(
+        &mut self,
+        value: &Value,
+        path: &str,
+        point: Option<ExtensionPoint>,
+        enabled: bool,
+    ) -> Vec<PluginRef> {
+        let items = match value {
+            Value::Null => return Vec::new(),
+            Value::Array(items) => items,
+            _ => {
+                self.invalid(path, value, "a list of plugins");
+                return Vec::new();
+            }
+        };
+        items
+            .iter()
+            .enumerate()
+            .filter_map(|(index, item)| {
+                self.plugin_ref(item, &format!("{path}[{index}]"), point, enabled)
+            })
+            .collect()
+    }
+
+    fn plugin_ref(
+        &mut self,
+        value: &Value,
+        path: &str,
+        point: Option<ExtensionPoint>,
+        enabled: bool,
+    ) -> Option<PluginRef> {
+        let Some(object) = value.as_object() else {
+            self.invalid(path, value, "a plugin (name, weight)");
+            return None;
+        };
+        let name = match object.get("name") {
+            Some(Value::String(name)) if !name.is_empty() => name.clone(),
+            other => {
+                let other = other.unwrap_or(&Value::Null);
+                self.invalid(&format!("{path}.name"), other, "a plugin name");
+                return None;
+            }
+        };
+        let weight = match object.get("weight") {
+            None | Some(Value::Null) => None,
+            Some(weight) => self.int32(weight, &format!("{path}.weight")),
+        };
+        for key in object
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "name" | "weight"))
+        {
+            self.unsupported(
+                format!("{path}.{key}"),
+                "unknown field: a plugin has only name and weight",
+            );
+        }
+        let registered = name == "*" && !enabled || self.registry.get(&name).is_some();
+        if !registered {
+            if enabled {
+                self.unsupported(format!("{path}.name"), not_registered(&name));
+            } else {
+                self.note(
+                    format!("{path}.name"),
+                    format!("dropped: plugin {name:?} is not registered in berth, so there is nothing to disable"),
+                );
+            }
+            return None;
+        }
+        Some(PluginRef {
+            weight: self.weight(weight, path, point, enabled),
+            name,
+        })
+    }
+
+    /// Weights count only for enabled Score and multiPoint entries; upstream ignores the
+    /// rest and reads 0 as "unset", so those are dropped (with a note), not carried.
+    fn weight(
+        &mut self,
+        weight: Option<i32>,
+        path: &str,
+        point: Option<ExtensionPoint>,
+        enabled: bool,
+    ) -> Option<i32> {
+        let weight = weight?;
+        let scored = enabled && matches!(point, None | Some(ExtensionPoint::Score));
+        if !scored {
+            self.note(
+                format!("{path}.weight"),
+                "dropped: a weight counts only for enabled score and multiPoint plugins",
+            );
+            return None;
+        }
+        if weight == 0 {
+            self.note(
+                format!("{path}.weight"),
+                "dropped: upstream reads weight 0 as unset (weight 1); berth does the same for an omitted weight",
+            );
+            return None;
+        }
+        Some(weight)
+    }
+
+    fn plugin_config(&mut self, value: &Value, path: &str) -> BTreeMap<String, Value> {
+        let mut config = BTreeMap::new();
+        let items = match value {
+            Value::Null => return config,
+            Value::Array(items) => items,
+            _ => {
+                self.invalid(path, value, "a list of {name, args}");
+                return config;
+            }
+        };
+        let mut seen = BTreeMap::new();
+        for (index, item) in items.iter().enumerate() {
+            let item_path = format!("{path}[{index}]");
+            let Some((name, args)) = self.plugin_config_entry(item, &item_path) else {
+                continue;
+            };
+            if let Some(first) = seen.get(&name) {
+                self.unsupported(
+                    format!("{item_path}.name"),
+                    format!(
+                        "duplicate pluginConfig for plugin {name:?}: {first} already configures it"
+                    ),
+                );
+                continue;
+            }
+            seen.insert(name.clone(), item_path.clone());
+            if let Some((field, args)) = self.plugin_args(&name, args, &item_path) {
+                config.insert(field, args);
+            }
+        }
+        config
+    }
+
+    /// The name and args of one `pluginConfig[]` entry.
+    fn plugin_config_entry<'v>(
+        &mut self,
+        value: &'v Value,
+        path: &str,
+    ) -> Option<(String, Option<&'v Value>)> {
+        let Some(object) = value.as_object() else {
+            self.invalid(path, value, "a plugin config (name, args)");
+            return None;
+        };
+        let name = match object.get("name") {
+            Some(Value::String(name)) if !name.is_empty() => name.clone(),
+            other => {
+                let other = other.unwrap_or(&Value::Null);
+                self.invalid(&format!("{path}.name"), other, "a plugin name");
+                return None;
+            }
+        };
+        for key in object
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "name" | "args"))
+        {
+            self.unsupported(
+                format!("{path}.{key}"),
+                "unknown field: a plugin config has only name and args",
+            );
+        }
+        Some((name, object.get("args")))
+    }
+
+    /// The `spec.pluginConfig` property name and args for plugin `name`; `None` when the
+    /// args cannot be carried (reported) or there is nothing to carry.
+    fn plugin_args(
+        &mut self,
+        name: &str,
+        args: Option<&Value>,
+        path: &str,
+    ) -> Option<(String, Value)> {
+        let Some(entry) = self.registry.get(name) else {
+            self.unsupported(format!("{path}.name"), not_registered(name));
+            return None;
+        };
+        let args_path = format!("{path}.args");
+        let mut args = match args {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(args)) => args.clone(),
+            Some(other) => {
+                self.invalid(&args_path, other, "the plugin's args (a mapping)");
+                return None;
+            }
+        };
+        if !self.strip_type_meta(name, &mut args, &args_path) {
+            return None;
+        }
+        let Some(spec) = entry.args.as_ref() else {
+            if !args.is_empty() {
+                self.unsupported(args_path, format!("plugin {name} takes no args in berth"));
+            }
+            return None;
+        };
+        let field = entry.config_field();
+        self.translate_args(name, &mut args, &args_path);
+        self.prune_unknown_fields(&field, &mut args, &args_path);
+        let args = Value::Object(args);
+        let errors = spec.check(&args, &args_path);
+        if errors.is_empty() {
+            return Some((field, args));
+        }
+        // The schema names the exact field where serde only names the args object.
+        let precise = self.schema_errors(&field, &args, &args_path);
+        for error in if precise.is_empty() { errors } else { precise } {
+            let message = message_of(&error, &args_path);
+            self.unsupported(error.path, message);
+        }
+        None
+    }
+
+    /// Drops the `apiVersion`/`kind` of upstream args; false (reported) when `kind` names
+    /// the args of another plugin, which upstream rejects too.
+    fn strip_type_meta(&mut self, name: &str, args: &mut Map<String, Value>, path: &str) -> bool {
+        args.remove("apiVersion");
+        match args.remove("kind") {
+            Some(Value::String(kind)) if kind != format!("{name}Args") => {
+                self.unsupported(
+                    format!("{path}.kind"),
+                    format!(
+                        "args of kind {kind} do not belong to plugin {name} (expected {name}Args)"
+                    ),
+                );
+                false
+            }
+            _ => true,
+        }
+    }
+
+    fn translate_args(&mut self, plugin: &str, args: &mut Map<String, Value>, path: &str) {
+        let options = self.options;
+        let fields = options
+            .args_translations
+            .iter()
+            .filter(|t| t.plugin == plugin)
+            .flat_map(|t| t.fields.iter());
+        for translation in fields {
+            let Some(value) = args.remove(translation.from) else {
+                continue;
+            };
+            let from_path = format!("{path}.{}", translation.from);
+            if args.contains_key(translation.to) {
+                self.unsupported(
+                    from_path,
+                    format!(
+                        "{} is also set; {} is its older name",
+                        translation.to, translation.from
+                    ),
+                );
+                continue;
+            }
+            match (translation.value)(&value) {
+                Ok(converted) => {
+                    self.note(
+                        from_path,
+                        format!("converted to {}: {converted}", translation.to),
+                    );
+                    args.insert(translation.to.to_string(), converted);
+                }
+                Err(message) => {
+                    self.unsupported(from_path, format!("Invalid value: {value}: {message}"))
+                }
+            }
+        }
+    }
+
+    /// Removes (and reports) args fields berth's args type does not have.
+    fn prune_unknown_fields(&mut self, field: &str, args: &mut Map<String, Value>, path: &str) {
+        let Some(schema) = self.args_schemas.get(field) else {
+            return;
+        };
+        let mut unknown = Vec::new();
+        prune_object(args, schema, path, &mut unknown);
+        for path in unknown {
+            self.unsupported(
+                path,
+                "unknown field: berth's args for this plugin have no such field",
+            );
+        }
+    }
+
+    /// Schema and CEL errors of `args` as `spec.pluginConfig.<field>`, with paths moved
+    /// under `args_path`.
+    fn schema_errors(&self, field: &str, args: &Value, args_path: &str) -> Vec<FieldError> {
+        let Some(validator) = &self.validator else {
+            return Vec::new();
+        };
+        let probe = SchedulerProfile::new(
+            "probe",
+            SchedulerProfileSpec {
+                plugin_config: BTreeMap::from([(field.to_string(), args.clone())]),
+                ..Default::default()
+            },
+        );
+        let Ok(raw) = serde_json::to_value(&probe) else {
+            return Vec::new();
+        };
+        let prefix = format!("spec.pluginConfig.{field}");
+        validator
+            .admission_errors(&raw)
+            .into_iter()
+            .filter_map(|mut error| {
+                let rest = error.path.strip_prefix(&prefix)?;
+                error.path = format!("{args_path}{rest}");
+                Some(error)
+            })
+            .collect()
+    }
+
+    /// The converted profile must pass the checks `berth simulate` and the operator run
+    /// (schema, CEL, then berth's semantics); when it does not (say, its only QueueSort
+    /// plugin was left out), it is reported and not written.
+    fn check_valid(&mut self, path: &str, profile: SchedulerProfile) -> Option<SchedulerProfile> {
+        let name = profile.scheduler_name();
+        let (errors, warnings) = match (&self.validator, serde_json::to_value(&profile)) {
+            (Some(validator), Ok(raw)) => {
+                let validation = validator.validate(&raw);
+                (validation.errors, validation.warnings)
+            }
+            _ => match resolve(&profile.spec, self.registry) {
+                Ok(resolved) => (Vec::new(), resolved.warnings),
+                Err(errors) => (errors, Vec::new()),
+            },
+        };
+        for warning in warnings {
+            self.note(path, warning);
+        }
+        // A rule berth cannot evaluate is berth's problem, not the input's.
+        let (internal, errors): (Vec<_>, Vec<_>) = errors
+            .into_iter()
+            .partition(|e| e.kind == FieldErrorKind::Internal);
+        for error in internal {
+            self.note(path, format!("not fully checked: {error}"));
+        }
+        if errors.is_empty() {
+            return Some(profile);
+        }
+        for error in errors {
+            self.unsupported(
+                path,
+                format!("the converted SchedulerProfile {name:?} would be rejected: {error}"),
+            );
+        }
+        None
+    }
+
+    fn int32(&mut self, value: &Value, path: &str) -> Option<i32> {
+        match value {
+            Value::Null => None,
+            _ => match value.as_i64().and_then(|n| i32::try_from(n).ok()) {
+                Some(n) => Some(n),
+                None => {
+                    self.invalid(path, value, "a 32-bit integer");
+                    None
+                }
+            },
+        }
+    }
+
+    fn int64(&mut self, value: &Value, path: &str) -> Option<i64> {
+        match value {
+            Value::Null => None,
+            _ => match value.as_i64() {
+                Some(n) => Some(n),
+                None => {
+                    self.invalid(path, value, "an integer");
+                    None
+                }
+            },
+        }
+    }
+}
+
+fn profile_with_globals(
+    name: &str,
+    mut spec: SchedulerProfileSpec,
+    globals: &Globals,
+) -> SchedulerProfile {
+    spec.percentage_of_nodes_to_score = spec
+        .percentage_of_nodes_to_score
+        .or(globals.percentage_of_nodes_to_score);
+    spec.pod_initial_backoff_seconds = globals.pod_initial_backoff_seconds;
+    spec.pod_max_backoff_seconds = globals.pod_max_backoff_seconds;
+    SchedulerProfile::new(name, spec)
+}
+
+fn not_registered(name: &str) -> String {
+    format!("plugin {name:?} is not registered in berth (`berth plugins` lists the plugins it has)")
+}
+
+/// An args error without its path; the value is left out when it is the whole args
+/// object (a decode error), which the user has in front of them.
+fn message_of(error: &FieldError, args_path: &str) -> String {
+    if error.path == args_path && error.kind == FieldErrorKind::Invalid {
+        return error.message.clone();
+    }
+    let text = error.to_string();
+    text.strip_prefix(&format!("{}: ", error.path))
+        .map(str::to_string)
+        .unwrap_or(text)
+}
+
+/// The typed `spec.pluginConfig` properties of the SchedulerProfile CRD generated from
+/// `registry`; empty when the CRD cannot be generated (then no field is pruned).
+fn plugin_config_schemas(registry: &Registry) -> Map<String, Value> {
+    let schema = super::crds(registry)
+        .ok()
+        .and_then(|crds| crds.into_iter().next())
+        .and_then(|crd| crd.spec.versions.into_iter().next())
+        .and_then(|version| version.schema)
+        .and_then(|validation| validation.open_api_v3_schema)
+        .and_then(|schema| serde_json::to_value(schema).ok());
+    schema
+        .as_ref()
+        .and_then(|s| s.pointer("/properties/spec/properties/pluginConfig/properties"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Structural pruning as the API server does it: fields an object schema does not list
+/// are removed, and their paths collected.
+fn prune_object(
+    object: &mut Map<String, Value>,
+    schema: &Value,
+    path: &str,
+    unknown: &mut Vec<String>,
+) {
+    if schema
+        .get("x-kubernetes-preserve-unknown-fields")
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
+        return;
+    }
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        let unlisted: Vec<String> = object
+            .keys()
+            .filter(|key| !properties.contains_key(*key))
+            .cloned()
+            .collect();
+        for key in unlisted {
+            object.remove(&key);
+            unknown.push(format!("{path}.{key}"));
+        }
+        for (key, value) in object.iter_mut() {
+            if let Some(child) = properties.get(key) {
+                prune_value(value, child, &format!("{path}.{key}"), unknown);
+            }
+        }
+    } else if let Some(child) = schema.get("additionalProperties").filter(|s| s.is_object()) {
+        for (key, value) in object.iter_mut() {
+            prune_value(value, child, &format!("{path}.{key}"), unknown);
+        }
+    }
+}
+
+fn prune_value(value: &mut Value, schema: &Value, path: &str, unknown: &mut Vec<String>) {
+    match value {
+        Value::Object(object) => prune_object(object, schema, path, unknown),
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (index, item) in items.iter_mut().enumerate() {
+                    prune_value(item, item_schema, &format!("{path}[{index}]"), unknown);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Null, `{}`, `[]` and `""` carry nothing: such fields are ignored rather than reported.
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Object(object) => object.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        Value::String(text) => text.is_empty(),
+        _ => false,
+    }
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+/// RFC 1123 subdomain, as Kubernetes validates object names and `spec.schedulerName`.
+fn is_dns1123_subdomain(name: &str) -> bool {
+    let label_ok = |label: &str| {
+        let bytes = label.as_bytes();
+        !bytes.is_empty()
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+            && bytes.first() != Some(&b'-')
+            && bytes.last() != Some(&b'-')
+    };
+    name.len() <= 253 && name.split('.').all(label_ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::default_registry;
+    use serde_json::json;
+    use std::collections::HashSet;
+
+    /// Every plugin name a plugin section mentions.
+    fn mentioned(plugins: &Plugins) -> HashSet<String> {
+        let sets = std::iter::once(plugins.multi_point.as_ref())
+            .chain(ExtensionPoint::ALL.into_iter().map(|p| plugins.at(p)));
+        sets.flatten()
+            .flat_map(|set| set.enabled.iter().chain(&set.disabled))
+            .map(|p| p.name.clone())
+            .collect()
+    }
+
+    fn run(config: Value) -> Conversion {
+        convert(&config, &default_registry(), &ConvertOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn paths(items: &[Unsupported]) -> Vec<&str> {
+        items.iter().map(|u| u.path.as_str()).collect()
+    }
+
+    #[test]
+    fn durations_parse_as_go_writes_them() {
+        let cases = [
+            ("60", Some(60)),
+            ("90s", Some(90)),
+            ("5m", Some(300)),
+            ("1h30m", Some(5400)),
+            ("1.5m", Some(90)),
+            ("1500ms", None),
+            ("0s", None),
+            ("-5s", None),
+            ("5 minutes", None),
+            ("", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_duration_seconds(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn dns_subdomains() {
+        for ok in ["a", "default-scheduler", "bin.packing-2"] {
+            assert!(is_dns1123_subdomain(ok), "{ok}");
+        }
+        for bad in ["", "Upper", "under_score", "-lead", "trail-", "a..b"] {
+            assert!(!is_dns1123_subdomain(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn no_profiles_means_one_default_profile_with_the_globals() {
+        let conversion = run(json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "percentageOfNodesToScore": 30,
+            "podMaxBackoffSeconds": 20,
+        }));
+        assert_eq!(conversion.unsupported, []);
+        let [profile] = &conversion.profiles[..] else {
+            panic!("{:?}", conversion.profiles);
+        };
+        assert_eq!(profile.metadata.name.as_deref(), Some("default-scheduler"));
+        assert_eq!(profile.spec.scheduler_name, None);
+        assert_eq!(profile.spec.percentage_of_nodes_to_score, Some(30));
+        assert_eq!(profile.spec.pod_max_backoff_seconds, Some(20));
+        assert_eq!(profile.spec.pod_initial_backoff_seconds, None);
+    }
+
+    #[test]
+    fn wrong_types_are_errors_naming_every_path() {
+        let error = convert(
+            &json!({
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "percentageOfNodesToScore": "half",
+                "profiles": [{"plugins": {"score": {"enabled": [{"name": 3}]}}}],
+            }),
+            &default_registry(),
+            &ConvertOptions::default(),
+        )
+        .expect_err("invalid");
+        let ConvertError::Invalid(errors) = error else {
+            panic!("{error:?}");
+        };
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "percentageOfNodesToScore",
+                "profiles[0].plugins.score.enabled[0].name"
+            ]
+        );
+    }
+
+    #[test]
+    fn disabled_plugins_berth_lacks_are_dropped_with_a_note() {
+        let conversion = run(json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"plugins": {"score": {"disabled": [{"name": "ImageLocality"}, {"name": "TaintToleration"}]}}}],
+        }));
+        assert_eq!(conversion.unsupported, []);
+        let plugins = conversion.profiles[0]
+            .spec
+            .plugins
+            .clone()
+            .unwrap_or_default();
+        assert_eq!(
+            mentioned(&plugins),
+            HashSet::from(["TaintToleration".to_string()])
+        );
+        assert_eq!(
+            conversion.notes[0].path,
+            "profiles[0].plugins.score.disabled[0].name"
+        );
+    }
+
+    #[test]
+    fn weights_upstream_ignores_are_dropped() {
+        let conversion = run(json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"plugins": {
+                "filter": {"enabled": [{"name": "NodeName", "weight": 4}]},
+                "score": {"enabled": [{"name": "TaintToleration", "weight": 0}]},
+            }}],
+        }));
+        let plugins = conversion.profiles[0]
+            .spec
+            .plugins
+            .clone()
+            .unwrap_or_default();
+        let filter = plugins.filter.unwrap_or_default();
+        let score = plugins.score.unwrap_or_default();
+        assert_eq!(filter.enabled, [PluginRef::named("NodeName")]);
+        assert_eq!(score.enabled, [PluginRef::named("TaintToleration")]);
+        assert_eq!(conversion.notes.len(), 2, "{:?}", conversion.notes);
+    }
+
+    #[test]
+    fn unknown_args_fields_are_reported_and_pruned() {
+        let conversion = run(json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"pluginConfig": [{"name": "NodeResourcesFit", "args": {
+                "kind": "NodeResourcesFitArgs",
+                "scoringStrategy": {"type": "MostAllocated", "shape": []},
+                "ignoredResource": ["x"],
+            }}]}],
+        }));
+        assert_eq!(
+            paths(&conversion.unsupported),
+            [
+                "profiles[0].pluginConfig[0].args.ignoredResource",
+                "profiles[0].pluginConfig[0].args.scoringStrategy.shape"
+            ]
+        );
+        assert_eq!(
+            conversion.profiles[0].spec.plugin_config["nodeResourcesFit"],
+            json!({"scoringStrategy": {"type": "MostAllocated"}})
+        );
+    }
+
+    #[test]
+    fn args_kind_of_another_plugin_is_reported() {
+        let conversion = run(json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"pluginConfig": [{"name": "NodeResourcesFit", "args": {"kind": "NodeAffinityArgs"}}]}],
+        }));
+        assert_eq!(
+            paths(&conversion.unsupported),
+            ["profiles[0].pluginConfig[0].args.kind"]
+        );
+    }
+
+    #[test]
+    fn a_profile_berth_would_reject_is_reported_and_left_out() {
+        let conversion = run(json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {"schedulerName": "a", "plugins": {"queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}}},
+                {"schedulerName": "b", "plugins": {"score": {"enabled": [{"name": "TaintToleration", "weight": 500}]}}},
+                {"schedulerName": "c"},
+            ],
+        }));
+        assert_eq!(
+            paths(&conversion.unsupported),
+            [
+                "profiles[0].plugins.queueSort.enabled[0].name",
+                "profiles[0]",
+                "profiles[1]"
+            ]
+        );
+        let names: Vec<String> = conversion
+            .profiles
+            .iter()
+            .map(SchedulerProfile::scheduler_name)
+            .collect();
+        assert_eq!(names, ["c"]);
+    }
+}
