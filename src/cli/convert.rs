@@ -8,7 +8,7 @@
 //! (then nothing is written); 1 for internal errors.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -18,14 +18,9 @@ use serde_json::{Value, json};
 use crate::api::SchedulerProfile;
 use crate::api::convert::{ConvertError, ConvertOptions, Unsupported, convert};
 use crate::framework::Registry;
-use crate::simulate::input::{self, RawDocument, Source, split_documents};
 
-/// Exit code when every profile was written.
-const EXIT_OK: u8 = 0;
-/// Exit code for internal errors (the output could not be encoded or written).
-const EXIT_INTERNAL: u8 = 1;
-/// Exit code for unreadable input, and for unsupported items without `--skip-unsupported`.
-const EXIT_INVALID_INPUT: u8 = 2;
+use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT, write_stdout};
+use crate::simulate::input::{self, RawDocument, Source, split_documents};
 
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
@@ -148,18 +143,7 @@ fn write_profiles(profiles: &[SchedulerProfile], format: OutputFormat) -> u8 {
             return EXIT_INTERNAL;
         }
     };
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => EXIT_OK,
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
-        Err(error) => {
-            eprintln!("error: cannot write the SchedulerProfiles: {error}");
-            EXIT_INTERNAL
-        }
-    }
+    write_stdout(&text, "the SchedulerProfiles")
 }
 
 fn render(profiles: &[SchedulerProfile], format: OutputFormat) -> Result<String, String> {

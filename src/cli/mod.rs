@@ -35,6 +35,32 @@ pub enum Command {
     Convert(convert::ConvertArgs),
 }
 
+/// Exit code: success (for `simulate`: the input was valid, whatever the placements).
+pub const EXIT_OK: u8 = 0;
+/// Exit code: an internal error of berth (output could not be encoded or written, ...).
+pub const EXIT_INTERNAL: u8 = 1;
+/// Exit code: the user's input is invalid (malformed YAML, invalid profiles, unknown
+/// names, unsupported configuration).
+pub const EXIT_INVALID_INPUT: u8 = 2;
+
+/// Writes `text` to stdout. A closed pipe (`berth ... | head`) is not a failure; any
+/// other write error is reported naming `what` and gives [`EXIT_INTERNAL`].
+pub fn write_stdout(text: &str, what: &str) -> u8 {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => EXIT_OK,
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(error) => {
+            eprintln!("error: cannot write {what}: {error}");
+            EXIT_INTERNAL
+        }
+    }
+}
+
 /// Parses the command line and runs the subcommand with `registry`.
 pub fn main(registry: Registry) -> ExitCode {
     let cli = Cli::parse();

@@ -8,7 +8,6 @@
 //!
 //! The rendering lives in [`crate::plugins::reference`].
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
@@ -79,18 +78,10 @@ pub fn run(args: PluginsArgs, registry: &Registry) -> ExitCode {
         Ok(text) => text,
         Err(error) => {
             eprintln!("error: {error}");
-            return ExitCode::from(2);
+            return ExitCode::from(super::EXIT_INVALID_INPUT);
         }
     };
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Ok(()) => ExitCode::SUCCESS,
-        // `berth plugins | head` is not an error.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: cannot write to stdout: {e}");
-            ExitCode::from(1)
-        }
-    }
+    ExitCode::from(super::write_stdout(&text, "to stdout"))
 }
 
 /// The registered name `name` was most likely meant to be: equal ignoring case, or within

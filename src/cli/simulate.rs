@@ -5,24 +5,18 @@
 //! the placements; 2 when it was not (unreadable file, malformed YAML, invalid object or
 //! profile); 1 for internal errors.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
 use crate::framework::Registry;
+
+use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT, write_stdout};
 use crate::simulate::input::{self, InputError};
 use crate::simulate::render;
 use crate::simulate::report::Report;
 use crate::simulate::run::{SimulateError, SimulateOptions, check_profiles, simulate_checked};
-
-/// Exit code for valid input, whatever the placements.
-const EXIT_OK: u8 = 0;
-/// Exit code for internal errors.
-const EXIT_INTERNAL: u8 = 1;
-/// Exit code for invalid input.
-const EXIT_INVALID_INPUT: u8 = 2;
 
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
@@ -143,19 +137,7 @@ fn print_report(report: &Report, format: OutputFormat) -> u8 {
             }
         },
     };
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => EXIT_OK,
-        // `berth simulate ... | head` closing the pipe early is not a failure.
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
-        Err(error) => {
-            eprintln!("error: cannot write the report: {error}");
-            EXIT_INTERNAL
-        }
-    }
+    write_stdout(&text, "the report")
 }
 
 #[cfg(test)]
