@@ -23,6 +23,8 @@ pub mod api;
 pub mod cli;
 pub mod cluster;
 pub mod framework;
+pub mod observability;
+pub mod operator;
 pub mod plugins;
 pub mod queue;
 pub mod scheduler;

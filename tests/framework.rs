@@ -631,3 +631,71 @@ async fn permit_reject_unreserves_at_once() {
         "Permit stops at the first rejection: {calls:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn hot_swap_keeps_the_queue_and_uses_the_new_framework() {
+    // The first framework rejects every node; the pod waits unschedulable. Swapping in a
+    // framework that accepts n2 keeps the pod queued (it is not lost), and the next node
+    // event lets the new framework place it.
+    let (mut s, _) = scheduler(
+        "swap-old",
+        serde_json::json!({"rejectNodes": ["n1", "n2"]}),
+        serde_json::json!({}),
+        &["n1", "n2"],
+    );
+    let report = attempt(&mut s).await;
+    assert!(
+        matches!(report.outcome, Outcome::Unschedulable { .. }),
+        "{:?}",
+        report.outcome
+    );
+
+    let (_, new_framework) = scheduler(
+        "swap-new",
+        serde_json::json!({"rejectNodes": ["n1"]}),
+        serde_json::json!({}),
+        &[],
+    );
+    s.add_profile("probe", new_framework).expect("hot swap");
+    assert_eq!(
+        s.profiles().len(),
+        1,
+        "a swap replaces the instance, it does not add one"
+    );
+    assert_eq!(
+        s.profiles()[0].queue.pending_counts().unschedulable,
+        1,
+        "the pod survives the swap"
+    );
+
+    s.on_node_add(node("n3")).expect("node added");
+    // The node event moves the pod to backoffQ (1 s after its first failure).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    s.flush_queues(tokio::time::Instant::now(), false);
+    let report = attempt(&mut s).await;
+    assert!(
+        matches!(report.outcome, Outcome::Scheduled { ref node } if node != "n1"),
+        "{:?}",
+        report.outcome
+    );
+    assert!(
+        has(&calls("swap-new"), "Probe1.Filter"),
+        "the new framework ran"
+    );
+}
+
+#[tokio::test]
+async fn removing_a_profile_stops_scheduling_its_pods() {
+    let (mut s, _) = scheduler(
+        "remove",
+        serde_json::json!({}),
+        serde_json::json!({}),
+        &["n1"],
+    );
+    assert!(s.remove_profile("probe"));
+    assert!(
+        s.schedule_one().await.is_none(),
+        "no profile, no scheduling"
+    );
+    assert!(!s.serves("probe"));
+}

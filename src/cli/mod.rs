@@ -7,6 +7,7 @@
 pub mod convert;
 pub mod crds;
 pub mod plugins;
+pub mod run;
 pub mod simulate;
 
 use std::process::ExitCode;
@@ -14,17 +15,23 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::framework::Registry;
+use crate::observability::logging::LogFormat;
 
 /// berth: SchedulerProfiles as live Kubernetes schedulers.
 #[derive(Debug, Parser)]
 #[command(name = "berth", version, about)]
 pub struct Cli {
+    /// Log format on stderr (filter with RUST_LOG).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the operator: SchedulerProfiles become live schedulers in the cluster.
+    Run(run::RunArgs),
     /// Schedule the pending pods of a cluster described in YAML, without a cluster.
     Simulate(simulate::SimulateArgs),
     /// Print the CustomResourceDefinitions (SchedulerProfile, PodGroup) as YAML.
@@ -64,21 +71,12 @@ pub fn write_stdout(text: &str, what: &str) -> u8 {
 /// Parses the command line and runs the subcommand with `registry`.
 pub fn main(registry: Registry) -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    crate::observability::logging::init(cli.log_format);
     match cli.command {
+        Command::Run(args) => run::run(args, registry),
         Command::Simulate(args) => simulate::run(args, &registry),
         Command::Crds(args) => crds::run(args, &registry),
         Command::Plugins(args) => plugins::run(args, &registry),
         Command::Convert(args) => convert::run(args, &registry),
     }
-}
-
-/// Human-readable logs on stderr, filtered by `RUST_LOG` (default `warn`).
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
 }

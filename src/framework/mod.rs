@@ -6,6 +6,7 @@ mod cycle_state;
 pub mod events;
 mod handle;
 pub mod interface;
+mod observer;
 pub mod profile;
 mod registry;
 mod runner;
@@ -17,6 +18,7 @@ pub use cycle_state::{CycleState, StateData};
 pub use events::{ActionType, ClusterEvent, EventResource};
 pub use handle::{BindError, Binder, Handle};
 pub use interface::*;
+pub use observer::Observer;
 pub use profile::{ProfileConfig, ResolvedProfile, resolve};
 pub use registry::{
     ArgsSpec, DefaultPlugin, FieldError, FieldErrorKind, NoArgs, PluginArgs, PluginEntry,

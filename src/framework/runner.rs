@@ -6,12 +6,13 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 
+use super::observer::Observer;
 use super::profile::ResolvedProfile;
 use super::{
     ClusterEvent, Code, CycleState, ExtensionPoint, Handle, MAX_NODE_SCORE, MIN_NODE_SCORE,
@@ -43,6 +44,7 @@ pub struct Framework {
     pool: rayon::ThreadPool,
     by_point: HashMap<ExtensionPoint, Vec<Arc<dyn Plugin>>>,
     score_weights: Vec<i64>,
+    observer: Option<Arc<dyn Observer>>,
 }
 
 impl std::fmt::Debug for Framework {
@@ -118,7 +120,156 @@ impl Framework {
             pool,
             by_point,
             score_weights,
+            observer: None,
         })
+    }
+
+    // Timed entry points: each records its extension point's duration and status code
+    // with the profile's [`Observer`] (upstream's
+    // `scheduler_framework_extension_point_duration_seconds`).
+
+    /// PreFilter: the first rejection or error ends the cycle; Skip disables the
+    /// plugin's Filter; results narrow the nodes to filter.
+    pub async fn run_pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
+        let start = Instant::now();
+        let out = self.run_pre_filter_unobserved(state, pod, snapshot).await;
+        self.observe(ExtensionPoint::PreFilter, out.1.code(), start);
+        out
+    }
+
+    /// Filter on one node: the first non-success status wins.
+    pub fn run_filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let start = Instant::now();
+        let status = self.run_filter_unobserved(state, pod, node);
+        self.observe(ExtensionPoint::Filter, status.code(), start);
+        status
+    }
+
+    /// PostFilter: plugins in order until one succeeds or errors.
+    pub async fn run_post_filter(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        statuses: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        let start = Instant::now();
+        let out = self
+            .run_post_filter_unobserved(state, pod, snapshot, statuses)
+            .await;
+        self.observe(ExtensionPoint::PostFilter, out.1.code(), start);
+        out
+    }
+
+    /// PreScore: Skip disables the plugin's Score; anything else but Success aborts.
+    pub async fn run_pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+    ) -> Status {
+        let start = Instant::now();
+        let status = self.run_pre_score_unobserved(state, pod, nodes).await;
+        self.observe(ExtensionPoint::PreScore, status.code(), start);
+        status
+    }
+
+    /// Score, NormalizeScore and weights over the feasible `nodes`. Scores outside
+    /// 0..=100 after normalization fail the cycle, as upstream.
+    pub fn run_score(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+    ) -> Result<Vec<ScoredNode>, Status> {
+        let start = Instant::now();
+        let out = self.run_score_unobserved(state, pod, nodes);
+        let code = out
+            .as_ref()
+            .map(|_| Code::Success)
+            .unwrap_or_else(|s| s.code());
+        self.observe(ExtensionPoint::Score, code, start);
+        out
+    }
+
+    /// Reserve, in order; the first failure is returned (the caller then runs
+    /// [`Framework::run_unreserve`]).
+    pub async fn run_reserve(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node_name: &str,
+    ) -> Status {
+        let start = Instant::now();
+        let status = self.run_reserve_unobserved(state, pod, node_name).await;
+        self.observe(ExtensionPoint::Reserve, status.code(), start);
+        status
+    }
+
+    /// Unreserve on every Reserve plugin, in reverse order.
+    pub async fn run_unreserve(&self, state: &mut CycleState, pod: &PodInfo, node_name: &str) {
+        let start = Instant::now();
+        self.run_unreserve_unobserved(state, pod, node_name).await;
+        self.observe(ExtensionPoint::Reserve, Code::Success, start);
+    }
+
+    /// Permit: a rejection returns at once; waits register the pod in
+    /// [`super::WaitingPods`] and return `Wait`.
+    pub async fn run_permit(
+        &self,
+        state: &mut CycleState,
+        pod: &Arc<PodInfo>,
+        node_name: &str,
+    ) -> Status {
+        let start = Instant::now();
+        let status = self.run_permit_unobserved(state, pod, node_name).await;
+        self.observe(ExtensionPoint::Permit, status.code(), start);
+        status
+    }
+
+    /// PreBind, in order; the first failure is returned.
+    pub async fn run_pre_bind(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node_name: &str,
+    ) -> Status {
+        let start = Instant::now();
+        let status = self.run_pre_bind_unobserved(state, pod, node_name).await;
+        self.observe(ExtensionPoint::PreBind, status.code(), start);
+        status
+    }
+
+    /// Bind: binders in order until one does not Skip. Skip from all of them is an error.
+    pub async fn run_bind(&self, state: &mut CycleState, pod: &PodInfo, node_name: &str) -> Status {
+        let start = Instant::now();
+        let status = self.run_bind_unobserved(state, pod, node_name).await;
+        self.observe(ExtensionPoint::Bind, status.code(), start);
+        status
+    }
+
+    /// PostBind, informational.
+    pub async fn run_post_bind(&self, state: &CycleState, pod: &PodInfo, node_name: &str) {
+        let start = Instant::now();
+        self.run_post_bind_unobserved(state, pod, node_name).await;
+        self.observe(ExtensionPoint::PostBind, Code::Success, start);
+    }
+
+    fn observe(&self, point: ExtensionPoint, code: Code, start: Instant) {
+        if let Some(observer) = &self.observer {
+            observer.extension_point(&self.profile_name, point, code, start.elapsed());
+        }
+    }
+
+    /// Records this profile's extension-point timings with `observer` (metrics).
+    pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     pub fn profile_name(&self) -> &str {
@@ -163,7 +314,7 @@ impl Framework {
 
     /// PreFilter: the first rejection or error ends the cycle; Skip disables the
     /// plugin's Filter; results narrow the nodes to filter.
-    pub async fn run_pre_filter(
+    async fn run_pre_filter_unobserved(
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
@@ -213,7 +364,7 @@ impl Framework {
     }
 
     /// Filter on one node: the first non-success status wins.
-    pub fn run_filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+    fn run_filter_unobserved(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         for plugin in self.plugins(ExtensionPoint::Filter) {
             if state.skips_filter(plugin.name()) {
                 continue;
@@ -248,7 +399,7 @@ impl Framework {
     }
 
     /// PostFilter: plugins in order until one succeeds or errors.
-    pub async fn run_post_filter(
+    async fn run_post_filter_unobserved(
         &self,
         state: &CycleState,
         pod: &PodInfo,
@@ -273,7 +424,7 @@ impl Framework {
     }
 
     /// PreScore: Skip disables the plugin's Score; anything else but Success aborts.
-    pub async fn run_pre_score(
+    async fn run_pre_score_unobserved(
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
@@ -295,7 +446,7 @@ impl Framework {
 
     /// Score, NormalizeScore and weights over the feasible `nodes`. Scores outside
     /// 0..=100 after normalization fail the cycle, as upstream.
-    pub fn run_score(
+    fn run_score_unobserved(
         &self,
         state: &CycleState,
         pod: &PodInfo,
@@ -362,7 +513,7 @@ impl Framework {
 
     /// Reserve, in order; the first failure is returned (the caller then runs
     /// [`Framework::run_unreserve`]).
-    pub async fn run_reserve(
+    async fn run_reserve_unobserved(
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
@@ -384,7 +535,12 @@ impl Framework {
     }
 
     /// Unreserve on every Reserve plugin, in reverse order.
-    pub async fn run_unreserve(&self, state: &mut CycleState, pod: &PodInfo, node_name: &str) {
+    async fn run_unreserve_unobserved(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node_name: &str,
+    ) {
         for plugin in self.plugins(ExtensionPoint::Reserve).iter().rev() {
             if let Some(r) = plugin.as_reserve() {
                 r.unreserve(state, pod, node_name).await;
@@ -394,7 +550,7 @@ impl Framework {
 
     /// Permit: a rejection returns at once; waits register the pod in
     /// [`super::WaitingPods`] and return `Wait`.
-    pub async fn run_permit(
+    async fn run_permit_unobserved(
         &self,
         state: &mut CycleState,
         pod: &Arc<PodInfo>,
@@ -434,7 +590,7 @@ impl Framework {
     }
 
     /// PreBind, in order; the first failure is returned.
-    pub async fn run_pre_bind(
+    async fn run_pre_bind_unobserved(
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
@@ -456,7 +612,12 @@ impl Framework {
     }
 
     /// Bind: binders in order until one does not Skip. Skip from all of them is an error.
-    pub async fn run_bind(&self, state: &mut CycleState, pod: &PodInfo, node_name: &str) -> Status {
+    async fn run_bind_unobserved(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node_name: &str,
+    ) -> Status {
         for plugin in self.plugins(ExtensionPoint::Bind) {
             let Some(b) = plugin.as_bind() else { continue };
             let status = b.bind(state, pod, node_name).await;
@@ -475,7 +636,7 @@ impl Framework {
     }
 
     /// PostBind, informational.
-    pub async fn run_post_bind(&self, state: &CycleState, pod: &PodInfo, node_name: &str) {
+    async fn run_post_bind_unobserved(&self, state: &CycleState, pod: &PodInfo, node_name: &str) {
         for plugin in self.plugins(ExtensionPoint::PostBind) {
             if let Some(p) = plugin.as_post_bind() {
                 p.post_bind(state, pod, node_name).await;

@@ -233,6 +233,32 @@ impl SchedulingQueue {
         }
     }
 
+    /// Switches to a new profile configuration (a profile hot-swap) keeping every pod and
+    /// its bookkeeping: activeQ is re-sorted with the new QueueSort plugin, backed-off and
+    /// unschedulable pods keep their times, gated pods and activeQ pods go through the new
+    /// PreEnqueue plugins again, pods being scheduled stay in flight.
+    pub fn reconfigure(&mut self, config: QueueConfig, now: Instant) {
+        let mut old = std::mem::replace(self, SchedulingQueue::new(config));
+        self.in_flight = std::mem::take(&mut old.in_flight);
+        self.scheduling_cycle = old.scheduling_cycle;
+        self.move_request_cycle = old.move_request_cycle;
+        for (at, queued) in old.backoff.iter() {
+            self.backoff.insert(at, queued.clone());
+        }
+        for (at, queued) in old.unschedulable.iter() {
+            self.unschedulable.insert(at, queued.clone());
+        }
+        let readmit: Vec<QueuedPodInfo> = old
+            .gated
+            .iter()
+            .map(|(_, q)| q.clone())
+            .chain(std::iter::from_fn(|| old.active.pop()))
+            .collect();
+        for queued in readmit {
+            self.admit(queued, now);
+        }
+    }
+
     /// Adds a new pending pod: to activeQ, or to the gated set if a PreEnqueue plugin
     /// rejects it. A pod the queue already holds is updated instead.
     pub fn add(&mut self, pod: Arc<PodInfo>, now: Instant) -> Placement {

@@ -86,6 +86,25 @@ pub enum CycleOutput {
     Binding(Box<BindingCycle>),
 }
 
+/// The queue configuration of a profile: its QueueSort and PreEnqueue plugins, the
+/// events its plugins registered, its backoff bounds.
+fn queue_config(scheduler_name: &str, framework: &Framework) -> Result<QueueConfig, IngestError> {
+    let backoff = framework.resolved().backoff;
+    let queue_sort = framework.queue_sort().ok_or_else(|| {
+        IngestError::Profile(format!("profile {scheduler_name} has no QueueSort plugin"))
+    })?;
+    Ok(QueueConfig {
+        queue_sort,
+        pre_enqueue: framework
+            .plugins(crate::framework::ExtensionPoint::PreEnqueue)
+            .to_vec(),
+        plugin_events: framework.plugin_events(),
+        initial_backoff: backoff.0,
+        max_backoff: backoff.1,
+        unschedulable_max_stay: crate::queue::DEFAULT_UNSCHEDULABLE_MAX_STAY,
+    })
+}
+
 /// The scheduler core shared by `berth simulate` and the operator.
 pub struct Scheduler {
     cache: Cache,
@@ -123,35 +142,49 @@ impl Scheduler {
         }
     }
 
-    /// Adds a profile serving `scheduler_name`; its queue takes the backoff bounds of the
-    /// resolved profile.
+    /// Adds a profile serving `scheduler_name`, or hot-swaps the framework of the
+    /// profile already serving it: its queue survives (re-sorted and re-gated by the new
+    /// plugins), and cycles in flight finish on the framework they began with, since each
+    /// [`BindingCycle`] holds its own `Arc<Framework>`.
     pub fn add_profile(
         &mut self,
         scheduler_name: &str,
         framework: Arc<Framework>,
     ) -> Result<(), IngestError> {
-        let backoff = framework.resolved().backoff;
-        let queue_sort = framework.queue_sort().ok_or_else(|| {
-            IngestError::Profile(format!("profile {scheduler_name} has no QueueSort plugin"))
-        })?;
-        let queue = SchedulingQueue::new(QueueConfig {
-            queue_sort,
-            pre_enqueue: framework
-                .plugins(crate::framework::ExtensionPoint::PreEnqueue)
-                .to_vec(),
-            plugin_events: framework.plugin_events(),
-            initial_backoff: backoff.0,
-            max_backoff: backoff.1,
-            unschedulable_max_stay: crate::queue::DEFAULT_UNSCHEDULABLE_MAX_STAY,
-        });
+        let config = queue_config(scheduler_name, &framework)?;
+        if let Some(&index) = self.by_name.get(scheduler_name) {
+            let profile = &mut self.profiles[index];
+            profile.queue.reconfigure(config, Instant::now());
+            profile.framework = framework;
+            return Ok(());
+        }
         self.by_name
             .insert(scheduler_name.to_string(), self.profiles.len());
         self.profiles.push(ProfileInstance {
             scheduler_name: scheduler_name.to_string(),
             framework,
-            queue,
+            queue: SchedulingQueue::new(config),
         });
         Ok(())
+    }
+
+    /// Stops serving `scheduler_name`: its queue is dropped (its pods stay pending in
+    /// the cluster); bindings already in flight complete. Returns whether it was served.
+    pub fn remove_profile(&mut self, scheduler_name: &str) -> bool {
+        let Some(index) = self.by_name.remove(scheduler_name) else {
+            return false;
+        };
+        self.profiles.remove(index);
+        for (i, profile) in self.profiles.iter().enumerate() {
+            self.by_name.insert(profile.scheduler_name.clone(), i);
+        }
+        self.next_profile = 0;
+        true
+    }
+
+    /// Whether a profile serves `scheduler_name`.
+    pub fn serves(&self, scheduler_name: &str) -> bool {
+        self.by_name.contains_key(scheduler_name)
     }
 
     pub fn profiles(&self) -> &[ProfileInstance] {

@@ -1,0 +1,93 @@
+//! `berth run`: the operator. See [`crate::operator`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::framework::Registry;
+use crate::operator::leader::LeaseConfig;
+use crate::operator::{OperatorConfig, run as run_operator};
+
+use super::EXIT_INTERNAL;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Kubeconfig file; by default KUBECONFIG, ~/.kube/config or the in-cluster account.
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Elect one active replica through a coordination.k8s.io Lease.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// Namespace of the Lease.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "kube-system")]
+    pub lease_namespace: String,
+    /// Name of the Lease.
+    #[arg(long, default_value = "berth")]
+    pub lease_name: String,
+    /// How long the Lease stays valid without renewal.
+    #[arg(long, default_value_t = 15)]
+    pub lease_duration_seconds: u64,
+    /// This replica's identity in the Lease; defaults to POD_NAME, else the host name.
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+    /// Address for /metrics, /healthz and /readyz.
+    #[arg(long, default_value = "0.0.0.0:10259")]
+    pub metrics_bind_address: SocketAddr,
+    /// Threads for Filter and Score (default: CPU count).
+    #[arg(long)]
+    pub parallelism: Option<usize>,
+    /// Seed of the random tie-break among equally scored nodes.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+pub fn run(args: RunArgs, registry: Registry) -> ExitCode {
+    let identity = args.identity.clone().unwrap_or_else(host_name);
+    let config = OperatorConfig {
+        kubeconfig: args.kubeconfig,
+        leader_elect: args.leader_elect,
+        lease: LeaseConfig {
+            namespace: args.lease_namespace,
+            name: args.lease_name,
+            identity,
+            duration_seconds: args.lease_duration_seconds.max(1),
+        },
+        metrics_bind_address: args.metrics_bind_address,
+        parallelism: args
+            .parallelism
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+            })
+            .max(1),
+        seed: args.seed,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::from(EXIT_INTERNAL);
+        }
+    };
+    match runtime.block_on(run_operator(config, registry)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(EXIT_INTERNAL)
+        }
+    }
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| format!("berth-{}", std::process::id()))
+}

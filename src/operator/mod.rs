@@ -1,0 +1,241 @@
+//! `berth run`: the Kubernetes adapter around the scheduling core.
+//!
+//! Data flows as in the simulator, with watches instead of YAML and the API server
+//! instead of an in-memory binder:
+//!
+//! 1. [`watches`] turn Node and Pod watches (kube-runtime watchers, no polling) into
+//!    [`types::ClusterChange`]s for the scheduling loop.
+//! 2. [`profiles`] is the SchedulerProfile controller: validation, instantiation,
+//!    status conditions; it sends [`types::ProfileCommand`]s to the loop.
+//! 3. [`scheduling_loop`] owns the [`crate::scheduler::Scheduler`]: it applies changes
+//!    and commands, runs scheduling cycles while this replica leads, and spawns binding
+//!    cycles that bind through [`binder`].
+//! 4. [`reporting`] turns attempt outcomes into pod conditions and events.
+//! 5. [`leader`] elects one active replica with a coordination.k8s.io Lease.
+
+pub mod binder;
+pub mod conditions;
+pub mod leader;
+pub mod profiles;
+pub mod reporting;
+pub mod scheduling_loop;
+pub mod types;
+pub mod watches;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use tokio::sync::{mpsc, watch};
+use tracing::{info, warn};
+
+use crate::framework::{Binder, Observer, Registry};
+use crate::observability::Metrics;
+use crate::scheduler::SchedulerOptions;
+
+use self::leader::{Election, LeaseConfig};
+use self::scheduling_loop::{LoopChannels, SchedulingLoop};
+use self::types::OperatorState;
+
+/// How `berth run` is configured (its flags).
+#[derive(Debug, Clone)]
+pub struct OperatorConfig {
+    /// A kubeconfig file; otherwise `KUBECONFIG`, `~/.kube/config` or the in-cluster
+    /// service account, as kube-rs infers.
+    pub kubeconfig: Option<PathBuf>,
+    /// Campaign for a Lease before scheduling (`--leader-elect`).
+    pub leader_elect: bool,
+    pub lease: LeaseConfig,
+    /// Where `/metrics`, `/healthz` and `/readyz` are served.
+    pub metrics_bind_address: SocketAddr,
+    /// Threads for Filter and Score.
+    pub parallelism: usize,
+    /// Seed of the tie-break among equally scored nodes.
+    pub seed: u64,
+}
+
+/// Why the operator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    #[error("cannot build a Kubernetes client: {0}")]
+    Client(String),
+    #[error("cannot serve metrics on {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("leader election failed to start: {0}")]
+    Election(String),
+}
+
+/// Builds the client: from `--kubeconfig` when given, else inferred.
+pub async fn client(kubeconfig: Option<&PathBuf>) -> Result<Client, OperatorError> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let file = Kubeconfig::read_from(path)
+                .map_err(|e| OperatorError::Client(format!("{}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| OperatorError::Client(e.to_string()))?
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| OperatorError::Client(e.to_string()))?,
+    };
+    Client::try_from(config).map_err(|e| OperatorError::Client(e.to_string()))
+}
+
+/// Runs the operator until SIGTERM or Ctrl-C, then drains in-flight bindings, releases
+/// the Lease and returns.
+pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), OperatorError> {
+    let client = client(config.kubeconfig.as_ref()).await?;
+    let metrics = Metrics::new();
+    let (leader, election) = if config.leader_elect {
+        Election::start(client.clone(), config.lease.clone())
+            .await
+            .map_err(|e| OperatorError::Election(e.to_string()))?
+    } else {
+        Election::always_leader()
+    };
+    metrics.set_leader(*leader.borrow());
+    let (synced_tx, synced_rx) = watch::channel(false);
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let (loop_tx, loop_rx) = mpsc::unbounded_channel();
+    let (report_tx, report_rx) = mpsc::channel(1024);
+    let state = OperatorState {
+        leader: leader.clone(),
+        caches_synced: synced_rx.clone(),
+        serving: Default::default(),
+    };
+
+    let listener = tokio::net::TcpListener::bind(config.metrics_bind_address)
+        .await
+        .map_err(|source| OperatorError::Bind {
+            address: config.metrics_bind_address,
+            source,
+        })?;
+    let address = listener.local_addr().unwrap_or(config.metrics_bind_address);
+    info!(%address, "serving /metrics, /healthz and /readyz");
+    let ready_state = state.clone();
+    let readiness: Arc<dyn Fn() -> Result<(), String> + Send + Sync> = Arc::new(move || {
+        if ready_state.caches_synced() {
+            Ok(())
+        } else {
+            Err("caches not synced".to_string())
+        }
+    });
+    let server = tokio::spawn(crate::observability::server::serve(
+        listener,
+        metrics.clone(),
+        readiness,
+        until_shutdown(shutdown_rx.clone()),
+    ));
+
+    let watch_tasks = watches::spawn(client.clone(), loop_tx.clone());
+    let binder: Arc<dyn Binder> = Arc::new(binder::KubeBinder::new(client.clone()));
+    let observer: Arc<dyn Observer> = metrics.clone();
+    let reconcile_metrics = metrics.clone();
+    let condition_metrics = metrics.clone();
+    let context = profiles::ProfileContext {
+        client: client.clone(),
+        registry: Arc::new(registry),
+        loop_tx,
+        state: state.clone(),
+        binder,
+        observer: Some(observer),
+        parallelism: config.parallelism,
+        reporter: kube::runtime::events::Reporter {
+            controller: "berth".into(),
+            instance: Some(config.lease.identity.clone()),
+        },
+        on_reconcile: Some(Arc::new(move |ok, elapsed| {
+            reconcile_metrics.reconcile(ok, elapsed)
+        })),
+        on_condition: Some(Arc::new(move |profile, kind, status| {
+            condition_metrics.set_profile_condition(profile, kind, status)
+        })),
+    };
+    let profiles_task = tokio::spawn(profiles::run(
+        Arc::new(context),
+        until_shutdown(shutdown_rx.clone()),
+    ));
+    let reporting_task = tokio::spawn(reporting::run(
+        report_rx,
+        client.clone(),
+        config.lease.identity.clone(),
+    ));
+    let scheduling = SchedulingLoop::new(
+        SchedulerOptions {
+            seed: config.seed,
+            record_diagnosis: false,
+        },
+        LoopChannels {
+            messages: loop_rx,
+            reports: report_tx,
+            leader,
+            caches_synced: synced_tx,
+            shutdown: shutdown_rx,
+        },
+        metrics,
+    );
+    let loop_task = tokio::spawn(scheduling.run());
+    info!(identity = %config.lease.identity, leader_elect = config.leader_elect, "berth is running");
+
+    wait_for_signal().await;
+    info!("shutting down: draining in-flight bindings");
+    let _ = shutdown_tx.send(true);
+    if loop_task.await.is_err() {
+        warn!("the scheduling loop ended abnormally");
+    }
+    for task in watch_tasks {
+        task.abort();
+    }
+    profiles_task.abort();
+    // The loop held the only report sender: the reporter drains and ends.
+    if tokio::time::timeout(Duration::from_secs(5), reporting_task)
+        .await
+        .is_err()
+    {
+        warn!("reporter did not finish in time");
+    }
+    election.release().await;
+    let _ = server.await;
+    info!("stopped");
+    Ok(())
+}
+
+/// Resolves once `shutdown` turns true.
+async fn until_shutdown(mut shutdown: watch::Receiver<bool>) {
+    while !*shutdown.borrow() {
+        if shutdown.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// SIGTERM (Kubernetes stopping the pod) or Ctrl-C.
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(error) => {
+                warn!(%error, "cannot listen for SIGTERM; only Ctrl-C stops berth");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

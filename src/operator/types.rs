@@ -1,0 +1,95 @@
+//! Messages between the operator's tasks. The scheduling loop owns the scheduler core;
+//! everything else talks to it through [`LoopMessage`]s and hears back through
+//! [`SchedulingReport`]s and the shared [`OperatorState`].
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use tokio::sync::watch;
+
+use crate::framework::Framework;
+use crate::scheduler::Outcome;
+
+/// A change of cluster state seen by a watch.
+#[derive(Debug, Clone)]
+pub enum ClusterChange {
+    /// A node was added or changed.
+    NodeApplied(Node),
+    NodeDeleted(Node),
+    /// A pod was added or changed.
+    PodApplied(Pod),
+    PodDeleted(Pod),
+    /// A full list of a resource kind (`"nodes"`, `"pods"`) was delivered, at start-up or
+    /// after the watch had to relist (410 Gone): objects of that kind whose key is not in
+    /// `keys` are gone. The first one for a kind means its cache is synced.
+    Listed {
+        kind: &'static str,
+        keys: std::collections::HashSet<String>,
+    },
+}
+
+/// What the profile controller asks of the scheduling loop.
+#[derive(Clone)]
+pub enum ProfileCommand {
+    /// Start serving `scheduler_name` with `framework`, or hot-swap the framework of the
+    /// instance already serving it (its queue survives).
+    Upsert {
+        scheduler_name: String,
+        framework: Arc<Framework>,
+    },
+    /// Stop serving `scheduler_name`; its pending pods stay pending.
+    Remove { scheduler_name: String },
+}
+
+impl std::fmt::Debug for ProfileCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProfileCommand::Upsert { scheduler_name, .. } => {
+                write!(f, "Upsert({scheduler_name})")
+            }
+            ProfileCommand::Remove { scheduler_name } => write!(f, "Remove({scheduler_name})"),
+        }
+    }
+}
+
+/// Input of the scheduling loop.
+///
+/// Cluster changes carry whole objects and dominate the traffic; boxing them would add an
+/// allocation per watch event for no gain, so the size difference is accepted.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub enum LoopMessage {
+    Cluster(ClusterChange),
+    Profile(ProfileCommand),
+}
+
+/// The end of one scheduling attempt, for events and pod conditions.
+#[derive(Debug, Clone)]
+pub struct SchedulingReport {
+    pub pod: Arc<Pod>,
+    pub scheduler_name: String,
+    pub outcome: Outcome,
+}
+
+/// State shared by the operator's tasks.
+#[derive(Clone)]
+pub struct OperatorState {
+    /// Whether this replica holds the lease (always true without `--leader-elect`).
+    pub leader: watch::Receiver<bool>,
+    /// Whether the node and pod caches have completed their first list.
+    pub caches_synced: watch::Receiver<bool>,
+    /// The scheduler names the scheduling loop currently serves, with the profile
+    /// (metadata.name) behind each.
+    pub serving: Arc<RwLock<BTreeMap<String, String>>>,
+}
+
+impl OperatorState {
+    pub fn is_leader(&self) -> bool {
+        *self.leader.borrow()
+    }
+
+    pub fn caches_synced(&self) -> bool {
+        *self.caches_synced.borrow()
+    }
+}

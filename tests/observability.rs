@@ -1,0 +1,516 @@
+//! The operator's metrics as Prometheus scrapes them, its HTTP endpoints, and log setup.
+//!
+//! Expected series are written out from upstream kube-scheduler's
+//! `pkg/scheduler/metrics/metrics.go` (names, labels, help texts, buckets) and from the
+//! berth_* metrics' specification, not computed by the code under test.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use berth::framework::{Code, ExtensionPoint, Observer};
+use berth::observability::logging::{self, LogFormat};
+use berth::observability::server::serve;
+use berth::observability::{AttemptResult, Metrics};
+use pretty_assertions::assert_eq;
+
+fn ms(millis: u64) -> Duration {
+    Duration::from_millis(millis)
+}
+
+/// The value of the one sample line for `series` (name and labels exactly as exported).
+fn sample<'t>(text: &'t str, series: &str) -> Option<&'t str> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+}
+
+#[track_caller]
+fn assert_sample(text: &str, series: &str, expected: &str) {
+    assert_eq!(sample(text, series), Some(expected), "{series} in\n{text}");
+}
+
+#[track_caller]
+fn assert_no_series_with(text: &str, fragment: &str) {
+    let found: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains(fragment))
+        .collect();
+    assert!(found.is_empty(), "unexpected series: {found:#?}");
+}
+
+/// The `le` bounds of `histogram`'s buckets whose other labels are `labels`, in order.
+fn bucket_bounds(text: &str, histogram: &str, labels: &str) -> Vec<String> {
+    let prefix = format!("{histogram}_bucket{{le=\"");
+    let suffix = format!(",{labels}}} ");
+    text.lines()
+        .filter_map(|line| {
+            let (bound, rest) = line.strip_prefix(&prefix)?.split_once('"')?;
+            rest.starts_with(&suffix).then(|| bound.to_string())
+        })
+        .collect()
+}
+
+/// `bounds` plus the implicit `+Inf` bucket.
+fn with_inf(bounds: &[&str]) -> Vec<String> {
+    bounds
+        .iter()
+        .chain(&["+Inf"])
+        .map(|b| b.to_string())
+        .collect()
+}
+
+#[test]
+fn schedule_attempts_count_and_time_each_result_per_profile() {
+    let metrics = Metrics::new();
+    metrics.schedule_attempt("batch", AttemptResult::Scheduled, ms(3));
+    metrics.schedule_attempt("batch", AttemptResult::Scheduled, ms(20));
+    metrics.schedule_attempt("batch", AttemptResult::Unschedulable, ms(1));
+    metrics.schedule_attempt("web", AttemptResult::Error, ms(2));
+    let text = metrics.encode();
+
+    let cases = [
+        (r#"result="scheduled",profile="batch""#, "2"),
+        (r#"result="unschedulable",profile="batch""#, "1"),
+        (r#"result="error",profile="web""#, "1"),
+    ];
+    for (labels, count) in cases {
+        assert_sample(
+            &text,
+            &format!("scheduler_schedule_attempts_total{{{labels}}}"),
+            count,
+        );
+        assert_sample(
+            &text,
+            &format!("scheduler_scheduling_attempt_duration_seconds_count{{{labels}}}"),
+            count,
+        );
+    }
+    assert_no_series_with(&text, r#"result="error",profile="batch""#);
+    assert_sample(
+        &text,
+        r#"scheduler_scheduling_attempt_duration_seconds_sum{result="scheduled",profile="batch"}"#,
+        "0.023",
+    );
+    // Cumulative buckets: 3ms is above 2ms and within 4ms; 20ms within 32ms.
+    let bucket = |le: &str| {
+        format!(
+            r#"scheduler_scheduling_attempt_duration_seconds_bucket{{le="{le}",result="scheduled",profile="batch"}}"#
+        )
+    };
+    assert_sample(&text, &bucket("0.002"), "0");
+    assert_sample(&text, &bucket("0.004"), "1");
+    assert_sample(&text, &bucket("0.016"), "1");
+    assert_sample(&text, &bucket("0.032"), "2");
+    assert_sample(&text, &bucket("+Inf"), "2");
+}
+
+#[test]
+fn histograms_use_upstream_buckets() {
+    let metrics = Metrics::new();
+    metrics.schedule_attempt("p", AttemptResult::Scheduled, ms(1));
+    metrics.pod_scheduling_sli("p", 1, ms(1));
+    metrics.extension_point("p", ExtensionPoint::Filter, Code::Success, ms(1));
+    metrics.binding("p", true, ms(1));
+    let text = metrics.encode();
+
+    let cases = [
+        (
+            "scheduler_scheduling_attempt_duration_seconds",
+            r#"result="scheduled",profile="p""#,
+            // ExponentialBuckets(0.001, 2, 15)
+            with_inf(&[
+                "0.001", "0.002", "0.004", "0.008", "0.016", "0.032", "0.064", "0.128", "0.256",
+                "0.512", "1.024", "2.048", "4.096", "8.192", "16.384",
+            ]),
+        ),
+        (
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            r#"attempts="1",profile="p""#,
+            // ExponentialBuckets(0.01, 2, 20)
+            with_inf(&[
+                "0.01", "0.02", "0.04", "0.08", "0.16", "0.32", "0.64", "1.28", "2.56", "5.12",
+                "10.24", "20.48", "40.96", "81.92", "163.84", "327.68", "655.36", "1310.72",
+                "2621.44", "5242.88",
+            ]),
+        ),
+        (
+            "scheduler_framework_extension_point_duration_seconds",
+            r#"extension_point="Filter",status="Success",profile="p""#,
+            // ExponentialBuckets(0.0001, 2, 12)
+            with_inf(&[
+                "0.0001", "0.0002", "0.0004", "0.0008", "0.0016", "0.0032", "0.0064", "0.0128",
+                "0.0256", "0.0512", "0.1024", "0.2048",
+            ]),
+        ),
+        (
+            "berth_binding_duration_seconds",
+            r#"profile="p",result="success""#,
+            with_inf(&[
+                "0.001", "0.002", "0.004", "0.008", "0.016", "0.032", "0.064", "0.128", "0.256",
+                "0.512", "1.024", "2.048", "4.096", "8.192", "16.384",
+            ]),
+        ),
+    ];
+    for (histogram, labels, expected) in cases {
+        assert_eq!(
+            bucket_bounds(&text, histogram, labels),
+            expected,
+            "{histogram}"
+        );
+    }
+}
+
+#[test]
+fn metadata_lines_carry_upstream_names_types_and_help() {
+    let metrics = Metrics::new();
+    // Families without series are not exported at all, as with upstream's client.
+    assert_eq!(
+        metrics.encode().matches("# TYPE").count(),
+        2,
+        "only the unlabelled ones"
+    );
+    metrics.schedule_attempt("p", AttemptResult::Scheduled, ms(1));
+    metrics.set_pending_pods("p", "active", 1);
+    metrics.pod_scheduling_sli("p", 1, ms(1));
+    metrics.extension_point("p", ExtensionPoint::Filter, Code::Success, ms(1));
+    metrics.binding("p", true, ms(1));
+    metrics.reconcile(true, ms(1));
+    metrics.set_profile_condition("p", "Ready", "True");
+    let text = metrics.encode();
+    let expected = [
+        "# HELP scheduler_schedule_attempts Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, while 'error' means an internal scheduler problem.",
+        "# TYPE scheduler_schedule_attempts counter",
+        // Upstream has no final period here; prometheus-client adds one to every help text.
+        "# HELP scheduler_scheduling_attempt_duration_seconds Scheduling attempt latency in seconds (scheduling algorithm + binding).",
+        "# TYPE scheduler_scheduling_attempt_duration_seconds histogram",
+        "# HELP scheduler_pending_pods Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that the scheduler never attempted to schedule because they are gated.",
+        "# TYPE scheduler_pending_pods gauge",
+        "# HELP scheduler_pod_scheduling_sli_duration_seconds E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and might involve multiple scheduling attempts.",
+        "# TYPE scheduler_pod_scheduling_sli_duration_seconds histogram",
+        "# HELP scheduler_framework_extension_point_duration_seconds Latency for running all plugins of a specific extension point.",
+        "# TYPE scheduler_framework_extension_point_duration_seconds histogram",
+        "# TYPE berth_binding_duration_seconds histogram",
+        "# TYPE berth_profile_reconcile counter",
+        "# TYPE berth_profile_reconcile_duration_seconds histogram",
+        "# TYPE berth_profile_condition gauge",
+        "# TYPE berth_leader gauge",
+    ];
+    for line in expected {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in\n{text}"
+        );
+    }
+    assert!(text.ends_with("# EOF\n"), "OpenMetrics text ends in # EOF");
+}
+
+#[test]
+fn pending_pods_per_queue_and_profile() {
+    let metrics = Metrics::new();
+    metrics.set_pending_pods("batch", "active", 3);
+    metrics.set_pending_pods("batch", "backoff", 1);
+    metrics.set_pending_pods("batch", "unschedulable", 7);
+    metrics.set_pending_pods("batch", "gated", 2);
+    metrics.set_pending_pods("batch", "active", 0);
+    metrics.set_pending_pods("web", "active", 5);
+    metrics.set_pending_pods("web", "sideways", 9);
+    let text = metrics.encode();
+
+    let cases = [
+        (r#"queue="active",profile="batch""#, "0"),
+        (r#"queue="backoff",profile="batch""#, "1"),
+        (r#"queue="unschedulable",profile="batch""#, "7"),
+        (r#"queue="gated",profile="batch""#, "2"),
+        (r#"queue="active",profile="web""#, "5"),
+    ];
+    for (labels, value) in cases {
+        assert_sample(&text, &format!("scheduler_pending_pods{{{labels}}}"), value);
+    }
+    assert_no_series_with(&text, "sideways");
+}
+
+#[test]
+fn sli_attempts_label_is_capped_at_15_plus() {
+    let metrics = Metrics::new();
+    for attempts in [1, 1, 14, 15, 40] {
+        metrics.pod_scheduling_sli("batch", attempts, ms(50));
+    }
+    let text = metrics.encode();
+
+    let expected = [("1", "2"), ("14", "1"), ("15+", "2")];
+    for (label, count) in expected {
+        assert_sample(
+            &text,
+            &format!(
+                r#"scheduler_pod_scheduling_sli_duration_seconds_count{{attempts="{label}",profile="batch"}}"#
+            ),
+            count,
+        );
+    }
+    assert_no_series_with(&text, r#"attempts="15""#);
+    assert_no_series_with(&text, r#"attempts="40""#);
+}
+
+#[test]
+fn observer_records_extension_points_by_status_and_profile() {
+    let metrics = Metrics::new();
+    let observer: Arc<dyn Observer> = metrics.clone();
+    // Filter once per node: three nodes, one rejects.
+    observer.extension_point("batch", ExtensionPoint::Filter, Code::Success, ms(1));
+    observer.extension_point("batch", ExtensionPoint::Filter, Code::Success, ms(1));
+    observer.extension_point("batch", ExtensionPoint::Filter, Code::Unschedulable, ms(1));
+    observer.extension_point("batch", ExtensionPoint::PreFilter, Code::Skip, ms(1));
+    observer.extension_point(
+        "web",
+        ExtensionPoint::Permit,
+        Code::UnschedulableAndUnresolvable,
+        ms(1),
+    );
+    let text = metrics.encode();
+
+    let cases = [
+        (
+            r#"extension_point="Filter",status="Success",profile="batch""#,
+            "2",
+        ),
+        (
+            r#"extension_point="Filter",status="Unschedulable",profile="batch""#,
+            "1",
+        ),
+        (
+            r#"extension_point="PreFilter",status="Skip",profile="batch""#,
+            "1",
+        ),
+        (
+            r#"extension_point="Permit",status="UnschedulableAndUnresolvable",profile="web""#,
+            "1",
+        ),
+    ];
+    for (labels, count) in cases {
+        assert_sample(
+            &text,
+            &format!("scheduler_framework_extension_point_duration_seconds_count{{{labels}}}"),
+            count,
+        );
+    }
+}
+
+#[test]
+fn binding_reconcile_and_leader() {
+    let metrics = Metrics::new();
+    metrics.binding("batch", true, ms(5));
+    metrics.binding("batch", true, ms(5));
+    metrics.binding("batch", false, ms(5));
+    metrics.reconcile(true, ms(20));
+    metrics.reconcile(true, ms(20));
+    metrics.reconcile(false, ms(20));
+    let text = metrics.encode();
+
+    assert_sample(
+        &text,
+        r#"berth_binding_duration_seconds_count{profile="batch",result="success"}"#,
+        "2",
+    );
+    assert_sample(
+        &text,
+        r#"berth_binding_duration_seconds_count{profile="batch",result="error"}"#,
+        "1",
+    );
+    assert_sample(
+        &text,
+        r#"berth_profile_reconcile_total{result="success"}"#,
+        "2",
+    );
+    assert_sample(
+        &text,
+        r#"berth_profile_reconcile_total{result="error"}"#,
+        "1",
+    );
+    assert_sample(&text, "berth_profile_reconcile_duration_seconds_count", "3");
+    assert_sample(&text, "berth_leader", "0");
+
+    metrics.set_leader(true);
+    assert_sample(&metrics.encode(), "berth_leader", "1");
+    metrics.set_leader(false);
+    assert_sample(&metrics.encode(), "berth_leader", "0");
+}
+
+#[test]
+fn profile_condition_is_one_for_the_current_status_only() {
+    let metrics = Metrics::new();
+    let series = |condition: &str, status: &str| {
+        format!(
+            r#"berth_profile_condition{{profile="batch",type="{condition}",status="{status}"}}"#
+        )
+    };
+    // (condition, status set, expected True/False/Unknown)
+    let steps = [
+        ("Accepted", "True", ["1", "0", "0"]),
+        ("Ready", "Unknown", ["0", "0", "1"]),
+        ("Accepted", "False", ["0", "1", "0"]),
+        ("Ready", "True", ["1", "0", "0"]),
+        ("Ready", "maybe", ["0", "0", "1"]),
+    ];
+    for (condition, status, expected) in steps {
+        metrics.set_profile_condition("batch", condition, status);
+        let text = metrics.encode();
+        for (status, value) in ["True", "False", "Unknown"].into_iter().zip(expected) {
+            assert_sample(&text, &series(condition, status), value);
+        }
+    }
+    let text = metrics.encode();
+    assert_sample(&text, &series("Accepted", "False"), "1");
+    assert_no_series_with(&text, "maybe");
+}
+
+#[test]
+fn remove_profile_forgets_its_series_only() {
+    let metrics = Metrics::new();
+    for profile in ["gone", "kept"] {
+        metrics.schedule_attempt(profile, AttemptResult::Scheduled, ms(1));
+        metrics.schedule_attempt(profile, AttemptResult::Unschedulable, ms(1));
+        metrics.set_pending_pods(profile, "active", 1);
+        metrics.set_pending_pods(profile, "gated", 1);
+        metrics.pod_scheduling_sli(profile, 3, ms(1));
+        metrics.pod_scheduling_sli(profile, 30, ms(1));
+        metrics.extension_point(profile, ExtensionPoint::Filter, Code::Success, ms(1));
+        metrics.extension_point(profile, ExtensionPoint::Bind, Code::Error, ms(1));
+        metrics.binding(profile, false, ms(1));
+        metrics.set_profile_condition(profile, "Accepted", "True");
+        metrics.set_profile_condition(profile, "Ready", "False");
+    }
+    metrics.reconcile(true, ms(1));
+    metrics.set_leader(true);
+
+    metrics.remove_profile("gone");
+    let text = metrics.encode();
+
+    assert_no_series_with(&text, r#"profile="gone""#);
+    let kept = [
+        r#"scheduler_schedule_attempts_total{result="unschedulable",profile="kept"}"#,
+        r#"scheduler_pending_pods{queue="gated",profile="kept"}"#,
+        r#"scheduler_pod_scheduling_sli_duration_seconds_count{attempts="15+",profile="kept"}"#,
+        r#"scheduler_framework_extension_point_duration_seconds_count{extension_point="Bind",status="Error",profile="kept"}"#,
+        r#"berth_binding_duration_seconds_count{profile="kept",result="error"}"#,
+        r#"berth_profile_condition{profile="kept",type="Ready",status="False"}"#,
+        r#"berth_profile_reconcile_total{result="success"}"#,
+        "berth_leader",
+    ];
+    for series in kept {
+        assert_sample(&text, series, "1");
+    }
+
+    // A profile of the same name that comes back starts from zero.
+    metrics.extension_point("gone", ExtensionPoint::Filter, Code::Success, ms(1));
+    assert_sample(
+        &metrics.encode(),
+        r#"scheduler_framework_extension_point_duration_seconds_count{extension_point="Filter",status="Success",profile="gone"}"#,
+        "1",
+    );
+    metrics.remove_profile("never-seen");
+}
+
+/// A GET over HTTP/1.1 without a client library: (status, content-type, body).
+fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("read timeout");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: berth\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).expect("send request");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read response");
+    let (head, body) = response.split_once("\r\n\r\n").expect("header end");
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("status line");
+    let content_type = lines
+        .filter_map(|l| l.split_once(':'))
+        .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+        .map(|(_, value)| value.trim().to_string())
+        .unwrap_or_default();
+    (status, content_type, body.to_string())
+}
+
+#[test]
+fn server_answers_probes_and_metrics_and_stops_on_shutdown() {
+    // The server runs on its own runtime; the test talks to it like a kubelet would.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind");
+    let addr = listener.local_addr().expect("local addr");
+    let metrics = Metrics::new();
+    metrics.schedule_attempt("batch", AttemptResult::Scheduled, ms(1));
+    let synced = Arc::new(AtomicBool::new(false));
+    let readiness = {
+        let synced = synced.clone();
+        Arc::new(move || {
+            if synced.load(Ordering::SeqCst) {
+                Ok(())
+            } else {
+                Err("caches not synced: pods".to_string())
+            }
+        })
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = runtime.spawn(serve(listener, metrics, readiness, async {
+        let _ = stopped.await;
+    }));
+
+    let (status, _, body) = get(addr, "/healthz");
+    assert_eq!((status, body.as_str()), (200, "ok"));
+
+    let (status, _, body) = get(addr, "/readyz");
+    assert_eq!((status, body.as_str()), (503, "caches not synced: pods"));
+    synced.store(true, Ordering::SeqCst);
+    let (status, _, body) = get(addr, "/readyz");
+    assert_eq!((status, body.as_str()), (200, "ok"));
+
+    let (status, content_type, body) = get(addr, "/metrics");
+    assert_eq!(status, 200);
+    assert_eq!(
+        content_type,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    assert_sample(
+        &body,
+        r#"scheduler_schedule_attempts_total{result="scheduled",profile="batch"}"#,
+        "1",
+    );
+
+    let (status, _, _) = get(addr, "/nothing-here");
+    assert_eq!(status, 404);
+
+    stop.send(()).expect("server still running");
+    let result = runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(5), server).await })
+        .expect("server stops after shutdown")
+        .expect("server task");
+    assert!(result.is_ok(), "{result:?}");
+    assert!(std::net::TcpStream::connect(addr).is_err());
+}
+
+#[test]
+fn logging_init_twice_does_not_panic() {
+    logging::init(LogFormat::Json);
+    logging::init(LogFormat::Text);
+    tracing::info!("logging works after two inits");
+}
+
+#[test]
+fn log_format_parses_from_the_command_line() {
+    use clap::ValueEnum;
+    assert_eq!(LogFormat::from_str("text", false), Ok(LogFormat::Text));
+    assert_eq!(LogFormat::from_str("json", false), Ok(LogFormat::Json));
+    assert!(LogFormat::from_str("yaml", false).is_err());
+    assert_eq!(LogFormat::default(), LogFormat::Text);
+}

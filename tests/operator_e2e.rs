@@ -1,0 +1,27 @@
+//! End-to-end tests of `berth run` (issue 5, "Done when"): the real `berth` binary
+//! against the in-process test API server (`tests/apiserver`) with berth's CRDs.
+//!
+//! One module per topic under `tests/operator_e2e/`; [`harness`] starts the server and
+//! the binary. Tests run one at a time (the harness serialises them), each wait is
+//! bounded, and a failing test prints berth's log and the server's request log.
+//!
+//! `BERTH_E2E_LOG` sets berth's `RUST_LOG` (default `warn,berth=debug`);
+//! `BERTH_E2E_ECHO=1` echoes berth's log as it runs.
+
+#[path = "operator_e2e/harness.rs"]
+mod harness;
+
+#[path = "operator_e2e/endpoints.rs"]
+mod endpoints;
+#[path = "operator_e2e/faults.rs"]
+mod faults;
+#[path = "operator_e2e/leader.rs"]
+mod leader;
+#[path = "operator_e2e/lifecycle.rs"]
+mod lifecycle;
+#[path = "operator_e2e/scheduling.rs"]
+mod scheduling;
+#[path = "operator_e2e/unschedulable.rs"]
+mod unschedulable;
+#[path = "operator_e2e/validation.rs"]
+mod validation;

@@ -1,0 +1,855 @@
+//! The harness of the operator's end-to-end tests: an in-process test API server with
+//! berth's CRDs ([`Cluster`]) and the real `berth run` binary as a child process
+//! ([`Berth`]).
+//!
+//! Rules every test follows:
+//!
+//! - **Serial.** Each test holds [`SERIAL`] for its whole run (2 cores; a berth process and
+//!   a server per test), so liveness bounds such as "Accepted within 2 s" are not eaten by
+//!   a neighbouring test.
+//! - **Bounded.** Every wait polls (every 50–100 ms) with a deadline and fails with the
+//!   last state it saw.
+//! - **No survivors.** [`Berth`] kills its process on drop; on a failing test it prints
+//!   the process's log and the tail of the server's request log into the test output.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{Value, json};
+use test_apiserver::{Config, RequestRecord, TestApiServer};
+use tokio::time::Instant;
+
+/// One test at a time (see the module docs).
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The bound on waits the issue gives no number for.
+pub const WAIT: Duration = Duration::from_secs(15);
+/// How often waits poll the test server.
+pub const POLL: Duration = Duration::from_millis(50);
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Polls `check` every [`POLL`] until it returns `Ok`, failing the test after `timeout`
+/// with `what` and the last state `check` described.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + timeout;
+    let mut last = String::from("(never checked)");
+    loop {
+        match tokio::time::timeout_at(deadline, check()).await {
+            Ok(Ok(value)) => return value,
+            Ok(Err(state)) => last = state,
+            Err(_) => {}
+        }
+        if Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting until {what}; last state: {last}");
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Awaits `future` for at most `timeout`.
+pub async fn within<F: std::future::Future>(what: &str, timeout: Duration, future: F) -> F::Output {
+    tokio::time::timeout(timeout, future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out after {timeout:?} {what}"))
+}
+
+// ---------------------------------------------------------------------------------------
+// Objects
+
+/// A node with `cpu` and `memory` allocatable (and capacity), 110 pods.
+pub fn node(name: &str, cpu: &str, memory: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": {},
+        "status": {
+            "capacity": {"cpu": cpu, "memory": memory, "pods": "110"},
+            "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
+        },
+    })
+}
+
+/// A pending pod in `default` for `scheduler` requesting `cpu` and `memory`.
+pub fn pod(name: &str, scheduler: &str, cpu: &str, memory: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "schedulerName": scheduler,
+            "containers": [{
+                "name": "main",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": cpu, "memory": memory}},
+            }],
+        },
+    })
+}
+
+/// A SchedulerProfile named `name` with `spec`.
+pub fn profile(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "berth.dev/v1alpha1",
+        "kind": "SchedulerProfile",
+        "metadata": {"name": name},
+        "spec": spec,
+    })
+}
+
+/// `spec.pluginConfig` selecting NodeResourcesFit's scoring strategy (`LeastAllocated`
+/// or `MostAllocated`) over cpu and memory.
+pub fn fit_strategy(strategy: &str) -> Value {
+    json!({
+        "nodeResourcesFit": {
+            "scoringStrategy": {
+                "type": strategy,
+                "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}],
+            }
+        }
+    })
+}
+
+/// The condition of `type_` in a profile's (or pod's) `status.conditions`.
+pub fn condition<'a>(object: &'a Value, type_: &str) -> Option<&'a Value> {
+    object["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+/// `status.conditions` rendered for failure messages.
+pub fn conditions_summary(object: &Value) -> String {
+    serde_json::to_string(&object["status"]).unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------
+// The cluster
+
+/// The test API server with berth's CRDs, and a client for it. Holds [`SERIAL`].
+pub struct Cluster {
+    pub server: TestApiServer,
+    pub client: kube::Client,
+    _serial: tokio::sync::MutexGuard<'static, ()>,
+}
+
+impl Cluster {
+    /// Starts a server and installs `crds/` (both of berth's CRDs must be installed).
+    pub async fn start() -> Cluster {
+        let serial = SERIAL.lock().await;
+        let server = within(
+            "starting the test API server",
+            WAIT,
+            TestApiServer::start(Config::default()),
+        )
+        .await
+        .expect("the test API server starts");
+        let dir = repo_root().join("crds");
+        let installed = server
+            .install_crds_from_dir(&dir)
+            .unwrap_or_else(|e| panic!("installing {}: {e:?}", dir.display()));
+        for crd in ["schedulerprofiles.berth.dev", "podgroups.berth.dev"] {
+            assert!(
+                installed.iter().any(|name| name == crd),
+                "installing crds/ created {installed:?}, not {crd}"
+            );
+        }
+        let client = server.client().await;
+        Cluster {
+            server,
+            client,
+            _serial: serial,
+        }
+    }
+
+    pub fn kubeconfig(&self) -> &Path {
+        self.server.kubeconfig_path()
+    }
+
+    pub fn profiles(&self) -> Api<DynamicObject> {
+        let gvk = GroupVersionKind::gvk("berth.dev", "v1alpha1", "SchedulerProfile");
+        let resource = ApiResource::from_gvk_with_plural(&gvk, "schedulerprofiles");
+        Api::all_with(self.client.clone(), &resource)
+    }
+
+    pub fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), "default")
+    }
+
+    pub fn nodes(&self) -> Api<Node> {
+        Api::all(self.client.clone())
+    }
+
+    pub async fn create_node(&self, node: Value) {
+        let node: Node = serde_json::from_value(node).expect("a Node");
+        within(
+            "creating a node",
+            WAIT,
+            self.nodes().create(&PostParams::default(), &node),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("creating node {:?}: {e}", node.metadata.name));
+    }
+
+    pub async fn create_pod(&self, pod: Value) -> Pod {
+        let pod: Pod = serde_json::from_value(pod).expect("a Pod");
+        within(
+            "creating a pod",
+            WAIT,
+            self.pods().create(&PostParams::default(), &pod),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("creating pod {:?}: {e}", pod.metadata.name))
+    }
+
+    /// Creates a profile and returns the instant the server answered.
+    pub async fn create_profile(&self, profile: Value) -> Instant {
+        let name = profile["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let object: DynamicObject = serde_json::from_value(profile).expect("a SchedulerProfile");
+        within(
+            "creating a profile",
+            WAIT,
+            self.profiles().create(&PostParams::default(), &object),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("creating profile {name}: {e}"));
+        Instant::now()
+    }
+
+    /// Merge-patches a profile's spec.
+    pub async fn patch_profile_spec(&self, name: &str, spec: Value) {
+        within(
+            "patching a profile",
+            WAIT,
+            self.profiles().patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": spec})),
+            ),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("patching profile {name}: {e}"));
+    }
+
+    pub async fn delete_profile(&self, name: &str) {
+        within(
+            "deleting a profile",
+            WAIT,
+            self.profiles().delete(name, &DeleteParams::default()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("deleting profile {name}: {e}"));
+    }
+
+    /// The profile as JSON (Null when it does not exist).
+    pub async fn profile(&self, name: &str) -> Value {
+        match within("reading a profile", WAIT, self.profiles().get_opt(name)).await {
+            Ok(Some(object)) => serde_json::to_value(object).expect("JSON"),
+            Ok(None) => Value::Null,
+            Err(e) => panic!("reading profile {name}: {e}"),
+        }
+    }
+
+    /// Waits (at most `timeout`) until the profile has condition `type_` with `status`
+    /// (and `reason`, when given); returns the profile.
+    pub async fn wait_profile_condition(
+        &self,
+        name: &str,
+        type_: &str,
+        status: &str,
+        reason: Option<&str>,
+        timeout: Duration,
+    ) -> Value {
+        eventually(
+            &format!("profile {name} has {type_}={status} (reason {reason:?})"),
+            timeout,
+            || async {
+                let profile = self.profile(name).await;
+                match condition(&profile, type_) {
+                    Some(c) if c["status"] == status && reason.is_none_or(|r| c["reason"] == r) => {
+                        Ok(profile)
+                    }
+                    _ => Err(conditions_summary(&profile)),
+                }
+            },
+        )
+        .await
+    }
+
+    /// Waits until the profile reports Accepted=True and Ready=True, within `timeout`.
+    pub async fn wait_profile_ready(&self, name: &str, timeout: Duration) -> Value {
+        eventually(
+            &format!("profile {name} is Accepted and Ready"),
+            timeout,
+            || async {
+                let profile = self.profile(name).await;
+                let is_true = |t| condition(&profile, t).is_some_and(|c| c["status"] == "True");
+                if is_true("Accepted") && is_true("Ready") {
+                    Ok(profile)
+                } else {
+                    Err(conditions_summary(&profile))
+                }
+            },
+        )
+        .await
+    }
+
+    pub async fn pod(&self, name: &str) -> Pod {
+        within("reading a pod", WAIT, self.pods().get(name))
+            .await
+            .unwrap_or_else(|e| panic!("reading pod {name}: {e}"))
+    }
+
+    /// The node a pod is bound to, if any.
+    pub async fn node_of(&self, name: &str) -> Option<String> {
+        self.pod(name)
+            .await
+            .spec
+            .and_then(|s| s.node_name)
+            .filter(|n| !n.is_empty())
+    }
+
+    /// Waits until every pod in `names` is bound; returns pod -> node.
+    pub async fn wait_bound(&self, names: &[&str], timeout: Duration) -> BTreeMap<String, String> {
+        eventually(&format!("pods {names:?} are bound"), timeout, || async {
+            let mut bound = BTreeMap::new();
+            let mut unbound = Vec::new();
+            for name in names {
+                match self.node_of(name).await {
+                    Some(node) => {
+                        bound.insert(name.to_string(), node);
+                    }
+                    None => unbound.push(*name),
+                }
+            }
+            if unbound.is_empty() {
+                Ok(bound)
+            } else {
+                Err(format!("unbound: {unbound:?}; bound: {bound:?}"))
+            }
+        })
+        .await
+    }
+
+    /// Checks for `duration` that none of `names` gets bound.
+    pub async fn assert_stay_unbound(&self, names: &[&str], duration: Duration) {
+        let deadline = Instant::now() + duration;
+        while Instant::now() < deadline {
+            for name in names {
+                if let Some(node) = self.node_of(name).await {
+                    panic!("pod {name} was bound to {node}, but it must stay pending");
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Every `POST pods/<name>/binding` in the request log (any status).
+    pub fn binding_requests(&self) -> Vec<RequestRecord> {
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| {
+                r.verb == "create"
+                    && r.resource == "pods"
+                    && r.subresource.as_deref() == Some("binding")
+            })
+            .collect()
+    }
+
+    /// `namespace/name` -> number of successful (201) Binding POSTs.
+    pub fn successful_bindings(&self) -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        for r in self
+            .binding_requests()
+            .into_iter()
+            .filter(|r| r.status == 201)
+        {
+            let key = format!(
+                "{}/{}",
+                r.namespace.as_deref().unwrap_or_default(),
+                r.name.as_deref().unwrap_or_default()
+            );
+            *counts.entry(key).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// Binding POSTs (any status) for pod `default/<name>`.
+    pub fn binding_requests_for(&self, name: &str) -> Vec<RequestRecord> {
+        self.binding_requests()
+            .into_iter()
+            .filter(|r| {
+                r.namespace.as_deref() == Some("default") && r.name.as_deref() == Some(name)
+            })
+            .collect()
+    }
+
+    /// events.k8s.io/v1 Events about pod `default/<name>`.
+    pub async fn events_for(&self, name: &str) -> Vec<Event> {
+        self.events_about("Pod", name).await
+    }
+
+    /// events.k8s.io/v1 Events (any namespace) whose `regarding` is `kind` `name`.
+    pub async fn events_about(&self, kind: &str, name: &str) -> Vec<Event> {
+        let events: Api<Event> = Api::all(self.client.clone());
+        within("listing events", WAIT, events.list(&Default::default()))
+            .await
+            .unwrap_or_else(|e| panic!("listing events.k8s.io events: {e}"))
+            .items
+            .into_iter()
+            .filter(|e| {
+                let regarding = e.regarding.as_ref();
+                regarding.and_then(|r| r.name.as_deref()) == Some(name)
+                    && regarding.and_then(|r| r.kind.as_deref()) == Some(kind)
+            })
+            .collect()
+    }
+
+    /// PATCHes and PUTs of `schedulerprofiles/<name>/status` in the request log.
+    pub fn profile_status_writes(&self, name: &str) -> usize {
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| {
+                r.resource == "schedulerprofiles"
+                    && r.subresource.as_deref() == Some("status")
+                    && r.name.as_deref() == Some(name)
+                    && (r.verb == "patch" || r.verb == "update")
+            })
+            .count()
+    }
+
+    /// The holder of Lease `default/<name>`.
+    pub async fn lease_holder(&self, name: &str) -> Option<String> {
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), "default");
+        within("reading a lease", WAIT, leases.get_opt(name))
+            .await
+            .unwrap_or_else(|e| panic!("reading lease {name}: {e}"))
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity)
+            .filter(|h| !h.is_empty())
+    }
+
+    /// Sends a raw request (for query parameters kube-rs does not expose); returns the
+    /// status and the body as JSON (Null when not JSON).
+    pub async fn raw(&self, method: &str, path_and_query: &str, body: &Value) -> (u16, Value) {
+        use axum::http;
+        let request = http::Request::builder()
+            .method(method)
+            .uri(path_and_query)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::ACCEPT, "application/json")
+            .body(serde_json::to_vec(body).expect("JSON"))
+            .expect("a request");
+        let response = within(
+            "a raw request",
+            WAIT,
+            self.client.send(request.map(kube::client::Body::from)),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{method} {path_and_query}: {e}"));
+        let status = response.status().as_u16();
+        let bytes = within(
+            "a response body",
+            WAIT,
+            response.into_body().collect_bytes(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{method} {path_and_query}: reading the body: {e}"));
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    /// The last `n` requests of the log, one per line.
+    pub fn request_log_tail(&self, n: usize) -> String {
+        let log = self.server.requests();
+        let skip = log.len().saturating_sub(n);
+        log[skip..]
+            .iter()
+            .map(|r| {
+                format!(
+                    "\n  {} {} {}?{} (verb {}, agent {:?})",
+                    r.status, r.method, r.path, r.query, r.verb, r.user_agent
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "---- test API server request log (last 150) ----{}",
+                self.request_log_tail(150)
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The berth process
+
+/// How to start `berth run`.
+#[derive(Debug, Clone, Default)]
+pub struct BerthOptions {
+    /// `--leader-elect` with this identity (Lease `default/berth`, 4 s).
+    pub leader_identity: Option<String>,
+    pub seed: u64,
+}
+
+impl BerthOptions {
+    pub fn seed(seed: u64) -> BerthOptions {
+        BerthOptions {
+            seed,
+            ..Default::default()
+        }
+    }
+
+    pub fn leader(identity: &str) -> BerthOptions {
+        BerthOptions {
+            leader_identity: Some(identity.to_string()),
+            ..Default::default()
+        }
+    }
+}
+
+/// A running `berth run`; killed on drop.
+pub struct Berth {
+    child: Child,
+    name: String,
+    pub metrics: SocketAddr,
+    logs: Arc<Mutex<Vec<String>>>,
+    exited: Option<ExitStatus>,
+}
+
+/// The Lease both replicas of the leader-election test campaign for.
+pub const LEASE_NAME: &str = "berth";
+
+impl Berth {
+    /// Starts `berth run` against `cluster`. Its stderr and stdout are collected (see
+    /// [`Berth::logs`]). `RUST_LOG` comes from `BERTH_E2E_LOG` (default
+    /// `warn,berth=debug`).
+    pub fn spawn(cluster: &Cluster, options: BerthOptions) -> Berth {
+        let metrics = free_address();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
+        command
+            .arg("run")
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig())
+            .arg("--metrics-bind-address")
+            .arg(metrics.to_string())
+            .arg("--seed")
+            .arg(options.seed.to_string())
+            .arg("--parallelism")
+            .arg("2");
+        let name = match &options.leader_identity {
+            Some(identity) => {
+                command
+                    .arg("--leader-elect")
+                    .args(["--lease-namespace", "default"])
+                    .args(["--lease-name", LEASE_NAME])
+                    .args(["--identity", identity])
+                    .args(["--lease-duration-seconds", "4"]);
+                format!("berth[{identity}]")
+            }
+            None => {
+                command.args(["--identity", "e2e"]);
+                "berth".to_string()
+            }
+        };
+        let log_filter =
+            std::env::var("BERTH_E2E_LOG").unwrap_or_else(|_| "warn,berth=debug".to_string());
+        command
+            .env("RUST_LOG", log_filter)
+            .env("NO_COLOR", "1")
+            .env_remove("KUBECONFIG")
+            .env_remove("POD_NAME")
+            .env_remove("POD_NAMESPACE")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", env!("CARGO_BIN_EXE_berth")));
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        collect_lines(child.stderr.take(), logs.clone(), "");
+        collect_lines(child.stdout.take(), logs.clone(), "stdout: ");
+        Berth {
+            child,
+            name,
+            metrics,
+            logs,
+            exited: None,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Everything the process wrote so far.
+    pub fn logs(&self) -> String {
+        self.logs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .join("\n")
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        if self.exited.is_some() {
+            return false;
+        }
+        match self.child.try_wait() {
+            Ok(Some(status)) => {
+                self.exited = Some(status);
+                false
+            }
+            Ok(None) => true,
+            Err(_) => false,
+        }
+    }
+
+    /// Fails the test (with the logs) if the process has exited.
+    pub fn assert_running(&mut self) {
+        if !self.is_running() {
+            panic!("{} exited unexpectedly ({:?})", self.name, self.exited);
+        }
+    }
+
+    /// GET on the metrics address: status code and body.
+    pub async fn get(&self, path: &str) -> Result<(u16, String), String> {
+        let address = self.metrics;
+        let path = path.to_string();
+        within(
+            "an HTTP GET on the metrics address",
+            Duration::from_secs(5),
+            tokio::task::spawn_blocking(move || http_get(address, &path)),
+        )
+        .await
+        .map_err(|e| e.to_string())?
+    }
+
+    /// Waits until `/readyz` answers 200 (caches synced); returns every status code seen
+    /// before, in order (connection failures as 0).
+    pub async fn wait_ready(&mut self) -> Vec<u16> {
+        let deadline = Instant::now() + WAIT;
+        let mut seen = Vec::new();
+        loop {
+            self.assert_running();
+            match self.get("/readyz").await {
+                Ok((200, _)) => return seen,
+                Ok((status, _)) => seen.push(status),
+                Err(_) => seen.push(0),
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "{}: /readyz did not answer 200 within {WAIT:?}; seen {seen:?}",
+                    self.name
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Sends SIGTERM and waits (at most [`WAIT`]) for the exit status.
+    pub async fn terminate(&mut self) -> ExitStatus {
+        if let Some(status) = self.exited {
+            return status;
+        }
+        let sent = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("running kill");
+        assert!(sent.success(), "kill -TERM {} failed", self.child.id());
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.exited = Some(status);
+                return status;
+            }
+            if Instant::now() >= deadline {
+                panic!("{} did not exit within {WAIT:?} of SIGTERM", self.name);
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Sends SIGTERM and asserts the process exits 0.
+    pub async fn terminate_cleanly(&mut self) {
+        let status = self.terminate().await;
+        assert!(
+            status.success(),
+            "{} exited with {status} after SIGTERM",
+            self.name
+        );
+    }
+}
+
+impl Drop for Berth {
+    fn drop(&mut self) {
+        if self.exited.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        if std::thread::panicking() {
+            // Give the reader threads a moment to take the last lines.
+            std::thread::sleep(Duration::from_millis(100));
+            eprintln!(
+                "---- {} (pid {}) log ----\n{}\n---- end of {} log ----",
+                self.name,
+                self.child.id(),
+                self.logs(),
+                self.name
+            );
+        }
+    }
+}
+
+/// Reads `stream` line by line into `logs` on a thread of its own.
+fn collect_lines(
+    stream: Option<impl Read + Send + 'static>,
+    logs: Arc<Mutex<Vec<String>>>,
+    prefix: &'static str,
+) {
+    let Some(stream) = stream else { return };
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            if std::env::var_os("BERTH_E2E_ECHO").is_some() {
+                eprintln!("{prefix}{line}");
+            }
+            logs.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(format!("{prefix}{line}"));
+        }
+    });
+}
+
+/// A free 127.0.0.1 port (bound, then released for berth to take).
+fn free_address() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("its address")
+}
+
+/// A minimal HTTP/1.1 GET (`Connection: close`): status code and body.
+fn http_get(address: SocketAddr, path: &str) -> Result<(u16, String), String> {
+    let timeout = Duration::from_secs(3);
+    let mut stream =
+        std::net::TcpStream::connect_timeout(&address, timeout).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    stream
+        .set_write_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut response = Vec::new();
+    stream
+        .read_to_end(&mut response)
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text.as_str(), ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("not an HTTP response: {text:?}"))?;
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    Ok((status, body))
+}
+
+/// Decodes a chunked body.
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// The simulator as the oracle
+
+/// `berth simulate` on `objects` (YAML/JSON documents: nodes, pods, profiles) with
+/// `seed`.
+pub async fn simulate(objects: &[Value], seed: u64) -> berth::simulate::report::Report {
+    // JSON is YAML: the documents go through the simulator's own loader, which applies
+    // the API server's defaults (namespace, schedulerName, creation order).
+    let text: String = objects
+        .iter()
+        .map(|o| format!("---\n{}\n", serde_json::to_string(o).expect("JSON")))
+        .collect();
+    let (input, _warnings) =
+        berth::simulate::input::load_str(Path::new("operator-e2e.yaml"), &text)
+            .unwrap_or_else(|e| panic!("the simulator rejects the test's objects: {e}"));
+    let registry = berth::plugins::default_registry();
+    let options = berth::simulate::run::SimulateOptions {
+        explain: false,
+        seed,
+        parallelism: 1,
+    };
+    within(
+        "simulating",
+        WAIT,
+        berth::simulate::run::simulate(input, &registry, options),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the simulation failed: {e}"))
+}
+
+/// Where `berth simulate` puts every pending pod of `objects` with `seed`: pod name ->
+/// node, for scheduled pods only.
+pub async fn simulated_placements(objects: &[Value], seed: u64) -> BTreeMap<String, String> {
+    simulate(objects, seed)
+        .await
+        .pods
+        .into_iter()
+        .filter(|p| p.result == berth::simulate::report::PodResult::Scheduled)
+        .filter_map(|p| p.node.map(|node| (p.name, node)))
+        .collect()
+}

@@ -1,0 +1,142 @@
+//! "The invalid-profile corpus is rejected by the server with 422 and the expected
+//! paths; a profile that passes the schema but fails semantic validation gets
+//! Accepted=False with the field path in the message, and no instance runs."
+//!
+//! The test API server's own tests replay the whole corpus (`tests/profiles/invalid`);
+//! here a few representative files are sent while berth runs: a type error (schema), a
+//! CEL rule, an unknown field (strict decoding) and the semantic-only file.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::harness::{
+    Berth, BerthOptions, Cluster, WAIT, condition, node, pod, profile, repo_root,
+};
+
+const PROFILES: &str = "/apis/berth.dev/v1alpha1/schedulerprofiles";
+
+/// A corpus file: the object and its `# expect-path:` lines.
+fn corpus(file: &str) -> (Value, Vec<String>) {
+    let path = repo_root().join("tests/profiles/invalid").join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let object: Value = serde_saphyr::from_str(&text)
+        .unwrap_or_else(|e| panic!("{}: not YAML: {e}", path.display()));
+    let paths = text
+        .lines()
+        .filter_map(|line| line.strip_prefix('#'))
+        .filter_map(|comment| comment.trim().strip_prefix("expect-path:"))
+        .map(|p| p.trim().to_string())
+        .collect::<Vec<_>>();
+    assert!(!paths.is_empty(), "{file} has no expect-path");
+    (object, paths)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_profiles_are_rejected_with_422_and_semantic_errors_are_not_accepted() {
+    let cluster = Cluster::start().await;
+    cluster.create_node(node("node-1", "4", "8Gi")).await;
+    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
+    berth.wait_ready().await;
+
+    // Schema and CEL errors: 422 Invalid naming the expected paths in details.causes.
+    for file in ["args-wrong-type.yaml", "cel-backoff-max-below-initial.yaml"] {
+        let (object, paths) = corpus(file);
+        let (status, body) = cluster
+            .raw(
+                "POST",
+                &format!("{PROFILES}?fieldValidation=Strict"),
+                &object,
+            )
+            .await;
+        assert_eq!(
+            (status, &body["reason"]),
+            (422, &json!("Invalid")),
+            "{file}: {body}"
+        );
+        let causes: Vec<&str> = body["details"]["causes"]
+            .as_array()
+            .map(|c| c.iter().filter_map(|c| c["field"].as_str()).collect())
+            .unwrap_or_default();
+        for path in &paths {
+            assert!(
+                causes.contains(&path.as_str()),
+                "{file}: no cause at {path}: {body}"
+            );
+        }
+    }
+    // An unknown field with fieldValidation=Strict (what kubectl apply sends): upstream's
+    // 400 strict decoding error naming the field.
+    let (object, paths) = corpus("args-unknown-field.yaml");
+    let (status, body) = cluster
+        .raw(
+            "POST",
+            &format!("{PROFILES}?fieldValidation=Strict"),
+            &object,
+        )
+        .await;
+    let message = body["message"].as_str().unwrap_or_default();
+    assert_eq!(status, 400, "args-unknown-field.yaml: {body}");
+    assert!(message.contains("strict decoding error"), "{body}");
+    for path in &paths {
+        assert!(
+            message.contains(&format!("unknown field \"{path}\"")),
+            "no {path}: {body}"
+        );
+    }
+    for name in ["args-wrong-type", "inverted-backoff", "args-unknown-field"] {
+        assert!(cluster.profile(name).await.is_null(), "{name} was stored");
+    }
+
+    // Passes the schema, fails berth's semantic checks: stored, then Accepted=False with
+    // the field path in the message, and no instance serves its scheduler name.
+    let (object, paths) = corpus("no-bind-plugin.yaml");
+    let name = object["metadata"]["name"]
+        .as_str()
+        .expect("a name")
+        .to_string();
+    let created = cluster.create_profile(object).await;
+    let rejected = cluster
+        .wait_profile_condition(&name, "Accepted", "False", None, Duration::from_secs(2))
+        .await;
+    let took = created.elapsed();
+    assert!(
+        took <= Duration::from_secs(2),
+        "Accepted=False took {took:?}"
+    );
+    let accepted = condition(&rejected, "Accepted").expect("Accepted");
+    let message = accepted["message"].as_str().unwrap_or_default();
+    for path in &paths {
+        assert!(
+            message.contains(path.as_str()),
+            "the Accepted message does not name {path}: {accepted}"
+        );
+    }
+    assert!(
+        condition(&rejected, "Ready").is_none_or(|c| c["status"] != "True"),
+        "a rejected profile must not be Ready: {}",
+        rejected["status"]
+    );
+
+    // A valid profile next to it schedules its pod; the rejected profile's pod stays
+    // pending with no Binding ever sent for it.
+    cluster.create_profile(profile("valid", json!({}))).await;
+    cluster.wait_profile_ready("valid", WAIT).await;
+    cluster
+        .create_pod(pod("rejected-1", &name, "100m", "128Mi"))
+        .await;
+    cluster
+        .create_pod(pod("valid-1", "valid", "100m", "128Mi"))
+        .await;
+    cluster.wait_bound(&["valid-1"], WAIT).await;
+    cluster
+        .assert_stay_unbound(&["rejected-1"], Duration::from_secs(2))
+        .await;
+    let requests = cluster.binding_requests_for("rejected-1");
+    assert!(
+        requests.is_empty(),
+        "bindings for a rejected profile's pod: {requests:?}"
+    );
+
+    berth.terminate_cleanly().await;
+}
