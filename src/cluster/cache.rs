@@ -11,9 +11,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use tokio::time::Instant;
 
+use super::snapshot::NamespaceLabels;
 use super::{NodeInfo, PodInfo, QuantityError, Snapshot, pod_key};
 
 /// Why a cache operation was refused.
@@ -67,6 +68,9 @@ pub struct Cache {
     images: HashMap<String, ImageState>,
     /// The images each node is counted for in `images`.
     node_images: HashMap<String, BTreeSet<String>>,
+    /// Namespace labels; replaced (copy-on-write) when a namespace changes, so snapshots
+    /// share it until then.
+    namespaces: Arc<NamespaceLabels>,
 }
 
 impl Cache {
@@ -246,7 +250,25 @@ impl Cache {
     /// Brings `snapshot` up to date: node infos whose generation differs from the one in
     /// the snapshot are cloned anew, unchanged ones keep their `Arc`; removed nodes leave
     /// and added nodes join at the end, so the order stays the order of addition.
+    /// Adds or updates a namespace (its labels feed namespace selectors).
+    pub fn add_namespace(&mut self, namespace: &Namespace) {
+        let Some(name) = namespace.metadata.name.clone() else {
+            return;
+        };
+        let labels = namespace.metadata.labels.clone().unwrap_or_default();
+        if self.namespaces.get(&name) != Some(&labels) {
+            Arc::make_mut(&mut self.namespaces).insert(name, labels);
+        }
+    }
+
+    pub fn remove_namespace(&mut self, name: &str) {
+        if self.namespaces.contains_key(name) {
+            Arc::make_mut(&mut self.namespaces).remove(name);
+        }
+    }
+
     pub fn update_snapshot(&self, snapshot: &mut Snapshot) {
+        snapshot.set_namespaces(self.namespaces.clone());
         let mut infos = Vec::with_capacity(self.node_order.len());
         for name in &self.node_order {
             let Some(info) = self.nodes.get(name) else {

@@ -1,6 +1,6 @@
 //! The immutable view of the cluster that one scheduling cycle reads.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -15,9 +15,29 @@ pub struct Snapshot {
     index: HashMap<String, usize>,
     /// The cache generation this snapshot reflects.
     pub generation: u64,
+    /// Namespace name -> its labels, for namespace selectors (InterPodAffinity).
+    namespaces: Arc<NamespaceLabels>,
 }
 
+/// Labels of every namespace, by namespace name.
+pub type NamespaceLabels = BTreeMap<String, BTreeMap<String, String>>;
+
 impl Snapshot {
+    /// The labels of namespace `name`, if it is known.
+    pub fn namespace_labels(&self, name: &str) -> Option<&BTreeMap<String, String>> {
+        self.namespaces.get(name)
+    }
+
+    /// Every known namespace with its labels.
+    pub fn namespaces(&self) -> &NamespaceLabels {
+        &self.namespaces
+    }
+
+    /// Replaces the namespaces this snapshot knows (shared, not copied).
+    pub fn set_namespaces(&mut self, namespaces: Arc<NamespaceLabels>) {
+        self.namespaces = namespaces;
+    }
+
     /// A snapshot of `node_infos`, in that order. As upstream `NewSnapshot`, each image's
     /// `num_nodes` is recounted over the given nodes.
     pub fn new(mut node_infos: Vec<NodeInfo>) -> Self {

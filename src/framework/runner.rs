@@ -312,8 +312,6 @@ impl Framework {
         !self.plugins(ExtensionPoint::PostFilter).is_empty()
     }
 
-    /// PreFilter: the first rejection or error ends the cycle; Skip disables the
-    /// plugin's Filter; results narrow the nodes to filter.
     async fn run_pre_filter_unobserved(
         &self,
         state: &mut CycleState,
@@ -363,7 +361,6 @@ impl Framework {
         (result, Status::success())
     }
 
-    /// Filter on one node: the first non-success status wins.
     fn run_filter_unobserved(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         for plugin in self.plugins(ExtensionPoint::Filter) {
             if state.skips_filter(plugin.name()) {
@@ -398,7 +395,6 @@ impl Framework {
         })
     }
 
-    /// PostFilter: plugins in order until one succeeds or errors.
     async fn run_post_filter_unobserved(
         &self,
         state: &CycleState,
@@ -423,7 +419,6 @@ impl Framework {
         (None, Status::with_reasons(Code::Unschedulable, reasons))
     }
 
-    /// PreScore: Skip disables the plugin's Score; anything else but Success aborts.
     async fn run_pre_score_unobserved(
         &self,
         state: &mut CycleState,
@@ -444,8 +439,6 @@ impl Framework {
         Status::success()
     }
 
-    /// Score, NormalizeScore and weights over the feasible `nodes`. Scores outside
-    /// 0..=100 after normalization fail the cycle, as upstream.
     fn run_score_unobserved(
         &self,
         state: &CycleState,
@@ -511,8 +504,6 @@ impl Framework {
             .collect())
     }
 
-    /// Reserve, in order; the first failure is returned (the caller then runs
-    /// [`Framework::run_unreserve`]).
     async fn run_reserve_unobserved(
         &self,
         state: &mut CycleState,
@@ -534,7 +525,6 @@ impl Framework {
         Status::success()
     }
 
-    /// Unreserve on every Reserve plugin, in reverse order.
     async fn run_unreserve_unobserved(
         &self,
         state: &mut CycleState,
@@ -548,8 +538,6 @@ impl Framework {
         }
     }
 
-    /// Permit: a rejection returns at once; waits register the pod in
-    /// [`super::WaitingPods`] and return `Wait`.
     async fn run_permit_unobserved(
         &self,
         state: &mut CycleState,
@@ -589,7 +577,6 @@ impl Framework {
         status
     }
 
-    /// PreBind, in order; the first failure is returned.
     async fn run_pre_bind_unobserved(
         &self,
         state: &mut CycleState,
@@ -611,7 +598,6 @@ impl Framework {
         Status::success()
     }
 
-    /// Bind: binders in order until one does not Skip. Skip from all of them is an error.
     async fn run_bind_unobserved(
         &self,
         state: &mut CycleState,
@@ -635,7 +621,6 @@ impl Framework {
         Status::error("no Bind plugin bound the pod: every binder returned Skip")
     }
 
-    /// PostBind, informational.
     async fn run_post_bind_unobserved(&self, state: &CycleState, pod: &PodInfo, node_name: &str) {
         for plugin in self.plugins(ExtensionPoint::PostBind) {
             if let Some(p) = plugin.as_post_bind() {

@@ -34,7 +34,7 @@ const UNSCHEDULABLE_FLUSH_INTERVAL: Duration = Duration::from_secs(30);
 /// The longest the loop sleeps without looking at its queues.
 const MAX_IDLE: Duration = Duration::from_secs(1);
 /// The kinds whose first list must complete before scheduling starts.
-const SYNCED_KINDS: [&str; 2] = ["nodes", "pods"];
+const SYNCED_KINDS: [&str; 3] = ["nodes", "pods", "namespaces"];
 
 /// The loop's inputs and outputs.
 pub struct LoopChannels {
@@ -53,6 +53,7 @@ pub struct SchedulingLoop {
     metrics: Arc<Metrics>,
     pods: HashMap<String, Pod>,
     nodes: HashMap<String, Node>,
+    namespaces: HashSet<String>,
     listed: HashSet<&'static str>,
     bindings: JoinSet<(BindingResult, Instant)>,
     last_unschedulable_flush: Instant,
@@ -68,6 +69,7 @@ impl SchedulingLoop {
             metrics,
             pods: HashMap::new(),
             nodes: HashMap::new(),
+            namespaces: HashSet::new(),
             listed: HashSet::new(),
             bindings: JoinSet::new(),
             last_unschedulable_flush: now,
@@ -176,6 +178,17 @@ impl SchedulingLoop {
             }
             ClusterChange::PodApplied(pod) => self.pod_applied(pod),
             ClusterChange::PodDeleted(pod) => self.pod_deleted(&pod_key(&pod)),
+            ClusterChange::NamespaceApplied(namespace) => {
+                if let Some(name) = namespace.metadata.name.clone() {
+                    self.namespaces.insert(name);
+                }
+                self.scheduler.on_namespace_apply(&namespace);
+            }
+            ClusterChange::NamespaceDeleted(namespace) => {
+                let name = namespace.metadata.name.unwrap_or_default();
+                self.namespaces.remove(&name);
+                self.scheduler.on_namespace_delete(&name);
+            }
             ClusterChange::Listed { kind, keys } => self.listed(kind, &keys),
         }
     }
@@ -222,6 +235,18 @@ impl SchedulingLoop {
                     .collect();
                 for key in gone {
                     self.pod_deleted(&key);
+                }
+            }
+            "namespaces" => {
+                let gone: Vec<String> = self
+                    .namespaces
+                    .iter()
+                    .filter(|k| !keys.contains(*k))
+                    .cloned()
+                    .collect();
+                for name in gone {
+                    self.namespaces.remove(&name);
+                    self.scheduler.on_namespace_delete(&name);
                 }
             }
             "nodes" => {

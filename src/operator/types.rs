@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use tokio::sync::watch;
 
 use crate::framework::Framework;
@@ -20,6 +20,9 @@ pub enum ClusterChange {
     /// A pod was added or changed.
     PodApplied(Pod),
     PodDeleted(Pod),
+    /// A namespace was added or changed (its labels feed namespace selectors).
+    NamespaceApplied(Namespace),
+    NamespaceDeleted(Namespace),
     /// A full list of a resource kind (`"nodes"`, `"pods"`) was delivered, at start-up or
     /// after the watch had to relist (410 Gone): objects of that kind whose key is not in
     /// `keys` are gone. The first one for a kind means its cache is synced.

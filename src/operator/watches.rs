@@ -1,4 +1,4 @@
-//! Node and Pod watches feeding the scheduling loop.
+//! Node, Pod and Namespace watches feeding the scheduling loop.
 //!
 //! Each watch is a kube-runtime watcher (list, then watch from the list's
 //! resourceVersion, relist on 410 Gone, reconnect with backoff): no polling. Objects are
@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, Resource};
@@ -20,10 +20,11 @@ use crate::cluster::pod_key;
 
 use super::types::{ClusterChange, LoopMessage};
 
-/// Starts the Node and Pod watches; they run until the loop's receiver is dropped.
+/// Starts the Node, Pod and Namespace watches; they run until the loop's receiver is dropped.
 pub fn spawn(client: Client, tx: UnboundedSender<LoopMessage>) -> Vec<tokio::task::JoinHandle<()>> {
     let nodes = watcher(Api::<Node>::all(client.clone()), watcher::Config::default());
-    let pods = watcher(Api::<Pod>::all(client), watcher::Config::default());
+    let pods = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default());
+    let namespaces = watcher(Api::<Namespace>::all(client), watcher::Config::default());
     vec![
         tokio::spawn(forward(
             nodes,
@@ -35,11 +36,19 @@ pub fn spawn(client: Client, tx: UnboundedSender<LoopMessage>) -> Vec<tokio::tas
         )),
         tokio::spawn(forward(
             pods,
-            tx,
+            tx.clone(),
             "pods",
             pod_key,
             ClusterChange::PodApplied,
             ClusterChange::PodDeleted,
+        )),
+        tokio::spawn(forward(
+            namespaces,
+            tx,
+            "namespaces",
+            named_key,
+            ClusterChange::NamespaceApplied,
+            ClusterChange::NamespaceDeleted,
         )),
     ]
 }
@@ -57,6 +66,10 @@ where
 
 fn node_key(node: &Node) -> String {
     node.metadata.name.clone().unwrap_or_default()
+}
+
+fn named_key(namespace: &Namespace) -> String {
+    namespace.metadata.name.clone().unwrap_or_default()
 }
 
 /// Forwards one watch to the loop. Returns when the loop is gone.

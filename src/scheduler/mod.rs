@@ -214,6 +214,16 @@ impl Scheduler {
         Ok(())
     }
 
+    /// A namespace was added or changed (namespace selectors read its labels). No pod
+    /// is requeued: upstream registers no plugin for namespace events.
+    pub fn on_namespace_apply(&mut self, namespace: &k8s_openapi::api::core::v1::Namespace) {
+        self.cache.add_namespace(namespace);
+    }
+
+    pub fn on_namespace_delete(&mut self, name: &str) {
+        self.cache.remove_namespace(name);
+    }
+
     pub fn on_node_delete(&mut self, name: &str) {
         self.cache.remove_node(name);
         self.broadcast(ClusterEvent::new(EventResource::Node, ActionType::DELETE));

@@ -256,6 +256,9 @@ pub async fn simulate_checked(
         .map(|p| p.scheduler_name.clone())
         .collect();
 
+    for namespace in &input.namespaces {
+        scheduler.on_namespace_apply(namespace);
+    }
     for node in &input.nodes {
         let name = node.metadata.name.clone().unwrap_or_default();
         scheduler
