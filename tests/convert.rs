@@ -118,15 +118,40 @@ fn upstream_defaults() -> EffectivePlugins {
     EffectivePlugins {
         pre_enqueue: names(&["SchedulingGates"]),
         queue_sort: names(&["PrioritySort"]),
-        pre_filter: names(&["NodeResourcesFit"]),
+        pre_filter: names(&[
+            "NodeAffinity",
+            "NodePorts",
+            "NodeResourcesFit",
+            "PodTopologySpread",
+            "InterPodAffinity",
+        ]),
         filter: names(&[
             "NodeUnschedulable",
             "NodeName",
             "TaintToleration",
+            "NodeAffinity",
+            "NodePorts",
             "NodeResourcesFit",
+            "PodTopologySpread",
+            "InterPodAffinity",
         ]),
-        pre_score: names(&["TaintToleration", "NodeResourcesFit"]),
-        score: weighted(&[("TaintToleration", 3), ("NodeResourcesFit", 1)]),
+        pre_score: names(&[
+            "TaintToleration",
+            "NodeAffinity",
+            "NodeResourcesFit",
+            "PodTopologySpread",
+            "InterPodAffinity",
+            "NodeResourcesBalancedAllocation",
+        ]),
+        score: weighted(&[
+            ("TaintToleration", 3),
+            ("NodeAffinity", 2),
+            ("NodeResourcesFit", 1),
+            ("PodTopologySpread", 2),
+            ("InterPodAffinity", 2),
+            ("NodeResourcesBalancedAllocation", 1),
+            ("ImageLocality", 1),
+        ]),
         bind: names(&["DefaultBinder"]),
         ..Default::default()
     }
@@ -149,10 +174,19 @@ fn the_two_profile_example_resolves_to_upstreams_effective_plugins() {
     assert_eq!(effective(no_scoring, &registry), want);
 
     // NodeResourcesFit re-listed under score (not disabled) overrides the multiPoint
-    // entry: it runs first, with the weight given there; TaintToleration keeps 3.
+    // entry: it runs first, with the weight given there; the other multiPoint Score
+    // plugins follow in multiPoint order with their default weights.
     let bin_packing = profile(&conversion, "bin-packing");
     let want = EffectivePlugins {
-        score: weighted(&[("NodeResourcesFit", 5), ("TaintToleration", 3)]),
+        score: weighted(&[
+            ("NodeResourcesFit", 5),
+            ("TaintToleration", 3),
+            ("NodeAffinity", 2),
+            ("PodTopologySpread", 2),
+            ("InterPodAffinity", 2),
+            ("NodeResourcesBalancedAllocation", 1),
+            ("ImageLocality", 1),
+        ]),
         ..upstream_defaults()
     };
     assert_eq!(effective(bin_packing, &registry), want);
@@ -339,7 +373,7 @@ fn skip_unsupported_drops_them_and_writes_the_rest() {
     assert_eq!(gang.scheduler_name(), "gang");
     assert_eq!(
         gang.spec.plugins, None,
-        "Coscheduling and ImageLocality are gone"
+        "Coscheduling and VolumeBinding are gone"
     );
     assert_eq!(
         gang.spec.plugin_config["nodeResourcesFit"],
@@ -365,10 +399,22 @@ fn v1beta3_is_converted_with_v1_semantics() {
         filter: names(&[
             "NodeUnschedulable",
             "TaintToleration",
+            "NodeAffinity",
+            "NodePorts",
             "NodeResourcesFit",
+            "PodTopologySpread",
+            "InterPodAffinity",
             "NodeName",
         ]),
-        score: weighted(&[("TaintToleration", 7), ("NodeResourcesFit", 1)]),
+        score: weighted(&[
+            ("TaintToleration", 7),
+            ("NodeAffinity", 2),
+            ("NodeResourcesFit", 1),
+            ("PodTopologySpread", 2),
+            ("InterPodAffinity", 2),
+            ("NodeResourcesBalancedAllocation", 1),
+            ("ImageLocality", 1),
+        ]),
         ..upstream_defaults()
     };
     assert_eq!(effective(profile, &registry), want);
@@ -558,8 +604,13 @@ fn network_traffic_tutorial_args_translate_once_the_plugin_is_registered() {
         effective(profile, &registry).score,
         weighted(&[
             ("TaintToleration", 3),
+            ("NodeAffinity", 2),
             ("NodeResourcesFit", 1),
-            ("NetworkTraffic", 10)
+            ("PodTopologySpread", 2),
+            ("InterPodAffinity", 2),
+            ("NodeResourcesBalancedAllocation", 1),
+            ("ImageLocality", 1),
+            ("NetworkTraffic", 10),
         ])
     );
 }

@@ -302,6 +302,7 @@ fn scheduler(
         binder: Arc::new(NoopBinder),
         waiting_pods: Arc::new(WaitingPods::new()),
         parallelism: 2,
+        workloads: Default::default(),
     };
     let framework =
         Arc::new(Framework::new("probe", resolved, &registry, handle).expect("plugins build"));

@@ -77,6 +77,7 @@ impl Harness {
                 leader: leader_rx,
                 caches_synced: synced_rx,
                 serving: serving.clone(),
+                workloads: Default::default(),
             },
             binder: Arc::new(NoBinder),
             observer: None,

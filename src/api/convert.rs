@@ -1291,7 +1291,7 @@ mod tests {
         let conversion = run(json!({
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
-            "profiles": [{"plugins": {"score": {"disabled": [{"name": "ImageLocality"}, {"name": "TaintToleration"}]}}}],
+            "profiles": [{"plugins": {"score": {"disabled": [{"name": "VolumeBinding"}, {"name": "TaintToleration"}]}}}],
         }));
         assert_eq!(conversion.unsupported, []);
         let plugins = conversion.profiles[0]

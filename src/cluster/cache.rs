@@ -61,7 +61,10 @@ pub struct Cache {
     assumed_pod_ttl: Option<Duration>,
     /// By node name; includes node-less infos holding pods of unknown nodes.
     nodes: HashMap<String, NodeInfo>,
-    /// Names of the nodes with a `Node` object, in the order they were added.
+    /// Names of the nodes with a `Node` object, sorted. Snapshots list nodes in this
+    /// order, so the rotation of filtering and the tie-break among equal scores do not
+    /// depend on the order nodes were seen: a watch's list (by name) and a simulator
+    /// input (document order) give the same placements for the same seed.
     node_order: Vec<String>,
     pods: HashMap<String, PodState>,
     /// By normalized image name (upstream `imageStates`).
@@ -297,8 +300,8 @@ impl Cache {
                 self.nodes.insert(name.clone(), NodeInfo::new(node)?);
             }
         }
-        if !self.node_order.contains(&name) {
-            self.node_order.push(name.clone());
+        if let Err(position) = self.node_order.binary_search(&name) {
+            self.node_order.insert(position, name.clone());
         }
         self.sync_images(&name);
         Ok(())
@@ -615,20 +618,21 @@ mod tests {
             "the old snapshot is immutable"
         );
 
-        // A node update keeps its place; removal drops it; a new node joins at the end.
+        // A node update keeps its place; removal drops it; a new node takes its place in
+        // name order (snapshots list nodes sorted by name, whatever the arrival order).
         cache.update_node(node("n1", "8", &[])).expect("update");
         cache.remove_node("n2");
         cache.add_node(node("n0", "2", &[])).expect("add");
         cache.update_snapshot(&mut snapshot);
         let names: Vec<&str> = snapshot.nodes().iter().map(|n| n.name()).collect();
-        assert_eq!(names, ["n1", "n3", "n0"]);
+        assert_eq!(names, ["n0", "n1", "n3"]);
         assert_eq!(
             snapshot.get("n1").map(|n| n.allocatable.milli_cpu),
             Some(8000)
         );
         assert!(snapshot.get("n2").is_none());
         assert!(
-            Arc::ptr_eq(&before[2], &snapshot.nodes()[1]),
+            Arc::ptr_eq(&before[2], &snapshot.nodes()[2]),
             "n3 still untouched"
         );
         assert_eq!(cache.node_count(), 3);

@@ -8,6 +8,7 @@ mod node_info;
 mod pod_info;
 mod resource;
 mod snapshot;
+mod workloads;
 
 pub use cache::{Cache, CacheError};
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo, normalized_image_name};
@@ -17,3 +18,4 @@ pub use resource::{
     is_extended_resource_name, is_scalar_resource_name, parse_milli_value, parse_value,
 };
 pub use snapshot::{NamespaceLabels, Snapshot};
+pub use workloads::Workloads;

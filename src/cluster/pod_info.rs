@@ -23,6 +23,9 @@ pub struct PodInfo {
     /// The same with 100m CPU / 200Mi memory assumed for each container that requests
     /// none (upstream `NonMissingContainerRequests`), used for scoring.
     pub non_zero_requests: Resource,
+    /// The images of the init and app containers, one entry per container, normalized
+    /// as node image names are (`:latest` added when untagged), for ImageLocality.
+    pub images: Vec<String>,
 }
 
 impl PodInfo {
@@ -34,11 +37,25 @@ impl PodInfo {
             ),
             None => Default::default(),
         };
+        let images = pod
+            .spec
+            .iter()
+            .flat_map(|spec| {
+                spec.init_containers
+                    .iter()
+                    .flatten()
+                    .chain(spec.containers.iter())
+            })
+            .map(|c| {
+                super::node_info::normalized_image_name(c.image.as_deref().unwrap_or_default())
+            })
+            .collect();
         Ok(PodInfo {
             key: pod_key(&pod),
             pod: Arc::new(pod),
             requests,
             non_zero_requests,
+            images,
         })
     }
 
@@ -52,6 +69,7 @@ impl PodInfo {
             key: self.key.clone(),
             requests: self.requests.clone(),
             non_zero_requests: self.non_zero_requests.clone(),
+            images: self.images.clone(),
         }
     }
 

@@ -38,6 +38,8 @@ pub struct CycleState {
     pub(crate) skip_filter_plugins: HashSet<String>,
     /// Score plugins whose PreScore returned Skip in this cycle.
     pub(crate) skip_score_plugins: HashSet<String>,
+    /// Nodes in the cycle's snapshot (all of them, not only the feasible ones).
+    node_count: usize,
 }
 
 impl Clone for CycleState {
@@ -50,6 +52,7 @@ impl Clone for CycleState {
                 .collect(),
             skip_filter_plugins: self.skip_filter_plugins.clone(),
             skip_score_plugins: self.skip_score_plugins.clone(),
+            node_count: self.node_count,
         }
     }
 }
@@ -91,6 +94,17 @@ impl CycleState {
         let boxed = self.entries.remove(&TypeId::of::<T>())?;
         let any: Box<dyn Any> = boxed;
         any.downcast::<T>().ok().map(|b| *b)
+    }
+
+    /// The number of nodes in this cycle's snapshot, all of them (upstream plugins read it
+    /// from the snapshot lister, e.g. ImageLocality's spread). Set by the scheduler before
+    /// PreFilter.
+    pub fn node_count(&self) -> usize {
+        self.node_count
+    }
+
+    pub fn set_node_count(&mut self, count: usize) {
+        self.node_count = count;
     }
 
     /// Whether the Filter of `plugin` is skipped in this cycle (its PreFilter said Skip).

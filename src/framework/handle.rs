@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::WaitingPods;
+use crate::cluster::Workloads;
 
 /// Why a bind failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -39,4 +40,7 @@ pub struct Handle {
     pub waiting_pods: Arc<WaitingPods>,
     /// Worker threads for per-node Filter and Score.
     pub parallelism: usize,
+    /// Selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets, for
+    /// default spreading (PodTopologySpread).
+    pub workloads: Arc<Workloads>,
 }

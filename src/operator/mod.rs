@@ -109,6 +109,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         leader: leader.clone(),
         caches_synced: synced_rx.clone(),
         serving: Default::default(),
+        workloads: Default::default(),
     };
 
     let listener = tokio::net::TcpListener::bind(config.metrics_bind_address)
@@ -134,7 +135,11 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         until_shutdown(shutdown_rx.clone()),
     ));
 
-    let watch_tasks = watches::spawn(client.clone(), loop_tx.clone());
+    let mut watch_tasks = watches::spawn(client.clone(), loop_tx.clone());
+    watch_tasks.extend(watches::spawn_workloads(
+        client.clone(),
+        state.workloads.clone(),
+    ));
     let binder: Arc<dyn Binder> = Arc::new(binder::KubeBinder::new(client.clone()));
     let observer: Arc<dyn Observer> = metrics.clone();
     let reconcile_metrics = metrics.clone();

@@ -439,6 +439,7 @@ impl Planner<'_> {
             binder: self.ctx.binder.clone(),
             waiting_pods: Arc::new(WaitingPods::new()),
             parallelism: self.ctx.parallelism,
+            workloads: self.ctx.state.workloads.clone(),
         };
         let framework = Framework::new(
             scheduler_name,

@@ -85,6 +85,9 @@ pub struct OperatorState {
     /// The scheduler names the scheduling loop currently serves, with the profile
     /// (metadata.name) behind each.
     pub serving: Arc<RwLock<BTreeMap<String, String>>>,
+    /// Workload selectors (Services, ReplicaSets, ...) fed by the watches, read by
+    /// PodTopologySpread's default constraints.
+    pub workloads: Arc<crate::cluster::Workloads>,
 }
 
 impl OperatorState {

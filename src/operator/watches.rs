@@ -6,17 +6,20 @@
 //! [`ClusterChange::Listed`] carrying every key it delivered, so the loop forgets objects
 //! deleted while the watch was down.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, Service};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, Resource};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{debug, warn};
 
-use crate::cluster::pod_key;
+use crate::cluster::{Workloads, pod_key};
 
 use super::types::{ClusterChange, LoopMessage};
 
@@ -51,6 +54,104 @@ pub fn spawn(client: Client, tx: UnboundedSender<LoopMessage>) -> Vec<tokio::tas
             ClusterChange::NamespaceDeleted,
         )),
     ]
+}
+
+/// Starts the Service, ReplicationController, ReplicaSet and StatefulSet watches that keep
+/// `workloads` current (PodTopologySpread's default spreading reads them directly, as
+/// upstream reads its informer listers). A relist replaces the kind's entries.
+pub fn spawn_workloads(
+    client: Client,
+    workloads: Arc<Workloads>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    vec![
+        tokio::spawn(keep(
+            watcher(
+                Api::<Service>::all(client.clone()),
+                watcher::Config::default(),
+            ),
+            workloads.clone(),
+            Workloads::apply_service,
+            Workloads::delete_service,
+        )),
+        tokio::spawn(keep(
+            watcher(
+                Api::<ReplicationController>::all(client.clone()),
+                watcher::Config::default(),
+            ),
+            workloads.clone(),
+            Workloads::apply_replication_controller,
+            Workloads::delete_replication_controller,
+        )),
+        tokio::spawn(keep(
+            watcher(
+                Api::<ReplicaSet>::all(client.clone()),
+                watcher::Config::default(),
+            ),
+            workloads.clone(),
+            Workloads::apply_replica_set,
+            Workloads::delete_replica_set,
+        )),
+        tokio::spawn(keep(
+            watcher(Api::<StatefulSet>::all(client), watcher::Config::default()),
+            workloads,
+            Workloads::apply_stateful_set,
+            Workloads::delete_stateful_set,
+        )),
+    ]
+}
+
+/// Applies one workload watch to `workloads`. Objects deleted while the watch was down
+/// are removed when the relist completes.
+async fn keep<K: kube::Resource + Clone>(
+    stream: impl Stream<Item = Result<Event<K>, watcher::Error>> + Send,
+    workloads: Arc<Workloads>,
+    apply: fn(&Workloads, &K),
+    delete: fn(&Workloads, &K),
+) {
+    let key = |o: &K| {
+        format!(
+            "{}/{}",
+            o.meta().namespace.as_deref().unwrap_or_default(),
+            o.meta().name.as_deref().unwrap_or_default()
+        )
+    };
+    let mut known: HashMap<String, K> = HashMap::new();
+    let mut listing: Option<Vec<K>> = None;
+    let mut stream = std::pin::pin!(stream);
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(Event::Init) => listing = Some(Vec::new()),
+            Ok(Event::InitApply(object)) => {
+                apply(&workloads, &object);
+                if let Some(list) = listing.as_mut() {
+                    list.push(object);
+                }
+            }
+            Ok(Event::InitDone) => {
+                // Forget what the list no longer has.
+                let listed: HashMap<String, K> = listing
+                    .take()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|o| (key(&o), o))
+                    .collect();
+                known
+                    .iter()
+                    .filter(|(k, _)| !listed.contains_key(*k))
+                    .for_each(|(_, o)| delete(&workloads, o));
+                known = listed;
+            }
+            Ok(Event::Apply(object)) => {
+                apply(&workloads, &object);
+                known.insert(key(&object), object);
+            }
+            Ok(Event::Delete(object)) => {
+                delete(&workloads, &object);
+                known.remove(&key(&object));
+            }
+            Err(error) => warn!(%error, "workload watch failed; retrying"),
+        }
+    }
 }
 
 fn watcher<K>(

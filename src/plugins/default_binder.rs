@@ -143,6 +143,7 @@ mod tests {
                 binder: fake.clone(),
                 waiting_pods: Arc::new(WaitingPods::new()),
                 parallelism: 1,
+                workloads: Default::default(),
             };
             let plugin = DefaultBinder::build(NoArgs {}, &handle).expect("no args to reject");
             assert!(plugin.as_bind().is_some());

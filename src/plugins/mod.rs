@@ -5,9 +5,14 @@
 
 pub mod default_binder;
 pub mod helper;
+pub mod image_locality;
+pub mod inter_pod_affinity;
+pub mod node_affinity;
 pub mod node_name;
+pub mod node_ports;
 pub mod node_resources;
 pub mod node_unschedulable;
+pub mod pod_topology_spread;
 pub mod priority_sort;
 pub mod reference;
 pub mod scheduling_gates;
@@ -16,15 +21,21 @@ pub mod taint_toleration;
 use crate::framework::{DefaultPlugin, Registry};
 
 pub use default_binder::DefaultBinder;
+pub use image_locality::ImageLocality;
+pub use inter_pod_affinity::InterPodAffinity;
+pub use node_affinity::NodeAffinity;
 pub use node_name::NodeName;
+pub use node_ports::NodePorts;
+pub use node_resources::NodeResourcesBalancedAllocation;
 pub use node_resources::NodeResourcesFit;
 pub use node_unschedulable::NodeUnschedulable;
+pub use pod_topology_spread::PodTopologySpread;
 pub use priority_sort::PrioritySort;
 pub use scheduling_gates::SchedulingGates;
 pub use taint_toleration::TaintToleration;
 
-/// Every built-in plugin, with the default plugin set (names and weights as upstream
-/// v1.31+, restricted to the plugins berth implements so far).
+/// Every built-in plugin, with the default plugin set: names, order and weights as
+/// upstream v1.31+, without the volume plugins and DefaultPreemption (not built yet).
 pub fn default_registry() -> Registry {
     let mut registry = Registry::new();
     registry
@@ -33,7 +44,13 @@ pub fn default_registry() -> Registry {
         .register::<NodeUnschedulable>()
         .register::<NodeName>()
         .register::<TaintToleration>()
+        .register::<NodeAffinity>()
+        .register::<NodePorts>()
         .register::<NodeResourcesFit>()
+        .register::<PodTopologySpread>()
+        .register::<InterPodAffinity>()
+        .register::<NodeResourcesBalancedAllocation>()
+        .register::<ImageLocality>()
         .register::<DefaultBinder>();
     registry.set_defaults(vec![
         DefaultPlugin::new("SchedulingGates"),
@@ -41,7 +58,13 @@ pub fn default_registry() -> Registry {
         DefaultPlugin::new("NodeUnschedulable"),
         DefaultPlugin::new("NodeName"),
         DefaultPlugin::weighted("TaintToleration", 3),
+        DefaultPlugin::weighted("NodeAffinity", 2),
+        DefaultPlugin::new("NodePorts"),
         DefaultPlugin::weighted("NodeResourcesFit", 1),
+        DefaultPlugin::weighted("PodTopologySpread", 2),
+        DefaultPlugin::weighted("InterPodAffinity", 2),
+        DefaultPlugin::weighted("NodeResourcesBalancedAllocation", 1),
+        DefaultPlugin::weighted("ImageLocality", 1),
         DefaultPlugin::new("DefaultBinder"),
     ]);
     registry

@@ -53,6 +53,7 @@ pub(super) async fn schedule_pod(
         return Err(Failure::error(&Status::unschedulable(NO_NODES_AVAILABLE)));
     }
     let mut diagnosis = record.then(CycleDiagnosis::default);
+    state.set_node_count(all_nodes.len());
     let (pre_result, status) = fwk.run_pre_filter(state, pod, snapshot).await;
     if !status.is_success() {
         if !status.is_rejected() {

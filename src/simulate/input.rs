@@ -16,8 +16,10 @@ use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
-    Container, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodStatus, Toleration,
+    Container, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodStatus,
+    ReplicationController, Service, Toleration,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -129,6 +131,11 @@ pub struct ClusterInput {
     pub namespaces: Vec<Namespace>,
     pub priority_classes: Vec<PriorityClass>,
     pub pdbs: Vec<PodDisruptionBudget>,
+    /// Workloads whose selectors define default spreading (PodTopologySpread).
+    pub services: Vec<Service>,
+    pub replication_controllers: Vec<ReplicationController>,
+    pub replica_sets: Vec<ReplicaSet>,
+    pub stateful_sets: Vec<StatefulSet>,
 }
 
 impl ClusterInput {
@@ -342,10 +349,14 @@ enum Kind {
     Namespace,
     PriorityClass,
     PodDisruptionBudget,
+    Service,
+    ReplicationController,
+    ReplicaSet,
+    StatefulSet,
 }
 
 impl Kind {
-    const ALL: [Kind; 11] = [
+    const ALL: [Kind; 15] = [
         Kind::Node,
         Kind::Pod,
         Kind::PodGroup,
@@ -357,6 +368,10 @@ impl Kind {
         Kind::Namespace,
         Kind::PriorityClass,
         Kind::PodDisruptionBudget,
+        Kind::Service,
+        Kind::ReplicationController,
+        Kind::ReplicaSet,
+        Kind::StatefulSet,
     ];
 
     fn name(self) -> &'static str {
@@ -372,6 +387,10 @@ impl Kind {
             Kind::Namespace => "Namespace",
             Kind::PriorityClass => "PriorityClass",
             Kind::PodDisruptionBudget => "PodDisruptionBudget",
+            Kind::Service => "Service",
+            Kind::ReplicationController => "ReplicationController",
+            Kind::ReplicaSet => "ReplicaSet",
+            Kind::StatefulSet => "StatefulSet",
         }
     }
 
@@ -381,7 +400,10 @@ impl Kind {
             | Kind::Pod
             | Kind::PersistentVolumeClaim
             | Kind::PersistentVolume
-            | Kind::Namespace => "v1",
+            | Kind::Namespace
+            | Kind::Service
+            | Kind::ReplicationController => "v1",
+            Kind::ReplicaSet | Kind::StatefulSet => "apps/v1",
             Kind::PodGroup | Kind::SchedulerProfile => "berth.dev/v1alpha1",
             Kind::StorageClass | Kind::CSINode => "storage.k8s.io/v1",
             Kind::PriorityClass => "scheduling.k8s.io/v1",
@@ -392,7 +414,14 @@ impl Kind {
     fn namespaced(self) -> bool {
         matches!(
             self,
-            Kind::Pod | Kind::PodGroup | Kind::PersistentVolumeClaim | Kind::PodDisruptionBudget
+            Kind::Pod
+                | Kind::PodGroup
+                | Kind::PersistentVolumeClaim
+                | Kind::PodDisruptionBudget
+                | Kind::Service
+                | Kind::ReplicationController
+                | Kind::ReplicaSet
+                | Kind::StatefulSet
         )
     }
 
@@ -582,6 +611,26 @@ impl Loader {
                 let mut budget: PodDisruptionBudget = decode(value, at, prefix)?;
                 self.admit(kind, &mut budget.metadata, created, at, prefix)?;
                 self.input.pdbs.push(budget);
+            }
+            Kind::Service => {
+                let mut service: Service = decode(value, at, prefix)?;
+                self.admit(kind, &mut service.metadata, created, at, prefix)?;
+                self.input.services.push(service);
+            }
+            Kind::ReplicationController => {
+                let mut rc: ReplicationController = decode(value, at, prefix)?;
+                self.admit(kind, &mut rc.metadata, created, at, prefix)?;
+                self.input.replication_controllers.push(rc);
+            }
+            Kind::ReplicaSet => {
+                let mut rs: ReplicaSet = decode(value, at, prefix)?;
+                self.admit(kind, &mut rs.metadata, created, at, prefix)?;
+                self.input.replica_sets.push(rs);
+            }
+            Kind::StatefulSet => {
+                let mut ss: StatefulSet = decode(value, at, prefix)?;
+                self.admit(kind, &mut ss.metadata, created, at, prefix)?;
+                self.input.stateful_sets.push(ss);
             }
         }
         Ok(())

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 use tokio::task::JoinSet;
 
 use crate::api::{ProfileValidator, SchedulerProfile};
-use crate::cluster::pod_key;
+use crate::cluster::{Workloads, pod_key};
 use crate::framework::{
     BindError, Binder, FieldError, Framework, Handle, Registry, ResolvedProfile, WaitingPods,
 };
@@ -239,6 +239,7 @@ pub async fn simulate_checked(
     options: SimulateOptions,
 ) -> Result<Report, SimulateError> {
     let binder: Arc<InMemoryBinder> = Arc::new(InMemoryBinder::default());
+    let workloads = Arc::new(workloads(&input));
     let mut scheduler = Scheduler::new(SchedulerOptions {
         seed: options.seed,
         record_diagnosis: options.explain,
@@ -248,6 +249,7 @@ pub async fn simulate_checked(
         profiles,
         registry,
         binder.clone(),
+        workloads,
         options.parallelism,
     )?;
     let served: Vec<String> = scheduler
@@ -286,6 +288,28 @@ pub async fn simulate_checked(
     Ok(build_report(&pending, &served, &reports, options.explain))
 }
 
+/// The workload selectors of the input, for PodTopologySpread's default constraints.
+fn workloads(input: &ClusterInput) -> Workloads {
+    let workloads = Workloads::new();
+    input
+        .services
+        .iter()
+        .for_each(|s| workloads.apply_service(s));
+    input
+        .replication_controllers
+        .iter()
+        .for_each(|rc| workloads.apply_replication_controller(rc));
+    input
+        .replica_sets
+        .iter()
+        .for_each(|rs| workloads.apply_replica_set(rs));
+    input
+        .stateful_sets
+        .iter()
+        .for_each(|ss| workloads.apply_stateful_set(ss));
+    workloads
+}
+
 fn is_assigned(pod: &Pod) -> bool {
     pod.spec
         .as_ref()
@@ -299,6 +323,7 @@ fn add_profiles(
     profiles: Vec<ValidProfile>,
     registry: &Registry,
     binder: Arc<InMemoryBinder>,
+    workloads: Arc<Workloads>,
     parallelism: usize,
 ) -> Result<(), SimulateError> {
     for ValidProfile {
@@ -312,6 +337,7 @@ fn add_profiles(
             binder: binder.clone(),
             waiting_pods: Arc::new(WaitingPods::new()),
             parallelism,
+            workloads: workloads.clone(),
         };
         let framework = Framework::new(&name, resolved, registry, handle).map_err(|e| {
             SimulateError::InvalidProfiles(vec![InvalidProfile {

@@ -12,6 +12,7 @@
 //!
 //! The args keep upstream's `NodeResourcesFitArgs` field names, defaults and validation.
 
+pub mod balanced_allocation;
 mod fit;
 mod least_allocated;
 mod most_allocated;
@@ -35,6 +36,7 @@ use crate::framework::{
 };
 use crate::plugins::helper::qualified_name_errors;
 
+pub use balanced_allocation::NodeResourcesBalancedAllocation;
 use fit::PreFilterState;
 use resource_allocation::{PreScoreState, ResourceAllocationScorer};
 

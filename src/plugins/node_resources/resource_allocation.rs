@@ -5,14 +5,16 @@
 //! requested on the node with the pod placed there; resources the node does not have, and
 //! scalar resources the pod does not request, are left out (their weight is not counted).
 //! The strategy turns each resource's pair into a 0..=100 score and the scores into a
-//! weighted average.
+//! weighted average. NodeResourcesBalancedAllocation reuses the scorer with its own
+//! combination (how evenly the resources would be used), as upstream's
+//! `BalancedAllocation` embeds `resourceAllocationScorer`.
 
 use crate::cluster::{NodeInfo, PodInfo, Resource, is_scalar_resource_name};
 use crate::framework::Status;
 use crate::plugins::helper::FunctionShapePoint;
 
-use super::{ScoringStrategy, ScoringStrategyType, default_resources};
-use super::{least_allocated, most_allocated, requested_to_capacity_ratio};
+use super::{ResourceSpec, ScoringStrategy, ScoringStrategyType, default_resources};
+use super::{balanced_allocation, least_allocated, most_allocated, requested_to_capacity_ratio};
 
 /// The pod's request of each configured resource, in the order of the configuration;
 /// computed once per cycle in PreScore.
@@ -57,6 +59,9 @@ enum Strategy {
     MostAllocated,
     /// The user's shape with scores scaled to 0..=100.
     RequestedToCapacityRatio(Vec<FunctionShapePoint>),
+    /// NodeResourcesBalancedAllocation: one minus the standard deviation of the
+    /// resources' utilization; weights are not used.
+    BalancedAllocation,
 }
 
 #[derive(Debug, Clone)]
@@ -70,20 +75,7 @@ pub(super) struct ResourceAllocationScorer {
 
 impl ResourceAllocationScorer {
     pub(super) fn new(args: &ScoringStrategy) -> Self {
-        // An empty list means the defaults, as upstream's v1 defaulting.
-        let specs = if args.resources.is_empty() {
-            default_resources()
-        } else {
-            args.resources.clone()
-        };
-        let resources = specs
-            .into_iter()
-            .map(|spec| ScoredResource {
-                kind: ResourceKind::of(&spec.name),
-                name: spec.name,
-                weight: spec.weight,
-            })
-            .collect();
+        let resources = scored_resources(&args.resources);
         let strategy = match args.strategy_type {
             ScoringStrategyType::LeastAllocated => Strategy::LeastAllocated,
             ScoringStrategyType::MostAllocated => Strategy::MostAllocated,
@@ -101,6 +93,16 @@ impl ResourceAllocationScorer {
             strategy,
             resources,
             use_requested,
+        }
+    }
+
+    /// The scorer of NodeResourcesBalancedAllocation over `resources`. As upstream, it
+    /// uses the plain requests, without the non-zero cpu/memory defaults.
+    pub(super) fn balanced_allocation(resources: &[ResourceSpec]) -> Self {
+        ResourceAllocationScorer {
+            strategy: Strategy::BalancedAllocation,
+            resources: scored_resources(resources),
+            use_requested: true,
         }
     }
 
@@ -147,6 +149,9 @@ impl ResourceAllocationScorer {
             Strategy::RequestedToCapacityRatio(shape) => {
                 requested_to_capacity_ratio::combine(shape, entries)
             }
+            Strategy::BalancedAllocation => {
+                balanced_allocation::score(entries.map(|(r, a, _)| (r, a)))
+            }
         })
     }
 
@@ -188,6 +193,26 @@ impl ResourceAllocationScorer {
             ResourceKind::Unscored => (0, 0),
         }
     }
+}
+
+/// The configured resources, resolved once; an empty list means the defaults, as
+/// upstream's v1 defaulting.
+fn scored_resources(specs: &[ResourceSpec]) -> Vec<ScoredResource> {
+    let defaults;
+    let specs = if specs.is_empty() {
+        defaults = default_resources();
+        &defaults
+    } else {
+        specs
+    };
+    specs
+        .iter()
+        .map(|spec| ScoredResource {
+            kind: ResourceKind::of(&spec.name),
+            name: spec.name.clone(),
+            weight: spec.weight,
+        })
+        .collect()
 }
 
 fn amount(resource: &Resource, kind: ResourceKind, name: &str) -> i64 {

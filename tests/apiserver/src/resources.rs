@@ -68,7 +68,7 @@ struct Builtin {
 }
 
 /// The built-in resources, in the order the real server lists them.
-const BUILTINS: [Builtin; 13] = [
+const BUILTINS: [Builtin; 17] = [
     Builtin {
         group: "",
         resource: "namespaces",
@@ -140,6 +140,42 @@ const BUILTINS: [Builtin; 13] = [
         short_names: &["ev"],
         categories: &[],
         has_status: false,
+    },
+    Builtin {
+        group: "",
+        resource: "services",
+        kind: "Service",
+        namespaced: true,
+        short_names: &["svc"],
+        categories: &["all"],
+        has_status: true,
+    },
+    Builtin {
+        group: "",
+        resource: "replicationcontrollers",
+        kind: "ReplicationController",
+        namespaced: true,
+        short_names: &["rc"],
+        categories: &["all"],
+        has_status: true,
+    },
+    Builtin {
+        group: "apps",
+        resource: "replicasets",
+        kind: "ReplicaSet",
+        namespaced: true,
+        short_names: &["rs"],
+        categories: &["all"],
+        has_status: true,
+    },
+    Builtin {
+        group: "apps",
+        resource: "statefulsets",
+        kind: "StatefulSet",
+        namespaced: true,
+        short_names: &["sts"],
+        categories: &["all"],
+        has_status: true,
     },
     Builtin {
         group: "policy",

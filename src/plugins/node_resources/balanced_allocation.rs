@@ -1,0 +1,626 @@
+//! NodeResourcesBalancedAllocation: prefers nodes whose resources would be used evenly
+//! once the pod is placed, as upstream's `noderesources.BalancedAllocation`.
+//!
+//! - PreScore computes the pod's plain request (no non-zero defaults) of each configured
+//!   resource once; a pod that requests none of them (best-effort) returns Skip, so it is
+//!   not drawn to the emptiest-looking node (kubernetes/kubernetes#129138).
+//! - Score takes each resource's utilization with the pod placed, `requested /
+//!   allocatable` capped at 1, over the resources the node has (a scalar resource the pod
+//!   does not request is left out), and returns `(1 - std) * 100` truncated, where `std`
+//!   is their standard deviation (`|a - b| / 2` for two resources, 0 for fewer).
+//!
+//! Requests and allocatable come from the scorer NodeResourcesFit uses
+//! ([`super::resource_allocation`]). No NormalizeScore, and no EnqueueExtensions: a Score
+//! plugin rejects no pod, and upstream registers none.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::{NodeInfo, PodInfo};
+use crate::framework::{
+    CycleState, ExtensionPoint, FieldError, Handle, MAX_NODE_SCORE, Plugin, PluginArgs,
+    PluginError, PluginFactory, PreScorePlugin, ScorePlugin, Status,
+};
+
+use super::resource_allocation::ResourceAllocationScorer;
+use super::{MAX_RESOURCES, ResourceSpec, default_resources};
+
+/// Args of NodeResourcesBalancedAllocation (upstream `NodeResourcesBalancedAllocationArgs`,
+/// v1 defaults).
+// The schema carries what upstream's `ValidateNodeResourcesBalancedAllocationArgs` checks
+// (unique names, weight 1) as CEL rules, so the API server rejects it at `kubectl apply`;
+// `PluginArgs::validate` repeats it with per-index paths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodeResourcesBalancedAllocationArgs {
+    /// The resources whose utilization is balanced, each with weight 1 (weights do not
+    /// take part in this score); an empty list means cpu and memory, as upstream's v1
+    /// defaulting (at most 32, unique names).
+    #[schemars(
+        length(max = MAX_RESOURCES),
+        extend("x-kubernetes-validations" = [
+            {
+                "rule": "self.all(r, self.exists_one(q, q.name == r.name))",
+                "message": "resource names must be unique",
+            },
+            {
+                "rule": "self.all(r, !has(r.weight) || r.weight == 1)",
+                "message": "every weight must be 1: NodeResourcesBalancedAllocation does not weigh resources",
+            },
+        ])
+    )]
+    pub resources: Vec<ResourceSpec>,
+}
+
+impl Default for NodeResourcesBalancedAllocationArgs {
+    fn default() -> Self {
+        NodeResourcesBalancedAllocationArgs {
+            resources: default_resources(),
+        }
+    }
+}
+
+impl PluginArgs for NodeResourcesBalancedAllocationArgs {
+    /// Upstream `ValidateNodeResourcesBalancedAllocationArgs`: a name listed twice, and
+    /// any weight other than 1.
+    ///
+    /// One difference: upstream's defaulting turns an explicit weight 0 into 1; here the
+    /// schema of [`ResourceSpec`] (shared with NodeResourcesFit) rejects 0, so this
+    /// rejects it too, keeping local validation equal to the API server's.
+    fn validate(&self, path: &str) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        for (i, resource) in self.resources.iter().enumerate() {
+            let field = format!("{path}.resources[{i}]");
+            if self.resources[..i].iter().any(|r| r.name == resource.name) {
+                errors.push(FieldError::duplicate(
+                    format!("{field}.name"),
+                    &serde_json::Value::from(resource.name.as_str()),
+                    "",
+                ));
+            }
+            if resource.weight != 1 {
+                errors.push(FieldError::new(
+                    format!("{field}.weight"),
+                    resource.weight,
+                    "must be 1: NodeResourcesBalancedAllocation does not weigh resources",
+                ));
+            }
+        }
+        errors
+    }
+}
+
+/// The NodeResourcesBalancedAllocation plugin.
+#[derive(Debug, Clone)]
+pub struct NodeResourcesBalancedAllocation {
+    scorer: ResourceAllocationScorer,
+}
+
+/// What PreScore hands to Score: the pod's request of each configured resource, in the
+/// order of the args. Its own type, so it never meets NodeResourcesFit's in CycleState.
+#[derive(Debug, Clone)]
+struct PreScoreState {
+    pod_requests: Vec<i64>,
+}
+
+impl NodeResourcesBalancedAllocation {
+    /// The plugin over defaulted, validated args.
+    pub fn new(args: NodeResourcesBalancedAllocationArgs) -> Self {
+        NodeResourcesBalancedAllocation {
+            scorer: ResourceAllocationScorer::balanced_allocation(&args.resources),
+        }
+    }
+}
+
+/// Upstream `isBestEffortPod`: the pod requests none of the configured resources.
+fn is_best_effort(pod_requests: &[i64]) -> bool {
+    pod_requests.iter().all(|&request| request == 0)
+}
+
+impl Plugin for NodeResourcesBalancedAllocation {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl PluginFactory for NodeResourcesBalancedAllocation {
+    const NAME: &'static str = "NodeResourcesBalancedAllocation";
+    const DESCRIPTION: &'static str = "Prefers nodes whose resources (cpu and memory by default) would be used evenly once the pod is placed.";
+    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::PreScore, ExtensionPoint::Score];
+    type Args = NodeResourcesBalancedAllocationArgs;
+
+    fn build(args: NodeResourcesBalancedAllocationArgs, _: &Handle) -> Result<Self, PluginError> {
+        Ok(NodeResourcesBalancedAllocation::new(args))
+    }
+}
+
+#[async_trait]
+impl PreScorePlugin for NodeResourcesBalancedAllocation {
+    async fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _: &[Arc<NodeInfo>],
+    ) -> Status {
+        let pod_requests = self.scorer.pod_requests(pod);
+        if is_best_effort(&pod_requests) {
+            return Status::skip();
+        }
+        state.write(PreScoreState { pod_requests });
+        Status::success()
+    }
+}
+
+impl ScorePlugin for NodeResourcesBalancedAllocation {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        if let Some(pre_score) = state.read::<PreScoreState>() {
+            return self.scorer.score(node, &pre_score.pod_requests);
+        }
+        // As upstream: without PreScore (e.g. Score called alone), compute it here, and
+        // give a best-effort pod 0 where PreScore would have skipped.
+        let pod_requests = self.scorer.pod_requests(pod);
+        if is_best_effort(&pod_requests) {
+            return Ok(0);
+        }
+        self.scorer.score(node, &pod_requests)
+    }
+}
+
+/// `(1 - std) * MAX_NODE_SCORE` truncated, over `(requested, allocatable)` pairs with
+/// non-zero allocatable (upstream `balancedResourceScorer`). Allocation-free: the
+/// iterator is walked twice instead of collecting the fractions.
+pub(super) fn score(resources: impl Iterator<Item = (i64, i64)> + Clone) -> i64 {
+    let fractions =
+        resources.map(|(requested, allocatable)| (requested as f64 / allocatable as f64).min(1.0));
+    let (count, total) = fractions
+        .clone()
+        .fold((0_usize, 0.0_f64), |(count, total), f| {
+            (count + 1, total + f)
+        });
+    let std = match count {
+        0 | 1 => 0.0,
+        // The common cpu + memory case, as upstream computes it.
+        2 => {
+            let mut pair = fractions;
+            let (a, b) = (pair.next().unwrap_or(0.0), pair.next().unwrap_or(0.0));
+            ((a - b) / 2.0).abs()
+        }
+        n => {
+            let mean = total / n as f64;
+            let squares = fractions.fold(0.0, |sum, f| sum + (f - mean) * (f - mean));
+            (squares / n as f64).sqrt()
+        }
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+    use serde_json::json;
+
+    use super::super::test_util::*;
+    use super::*;
+    use crate::api::ProfileValidator;
+    use crate::framework::{Code, Registry, decode_args};
+
+    const PATH: &str = "spec.pluginConfig.nodeResourcesBalancedAllocation";
+    const GPU: &str = "nvidia.com/gpu";
+
+    /// upstream `cpuOnly`: 1000m and 2000m cpu, memory explicitly 0.
+    fn cpu_only() -> Pod {
+        pod_with(
+            &[
+                req(&[("cpu", "1000m"), ("memory", "0")]),
+                req(&[("cpu", "2000m"), ("memory", "0")]),
+            ],
+            &[],
+        )
+    }
+
+    /// upstream `cpuAndMemory`: 1000m/2000 and 2000m/3000 cpu/memory.
+    fn cpu_and_memory() -> Pod {
+        pod_with(
+            &[
+                req(&[("cpu", "1000m"), ("memory", "2000")]),
+                req(&[("cpu", "2000m"), ("memory", "3000")]),
+            ],
+            &[],
+        )
+    }
+
+    /// upstream `cpuAndMemoryAndGPU`: `cpuAndMemory` with 3 GPUs on the second container.
+    fn cpu_and_memory_and_gpu() -> Pod {
+        pod_with(
+            &[
+                req(&[("cpu", "1000m"), ("memory", "2000")]),
+                req(&[("cpu", "2000m"), ("memory", "3000"), (GPU, "3")]),
+            ],
+            &[],
+        )
+    }
+
+    /// upstream `makeNode(name, milliCPU, memory, scalars)`.
+    fn node_of(
+        name: &str,
+        milli_cpu: &str,
+        memory: &str,
+        gpus: Option<&str>,
+        pods: Vec<Pod>,
+    ) -> TestNode {
+        let cpu = format!("{milli_cpu}m");
+        let mut resources = vec![("cpu", cpu.as_str()), ("memory", memory)];
+        resources.extend(gpus.map(|n| (GPU, n)));
+        node(name, &resources, pods)
+    }
+
+    fn args_of(names: &[&str]) -> NodeResourcesBalancedAllocationArgs {
+        NodeResourcesBalancedAllocationArgs {
+            resources: names.iter().map(|n| ResourceSpec::new(*n, 1)).collect(),
+        }
+    }
+
+    /// Runs PreScore (when `pre_score`) and then Score on every node, as upstream's test
+    /// does; returns PreScore's code and the scores (none after Skip).
+    fn run(
+        args: NodeResourcesBalancedAllocationArgs,
+        pod: Pod,
+        nodes: &[TestNode],
+        pre_score: bool,
+    ) -> (Code, Vec<i64>) {
+        let plugin = NodeResourcesBalancedAllocation::new(args);
+        let pod = pod_info(pod);
+        let infos: Vec<Arc<NodeInfo>> = nodes
+            .iter()
+            .map(|(node, pods)| Arc::new(node_info(node, pods)))
+            .collect();
+        let mut state = CycleState::new();
+        let code = if pre_score {
+            block_on(plugin.pre_score(&mut state, &pod, &infos)).code()
+        } else {
+            Code::Success
+        };
+        if code == Code::Skip {
+            return (code, Vec::new());
+        }
+        let scores = infos
+            .iter()
+            .map(|node| {
+                plugin
+                    .score(&state, &pod, node)
+                    .unwrap_or_else(|status| panic!("Score failed: {status}"))
+            })
+            .collect();
+        (code, scores)
+    }
+
+    /// A scoring case: name, args, incoming pod, nodes, whether PreScore runs, PreScore's
+    /// code, expected scores.
+    type Case = (
+        &'static str,
+        NodeResourcesBalancedAllocationArgs,
+        Pod,
+        Vec<TestNode>,
+        bool,
+        Code,
+        Vec<i64>,
+    );
+
+    #[test]
+    fn scores_match_upstream() {
+        let cpu_mem = || args_of(&["cpu", "memory"]);
+        let with_gpu = || args_of(&["cpu", "memory", GPU]);
+        let cases: Vec<Case> = vec![
+            // upstream TestNodeResourcesBalancedAllocation "nothing scheduled, nothing requested, skip in PreScore"
+            (
+                "best-effort pod is skipped",
+                cpu_mem(),
+                no_requests(),
+                vec![
+                    node_of("node1", "4000", "10000", None, vec![]),
+                    node_of("node2", "4000", "10000", None, vec![]),
+                ],
+                true,
+                Code::Skip,
+                vec![],
+            ),
+            // upstream "nothing scheduled, resources requested, differently sized nodes":
+            // node1 cpu 3000/4000, memory 5000/10000 -> std 0.125 -> 87; node2 both 50%.
+            (
+                "differently sized empty nodes",
+                cpu_mem(),
+                cpu_and_memory(),
+                vec![
+                    node_of("node1", "4000", "10000", None, vec![]),
+                    node_of("node2", "6000", "10000", None, vec![]),
+                ],
+                true,
+                Code::Success,
+                vec![87, 100],
+            ),
+            // upstream "resources requested, pods scheduled with resources":
+            // node1 60% / 25% -> 82; node2 60% / 50% -> 95.
+            (
+                "pods scheduled with resources",
+                cpu_mem(),
+                cpu_and_memory(),
+                vec![
+                    node_of("node1", "10000", "20000", None, vec![cpu_only()]),
+                    node_of("node2", "10000", "20000", None, vec![cpu_and_memory()]),
+                ],
+                true,
+                Code::Success,
+                vec![82, 95],
+            ),
+            // upstream "resources requested, pods scheduled with resources, differently sized nodes":
+            // node2 60% / 20% -> 80.
+            (
+                "pods scheduled with resources, differently sized nodes",
+                cpu_mem(),
+                cpu_and_memory(),
+                vec![
+                    node_of("node1", "10000", "20000", None, vec![cpu_only()]),
+                    node_of("node2", "10000", "50000", None, vec![cpu_and_memory()]),
+                ],
+                true,
+                Code::Success,
+                vec![82, 80],
+            ),
+            // upstream "requested resources at node capacity": node1 cpu 100%, memory 0%
+            // (explicit 0 requests count as 0) -> 50; node2 100% / 50% -> 75.
+            (
+                "requested resources at node capacity",
+                cpu_mem(),
+                cpu_only(),
+                vec![
+                    node_of("node1", "6000", "10000", None, vec![cpu_only()]),
+                    node_of("node2", "6000", "10000", None, vec![cpu_and_memory()]),
+                ],
+                true,
+                Code::Success,
+                vec![50, 75],
+            ),
+            // upstream "include scalar resource on a node for balanced resource allocation":
+            // three fractions, node1 GPU 4/8 -> std 0.3002 -> 70; node2 GPU 1/8 -> 65.
+            (
+                "scalar resource takes part",
+                with_gpu(),
+                pod_with(&[req(&[("memory", "0"), (GPU, "1")])], &[]),
+                vec![
+                    node_of(
+                        "node1",
+                        "3500",
+                        "40000",
+                        Some("8"),
+                        vec![cpu_and_memory_and_gpu()],
+                    ),
+                    node_of("node2", "3500", "40000", Some("8"), vec![cpu_and_memory()]),
+                ],
+                true,
+                Code::Success,
+                vec![70, 65],
+            ),
+            // upstream "node without the scalar resource should skip the scalar resource":
+            // the pod asks for no GPU, so only cpu and memory count on both nodes -> 63.
+            (
+                "scalar resource the pod does not request is skipped",
+                with_gpu(),
+                cpu_and_memory(),
+                vec![
+                    node_of("node1", "3500", "40000", Some("8"), vec![]),
+                    node_of("node2", "3500", "40000", None, vec![]),
+                ],
+                true,
+                Code::Success,
+                vec![63, 63],
+            ),
+            // upstream "resources requested, pods scheduled with resources if PreScore not called"
+            (
+                "Score without PreScore",
+                cpu_mem(),
+                cpu_and_memory(),
+                vec![
+                    node_of("node1", "10000", "20000", None, vec![cpu_only()]),
+                    node_of("node2", "10000", "20000", None, vec![cpu_and_memory()]),
+                ],
+                false,
+                Code::Success,
+                vec![82, 95],
+            ),
+        ];
+        for (name, args, pod, nodes, pre_score, want_code, want) in cases {
+            let (code, scores) = run(args, pod, &nodes, pre_score);
+            assert_eq!(code, want_code, "case {name}: PreScore code");
+            assert_eq!(scores, want, "case {name}");
+        }
+    }
+
+    #[test]
+    fn best_effort_pod_scores_zero_without_pre_score() {
+        // upstream Score: a best-effort pod whose PreScore did not run scores 0.
+        let (_, scores) = run(
+            NodeResourcesBalancedAllocationArgs::default(),
+            no_requests(),
+            &[node_of("node1", "4000", "10000", None, vec![])],
+            false,
+        );
+        assert_eq!(scores, vec![0]);
+    }
+
+    #[test]
+    fn one_fraction_has_no_deviation() {
+        // A single resource the node has: std 0, whatever the utilization.
+        assert_eq!(score([(3, 4)].into_iter()), 100);
+        // Over-requested resources are capped at 1: |1 - 0.5| / 2 = 0.25.
+        assert_eq!(score([(8, 4), (1, 2)].into_iter()), 75);
+        assert_eq!(score(std::iter::empty()), 100);
+    }
+
+    fn errors_of(args: serde_json::Value) -> Vec<FieldError> {
+        match decode_args::<NodeResourcesBalancedAllocationArgs>(Some(&args), PATH) {
+            Ok(_) => Vec::new(),
+            Err(errors) => errors,
+        }
+    }
+
+    #[test]
+    fn defaults_are_upstream_v1_defaults() {
+        let args = decode_args::<NodeResourcesBalancedAllocationArgs>(None, PATH)
+            .expect("defaults are valid");
+        assert_eq!(args.resources, default_resources());
+        assert_eq!(
+            serde_json::to_value(&args).expect("serializable"),
+            json!({"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]})
+        );
+        // A weight left out is 1.
+        let args = decode_args::<NodeResourcesBalancedAllocationArgs>(
+            Some(&json!({"resources": [{"name": GPU}]})),
+            PATH,
+        )
+        .expect("valid");
+        assert_eq!(args.resources, vec![ResourceSpec::new(GPU, 1)]);
+    }
+
+    #[test]
+    fn validation_matches_upstream_table() {
+        let res = |list: serde_json::Value| json!({ "resources": list });
+        let cases: Vec<(&str, serde_json::Value, Vec<String>)> = vec![
+            // upstream TestValidateNodeResourcesBalancedAllocationArgs "valid config"
+            (
+                "cpu and memory, weight 1",
+                res(json!([{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}])),
+                vec![],
+            ),
+            // upstream TestValidateNodeResourcesBalancedAllocationArgs "invalid config"
+            (
+                "weight 2",
+                res(json!([{"name": "cpu", "weight": 2}, {"name": "memory", "weight": 1}])),
+                vec![format!("{PATH}.resources[0].weight")],
+            ),
+            // upstream TestValidateNodeResourcesBalancedAllocationArgs "repeated resources"
+            (
+                "cpu twice",
+                res(json!([{"name": "cpu", "weight": 1}, {"name": "cpu", "weight": 1}])),
+                vec![format!("{PATH}.resources[1].name")],
+            ),
+            // no upstream case: an empty list is valid and means the defaults
+            ("empty list", res(json!([])), vec![]),
+        ];
+        for (name, args, want) in cases {
+            let paths: Vec<String> = errors_of(args).into_iter().map(|e| e.path).collect();
+            assert_eq!(paths, want, "case {name}");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_bad_value() {
+        let errors = errors_of(json!({"resources": [{"name": "cpu", "weight": 2}]}));
+        assert_eq!(
+            errors[0].to_string(),
+            format!(
+                "{PATH}.resources[0].weight: Invalid value: 2: must be 1: NodeResourcesBalancedAllocation does not weigh resources"
+            )
+        );
+        let errors = errors_of(json!({"resources": [{"name": "cpu"}, {"name": "cpu"}]}));
+        assert_eq!(
+            errors[0].to_string(),
+            format!("{PATH}.resources[1].name: Duplicate value: \"cpu\"")
+        );
+    }
+
+    #[test]
+    fn api_server_rejects_what_validate_rejects() {
+        let mut registry = Registry::new();
+        registry.register::<NodeResourcesBalancedAllocation>();
+        let validator = ProfileValidator::new(&registry).expect("schema builds");
+        assert_eq!(validator.rule_compilation_errors(), Vec::<String>::new());
+        let admission = |resources: serde_json::Value| {
+            let raw = json!({"apiVersion": "berth.dev/v1alpha1", "kind": "SchedulerProfile",
+                             "metadata": {"name": "p"},
+                             "spec": {"pluginConfig": {"nodeResourcesBalancedAllocation": {"resources": resources}}}});
+            validator.admission_errors(&raw)
+        };
+        assert_eq!(
+            admission(json!([{"name": "cpu"}, {"name": "memory", "weight": 1}])),
+            Vec::new()
+        );
+        let duplicate = admission(json!([{"name": "cpu"}, {"name": "cpu"}]));
+        assert!(
+            duplicate
+                .iter()
+                .any(|e| e.path == format!("{PATH}.resources")
+                    && e.message.contains("must be unique")),
+            "{duplicate:?}"
+        );
+        let weight = admission(json!([{"name": "cpu", "weight": 2}]));
+        assert!(
+            weight
+                .iter()
+                .any(|e| e.path == format!("{PATH}.resources") && e.message.contains("must be 1")),
+            "{weight:?}"
+        );
+    }
+
+    #[test]
+    fn empty_resources_score_cpu_and_memory() {
+        // An explicit empty list means the defaults, as upstream's v1 defaulting.
+        let (_, scores) = run(
+            NodeResourcesBalancedAllocationArgs { resources: vec![] },
+            cpu_and_memory(),
+            &[node_of("node1", "4000", "10000", None, vec![])],
+            true,
+        );
+        assert_eq!(scores, vec![87]);
+    }
+
+    #[test]
+    fn schema_carries_the_bounds() {
+        let schema =
+            serde_json::to_value(schemars::schema_for!(NodeResourcesBalancedAllocationArgs))
+                .expect("schema is JSON");
+        let text = schema.to_string();
+        let resources = &schema["properties"]["resources"];
+        assert_eq!(resources["maxItems"], json!(MAX_RESOURCES), "{text}");
+        let rules = resources["x-kubernetes-validations"]
+            .as_array()
+            .expect("CEL rules");
+        assert_eq!(rules.len(), 2, "{text}");
+        assert_eq!(
+            schema["properties"]["resources"]["default"],
+            json!([{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn registry_points_match_the_accessors() {
+        let plugin = NodeResourcesBalancedAllocation::new(Default::default());
+        assert!(plugin.as_pre_score().is_some());
+        assert!(plugin.as_score().is_some());
+        assert!(plugin.as_filter().is_none());
+        assert!(plugin.as_pre_filter().is_none());
+        assert!(
+            plugin
+                .as_score()
+                .and_then(|s| s.score_extensions())
+                .is_none()
+        );
+        assert_eq!(
+            NodeResourcesBalancedAllocation::POINTS,
+            &[ExtensionPoint::PreScore, ExtensionPoint::Score]
+        );
+        // Upstream registers no events: a Score plugin rejects no pod.
+        assert!(plugin.events_to_register().is_none());
+    }
+}

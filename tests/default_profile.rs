@@ -1,0 +1,79 @@
+//! The default profile (`spec: {}`) resolves to upstream kube-scheduler's default plugin
+//! list (v1.31+, `getDefaultPlugins` expanded per extension point), minus the plugins berth
+//! leaves for later: the volume plugins (VolumeRestrictions, NodeVolumeLimits,
+//! VolumeBinding, VolumeZone) and DefaultPreemption.
+
+use berth::api::SchedulerProfileSpec;
+use berth::framework::{ExtensionPoint, resolve};
+
+fn names(points: &[&str]) -> Vec<String> {
+    points.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn default_profile_matches_upstream_defaults() {
+    let registry = berth::plugins::default_registry();
+    let resolved = resolve(&SchedulerProfileSpec::default(), &registry).expect("spec: {} is valid");
+    let at = |p| resolved.plugins_at(p).to_vec();
+    assert_eq!(at(ExtensionPoint::PreEnqueue), names(&["SchedulingGates"]));
+    assert_eq!(at(ExtensionPoint::QueueSort), names(&["PrioritySort"]));
+    assert_eq!(
+        at(ExtensionPoint::PreFilter),
+        names(&[
+            "NodeAffinity",
+            "NodePorts",
+            "NodeResourcesFit",
+            "PodTopologySpread",
+            "InterPodAffinity"
+        ])
+    );
+    assert_eq!(
+        at(ExtensionPoint::Filter),
+        names(&[
+            "NodeUnschedulable",
+            "NodeName",
+            "TaintToleration",
+            "NodeAffinity",
+            "NodePorts",
+            "NodeResourcesFit",
+            "PodTopologySpread",
+            "InterPodAffinity",
+        ])
+    );
+    assert_eq!(
+        at(ExtensionPoint::PreScore),
+        names(&[
+            "TaintToleration",
+            "NodeAffinity",
+            "NodeResourcesFit",
+            "PodTopologySpread",
+            "InterPodAffinity",
+            "NodeResourcesBalancedAllocation",
+        ])
+    );
+    let score: Vec<(String, i32)> = resolved
+        .effective()
+        .score
+        .into_iter()
+        .map(|p| (p.name, p.weight))
+        .collect();
+    let expected: Vec<(String, i32)> = [
+        ("TaintToleration", 3),
+        ("NodeAffinity", 2),
+        ("NodeResourcesFit", 1),
+        ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
+    ]
+    .iter()
+    .map(|(n, w)| (n.to_string(), *w))
+    .collect();
+    assert_eq!(score, expected);
+    assert_eq!(at(ExtensionPoint::Bind), names(&["DefaultBinder"]));
+    assert!(
+        at(ExtensionPoint::PostFilter).is_empty(),
+        "DefaultPreemption comes later"
+    );
+    assert!(at(ExtensionPoint::Reserve).is_empty() && at(ExtensionPoint::PreBind).is_empty());
+}

@@ -1,0 +1,81 @@
+//! The scenarios in `examples/scenarios/`, each showing a default plugin at work, run
+//! through `berth simulate` with the upstream default profile. The expectations are the
+//! behaviour the scenario's comment promises, in upstream's terms.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn simulate(file: &str) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["simulate", "-o", "json", "-f", file])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("berth runs");
+    assert!(
+        output.status.success(),
+        "berth simulate -f {file} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("JSON output")
+}
+
+fn pods(report: &Value) -> &Vec<Value> {
+    report["pods"].as_array().expect("pods array")
+}
+
+#[test]
+fn nine_replicas_with_a_hard_zone_spread_land_three_per_zone() {
+    let report = simulate("examples/scenarios/zone-spread.yaml");
+    let mut per_zone: BTreeMap<String, usize> = BTreeMap::new();
+    for pod in pods(&report) {
+        assert_eq!(pod["result"], "Scheduled", "{pod}");
+        let node = pod["node"].as_str().expect("a node");
+        // Node names encode their zone: a1/a2 in zone-a, b1/b2 in zone-b, c1/c2 in zone-c.
+        let zone = format!("zone-{}", &node[..1]);
+        *per_zone.entry(zone).or_default() += 1;
+    }
+    let expected: BTreeMap<String, usize> = [
+        ("zone-a".into(), 3),
+        ("zone-b".into(), 3),
+        ("zone-c".into(), 3),
+    ]
+    .into();
+    assert_eq!(per_zone, expected);
+}
+
+#[test]
+fn required_anti_affinity_puts_one_replica_per_node_and_reports_the_rest() {
+    let report = simulate("examples/scenarios/anti-affinity.yaml");
+    let scheduled: Vec<&str> = pods(&report)
+        .iter()
+        .filter(|p| p["result"] == "Scheduled")
+        .map(|p| p["node"].as_str().expect("a node"))
+        .collect();
+    let mut distinct = scheduled.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(scheduled.len(), 3, "{report}");
+    assert_eq!(distinct.len(), 3, "one replica per node: {scheduled:?}");
+    let unschedulable: Vec<&Value> = pods(&report)
+        .iter()
+        .filter(|p| p["result"] == "Unschedulable")
+        .collect();
+    assert_eq!(unschedulable.len(), 1, "{report}");
+    assert_eq!(
+        unschedulable[0]["message"],
+        "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
+    );
+}
+
+#[test]
+fn preferred_affinity_pulls_a_pod_next_to_its_peer() {
+    let report = simulate("examples/scenarios/preferred-affinity.yaml");
+    let web = pods(&report)
+        .iter()
+        .find(|p| p["name"] == "web")
+        .expect("the web pod is reported");
+    assert_eq!(web["result"], "Scheduled");
+    assert_eq!(web["node"], "middle", "the node running the cache");
+}
