@@ -79,3 +79,62 @@ fn preferred_affinity_pulls_a_pod_next_to_its_peer() {
     assert_eq!(web["result"], "Scheduled");
     assert_eq!(web["node"], "middle", "the node running the cache");
 }
+
+fn explain(file: &str) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["simulate", "-o", "json", "--explain", "-f", file])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("berth runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("JSON output")
+}
+
+#[test]
+fn replicas_of_a_replica_set_are_spread_by_the_system_default_constraints() {
+    // No topologySpreadConstraints on the pods: upstream's system defaults (hostname
+    // maxSkew 3, zone maxSkew 5, ScheduleAnyway) apply because the ReplicaSet selects
+    // them. The second replica's PodTopologySpread score is highest on the node in the
+    // other zone, lower on the first replica's zone, lowest on the first replica's node.
+    let report = explain("examples/scenarios/default-spread.yaml");
+    let first = pods(&report)[0]["node"]
+        .as_str()
+        .expect("first replica placed")
+        .to_string();
+    let second = &pods(&report)[1];
+    let spread_score = |node: &str| -> i64 {
+        second["nodes"]
+            .as_array()
+            .expect("explain nodes")
+            .iter()
+            .find(|n| n["name"] == node)
+            .and_then(|n| n["scores"].as_array())
+            .and_then(|s| s.iter().find(|s| s["plugin"] == "PodTopologySpread"))
+            .and_then(|s| s["score"].as_i64())
+            .unwrap_or_else(|| panic!("no PodTopologySpread score on {node}: {second}"))
+    };
+    // Nodes a1, a2 in zone-a and b1, b2 in zone-b; the zone is the name's letter.
+    let zone = |node: &str| node.chars().next();
+    let nodes = ["a1", "a2", "b1", "b2"];
+    let same_zone = nodes
+        .iter()
+        .find(|n| **n != first && zone(n) == zone(&first))
+        .expect("a sibling");
+    for other_zone in nodes.iter().filter(|n| zone(n) != zone(&first)) {
+        assert!(
+            spread_score(other_zone) > spread_score(same_zone),
+            "{second}"
+        );
+    }
+    assert!(spread_score(same_zone) > spread_score(&first), "{second}");
+    let landed = second["node"].as_str().expect("second replica placed");
+    assert_ne!(
+        zone(landed),
+        zone(&first),
+        "the second replica goes to the other zone"
+    );
+}
