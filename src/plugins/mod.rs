@@ -69,3 +69,49 @@ pub fn default_registry() -> Registry {
     ]);
     registry
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::framework::{BindError, Binder, ExtensionPoint, Handle, WaitingPods, implements};
+
+    struct NoBinder;
+
+    #[async_trait::async_trait]
+    impl Binder for NoBinder {
+        async fn bind(
+            &self,
+            _: &k8s_openapi::api::core::v1::Pod,
+            _: &str,
+        ) -> Result<(), BindError> {
+            Ok(())
+        }
+    }
+
+    /// The extension points a registry entry declares (which drive the CRD and profile
+    /// resolution) are exactly the points its instance implements.
+    #[test]
+    fn every_plugin_implements_exactly_its_declared_points() {
+        let handle = Handle {
+            binder: Arc::new(NoBinder),
+            waiting_pods: Arc::new(WaitingPods::new()),
+            parallelism: 1,
+            workloads: Default::default(),
+        };
+        for entry in default_registry().entries() {
+            let plugin = entry
+                .build(None, "test", &handle)
+                .unwrap_or_else(|e| panic!("{} builds with default args: {e}", entry.name));
+            for point in ExtensionPoint::ALL {
+                assert_eq!(
+                    implements(plugin.as_ref(), point),
+                    entry.implements(point),
+                    "{} at {point}",
+                    entry.name
+                );
+            }
+        }
+    }
+}
