@@ -303,6 +303,7 @@ fn scheduler(
         waiting_pods: Arc::new(WaitingPods::new()),
         parallelism: 2,
         workloads: Default::default(),
+        pod_groups: Default::default(),
     };
     let framework =
         Arc::new(Framework::new("probe", resolved, &registry, handle).expect("plugins build"));

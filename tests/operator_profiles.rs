@@ -78,6 +78,7 @@ impl Harness {
                 caches_synced: synced_rx,
                 serving: serving.clone(),
                 workloads: Default::default(),
+                pod_groups: Default::default(),
             },
             binder: Arc::new(NoBinder),
             observer: None,

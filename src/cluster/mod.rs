@@ -5,6 +5,7 @@
 
 mod cache;
 mod node_info;
+mod pod_groups;
 mod pod_info;
 mod resource;
 mod snapshot;
@@ -12,6 +13,7 @@ mod workloads;
 
 pub use cache::{Cache, CacheError};
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo, normalized_image_name};
+pub use pod_groups::PodGroups;
 pub use pod_info::{PodInfo, host_ports, pod_key};
 pub use resource::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, QuantityError, Resource,

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::WaitingPods;
-use crate::cluster::Workloads;
+use crate::cluster::{PodGroups, Workloads};
 
 /// Why a bind failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -43,4 +43,6 @@ pub struct Handle {
     /// Selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets, for
     /// default spreading (PodTopologySpread).
     pub workloads: Arc<Workloads>,
+    /// PodGroups, for gang scheduling (Coscheduling).
+    pub pod_groups: Arc<PodGroups>,
 }

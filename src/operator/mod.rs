@@ -110,6 +110,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         caches_synced: synced_rx.clone(),
         serving: Default::default(),
         workloads: Default::default(),
+        pod_groups: Default::default(),
     };
 
     let listener = tokio::net::TcpListener::bind(config.metrics_bind_address)
@@ -139,6 +140,11 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
     watch_tasks.extend(watches::spawn_workloads(
         client.clone(),
         state.workloads.clone(),
+    ));
+    watch_tasks.push(watches::spawn_pod_groups(
+        client.clone(),
+        state.pod_groups.clone(),
+        loop_tx.clone(),
     ));
     let binder: Arc<dyn Binder> = Arc::new(binder::KubeBinder::new(client.clone()));
     let observer: Arc<dyn Observer> = metrics.clone();

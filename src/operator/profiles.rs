@@ -440,6 +440,7 @@ impl Planner<'_> {
             waiting_pods: Arc::new(WaitingPods::new()),
             parallelism: self.ctx.parallelism,
             workloads: self.ctx.state.workloads.clone(),
+            pod_groups: self.ctx.state.pod_groups.clone(),
         };
         let framework = Framework::new(
             scheduler_name,

@@ -178,6 +178,9 @@ impl SchedulingLoop {
             }
             ClusterChange::PodApplied(pod) => self.pod_applied(pod),
             ClusterChange::PodDeleted(pod) => self.pod_deleted(&pod_key(&pod)),
+            ClusterChange::PodGroupChanged { deleted } => {
+                self.scheduler.on_pod_group_change(deleted)
+            }
             ClusterChange::NamespaceApplied(namespace) => {
                 if let Some(name) = namespace.metadata.name.clone() {
                     self.namespaces.insert(name);

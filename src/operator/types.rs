@@ -20,6 +20,11 @@ pub enum ClusterChange {
     /// A pod was added or changed.
     PodApplied(Pod),
     PodDeleted(Pod),
+    /// A PodGroup was added, changed (`deleted: false`) or deleted; pods its plugins
+    /// rejected may now fit.
+    PodGroupChanged {
+        deleted: bool,
+    },
     /// A namespace was added or changed (its labels feed namespace selectors).
     NamespaceApplied(Namespace),
     NamespaceDeleted(Namespace),
@@ -88,6 +93,8 @@ pub struct OperatorState {
     /// Workload selectors (Services, ReplicaSets, ...) fed by the watches, read by
     /// PodTopologySpread's default constraints.
     pub workloads: Arc<crate::cluster::Workloads>,
+    /// PodGroups fed by the watch, read by Coscheduling.
+    pub pod_groups: Arc<crate::cluster::PodGroups>,
 }
 
 impl OperatorState {

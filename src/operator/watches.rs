@@ -19,7 +19,8 @@ use kube::{Api, Client, Resource};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{debug, warn};
 
-use crate::cluster::{Workloads, pod_key};
+use crate::api::PodGroup;
+use crate::cluster::{PodGroups, Workloads, pod_key};
 
 use super::types::{ClusterChange, LoopMessage};
 
@@ -98,6 +99,40 @@ pub fn spawn_workloads(
             Workloads::delete_stateful_set,
         )),
     ]
+}
+
+/// Starts the PodGroup watch: keeps `pod_groups` current for Coscheduling and tells the
+/// loop, so pods waiting for their group are retried.
+pub fn spawn_pod_groups(
+    client: Client,
+    pod_groups: Arc<PodGroups>,
+    tx: UnboundedSender<LoopMessage>,
+) -> tokio::task::JoinHandle<()> {
+    let stream = watcher(Api::<PodGroup>::all(client), watcher::Config::default());
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            let deleted = match event {
+                Ok(Event::Apply(group) | Event::InitApply(group)) => {
+                    pod_groups.apply(&group);
+                    false
+                }
+                Ok(Event::Delete(group)) => {
+                    pod_groups.delete(&group);
+                    true
+                }
+                Ok(Event::Init | Event::InitDone) => continue,
+                Err(error) => {
+                    warn!(%error, "PodGroup watch failed; retrying");
+                    continue;
+                }
+            };
+            let change = ClusterChange::PodGroupChanged { deleted };
+            if tx.send(LoopMessage::Cluster(change)).is_err() {
+                return;
+            }
+        }
+    })
 }
 
 /// Applies one workload watch to `workloads`. Objects deleted while the watch was down

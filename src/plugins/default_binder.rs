@@ -144,6 +144,7 @@ mod tests {
                 waiting_pods: Arc::new(WaitingPods::new()),
                 parallelism: 1,
                 workloads: Default::default(),
+                pod_groups: Default::default(),
             };
             let plugin = DefaultBinder::build(NoArgs {}, &handle).expect("no args to reject");
             assert!(plugin.as_bind().is_some());

@@ -99,6 +99,7 @@ mod tests {
             waiting_pods: Arc::new(WaitingPods::new()),
             parallelism: 1,
             workloads: Default::default(),
+            pod_groups: Default::default(),
         };
         for entry in default_registry().entries() {
             let plugin = entry

@@ -214,6 +214,17 @@ impl Scheduler {
         Ok(())
     }
 
+    /// A PodGroup was added, changed or deleted (the lister plugins read is updated by the
+    /// adapter): requeue the pods whose rejecting plugins registered PodGroup events.
+    pub fn on_pod_group_change(&mut self, deleted: bool) {
+        let action = if deleted {
+            ActionType::DELETE
+        } else {
+            ActionType::ADD | ActionType::UPDATE
+        };
+        self.broadcast(ClusterEvent::new(EventResource::PodGroup, action));
+    }
+
     /// A namespace was added or changed (namespace selectors read its labels). No pod
     /// is requeued: upstream registers no plugin for namespace events.
     pub fn on_namespace_apply(&mut self, namespace: &k8s_openapi::api::core::v1::Namespace) {

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 use tokio::task::JoinSet;
 
 use crate::api::{ProfileValidator, SchedulerProfile};
-use crate::cluster::{Workloads, pod_key};
+use crate::cluster::{PodGroups, Workloads, pod_key};
 use crate::framework::{
     BindError, Binder, FieldError, Framework, Handle, Registry, ResolvedProfile, WaitingPods,
 };
@@ -240,6 +240,8 @@ pub async fn simulate_checked(
 ) -> Result<Report, SimulateError> {
     let binder: Arc<InMemoryBinder> = Arc::new(InMemoryBinder::default());
     let workloads = Arc::new(workloads(&input));
+    let pod_groups = Arc::new(PodGroups::new());
+    input.pod_groups.iter().for_each(|g| pod_groups.apply(g));
     let mut scheduler = Scheduler::new(SchedulerOptions {
         seed: options.seed,
         record_diagnosis: options.explain,
@@ -250,6 +252,7 @@ pub async fn simulate_checked(
         registry,
         binder.clone(),
         workloads,
+        pod_groups,
         options.parallelism,
     )?;
     let served: Vec<String> = scheduler
@@ -324,6 +327,7 @@ fn add_profiles(
     registry: &Registry,
     binder: Arc<InMemoryBinder>,
     workloads: Arc<Workloads>,
+    pod_groups: Arc<PodGroups>,
     parallelism: usize,
 ) -> Result<(), SimulateError> {
     for ValidProfile {
@@ -338,6 +342,7 @@ fn add_profiles(
             waiting_pods: Arc::new(WaitingPods::new()),
             parallelism,
             workloads: workloads.clone(),
+            pod_groups: pod_groups.clone(),
         };
         let framework = Framework::new(&name, resolved, registry, handle).map_err(|e| {
             SimulateError::InvalidProfiles(vec![InvalidProfile {
