@@ -314,8 +314,8 @@ const UNSUPPORTED: [&str; 7] = [
     "leaderElection: leaderElection configures the scheduler process, not a profile",
     "clientConnection: clientConnection configures the scheduler process, not a profile",
     "extenders[0]: berth does not call scheduler extenders",
-    "profiles[0].plugins.multiPoint.enabled[0].name: plugin \"Coscheduling\" is not registered in berth",
-    "profiles[0].pluginConfig[0].name: plugin \"Coscheduling\" is not registered in berth",
+    "profiles[0].plugins.multiPoint.enabled[0].name: plugin \"CapacityScheduling\" is not registered in berth",
+    "profiles[0].pluginConfig[0].name: plugin \"CapacityScheduling\" is not registered in berth",
     "profiles[1].pluginConfig[0].args.scoringStrategy.type: Unsupported value: \"MostAlocated\"",
 ];
 
@@ -373,7 +373,7 @@ fn skip_unsupported_drops_them_and_writes_the_rest() {
     assert_eq!(gang.scheduler_name(), "gang");
     assert_eq!(
         gang.spec.plugins, None,
-        "Coscheduling and VolumeBinding are gone"
+        "CapacityScheduling and VolumeBinding are gone"
     );
     assert_eq!(
         gang.spec.plugin_config["nodeResourcesFit"],

@@ -453,9 +453,13 @@ fn cli_unknown_plugin_exits_2() {
     let error = stderr(&output);
     assert!(
         error.starts_with(
-            "error: unknown plugin NodeResourceFit; did you mean NodeResourcesFit? registered plugins: DefaultBinder, "
+            "error: unknown plugin NodeResourceFit; did you mean NodeResourcesFit? registered plugins: "
         ),
         "{error}"
+    );
+    assert!(
+        error.contains("DefaultBinder, "),
+        "the registered names are listed: {error}"
     );
 }
 

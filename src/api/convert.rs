@@ -1374,7 +1374,7 @@ mod tests {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
             "profiles": [
-                {"schedulerName": "a", "plugins": {"queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}}},
+                {"schedulerName": "a", "plugins": {"queueSort": {"enabled": [{"name": "CustomQueueSort"}], "disabled": [{"name": "*"}]}}},
                 {"schedulerName": "b", "plugins": {"score": {"enabled": [{"name": "TaintToleration", "weight": 500}]}}},
                 {"schedulerName": "c"},
             ],

@@ -3,6 +3,7 @@
 //! Shared scoring math (default normalization, piecewise-linear shapes) lives once in
 //! [`helper`].
 
+pub mod coscheduling;
 pub mod default_binder;
 pub mod helper;
 pub mod image_locality;
@@ -14,12 +15,14 @@ pub mod node_resources;
 pub mod node_unschedulable;
 pub mod pod_topology_spread;
 pub mod priority_sort;
+pub mod qos_sort;
 pub mod reference;
 pub mod scheduling_gates;
 pub mod taint_toleration;
 
 use crate::framework::{DefaultPlugin, Registry};
 
+pub use coscheduling::Coscheduling;
 pub use default_binder::DefaultBinder;
 pub use image_locality::ImageLocality;
 pub use inter_pod_affinity::InterPodAffinity;
@@ -31,11 +34,14 @@ pub use node_resources::NodeResourcesFit;
 pub use node_unschedulable::NodeUnschedulable;
 pub use pod_topology_spread::PodTopologySpread;
 pub use priority_sort::PrioritySort;
+pub use qos_sort::QosSort;
 pub use scheduling_gates::SchedulingGates;
 pub use taint_toleration::TaintToleration;
 
 /// Every built-in plugin, with the default plugin set: names, order and weights as
 /// upstream v1.31+, without the volume plugins and DefaultPreemption (not built yet).
+/// Coscheduling and QOSSort are registered but not in the default set: profiles enable
+/// them.
 pub fn default_registry() -> Registry {
     let mut registry = Registry::new();
     registry
@@ -51,7 +57,9 @@ pub fn default_registry() -> Registry {
         .register::<InterPodAffinity>()
         .register::<NodeResourcesBalancedAllocation>()
         .register::<ImageLocality>()
-        .register::<DefaultBinder>();
+        .register::<DefaultBinder>()
+        .register::<Coscheduling>()
+        .register::<QosSort>();
     registry.set_defaults(vec![
         DefaultPlugin::new("SchedulingGates"),
         DefaultPlugin::new("PrioritySort"),

@@ -1,0 +1,521 @@
+//! Coscheduling: gang scheduling of the pods of a [`PodGroup`] (scheduler-plugins
+//! `pkg/coscheduling`, adapted to berth's PodGroup).
+//!
+//! A pod is a member of the group `<its namespace>/<name>` when it carries the label
+//! [`POD_GROUP_LABEL`] (`berth.dev/pod-group`) or, failing that,
+//! [`POD_GROUP_LABEL_COMPAT`] (`scheduling.x-k8s.io/pod-group`). Pods without either label
+//! pass every point untouched.
+//!
+//! - **QueueSort**: higher priority first; then the group's creation time (a pod without a
+//!   group uses its own `creationTimestamp`, and a pod with neither falls back to its queue
+//!   timestamp); then the group's key and the pod's namespace/name, so that the members
+//!   of a group end up adjacent in activeQ.
+//! - **PreEnqueue**: always admits the pod; it records pending group members, which
+//!   PreFilter counts (see "Counting members" below).
+//! - **PreFilter**: the PodGroup must exist; the group must not be in its backoff; the
+//!   group must have at least `minMember` members; its `minResources`, when set, must fit
+//!   in the cluster's free capacity (sum over nodes of allocatable minus requested). Every
+//!   failure is UnschedulableAndUnresolvable, so preemption is not attempted for it.
+//! - **PostFilter**: a member that cannot be placed rejects the group's members waiting
+//!   at Permit (releasing their reservations), unless the group already has `minMember`
+//!   members bound; with `podGroupBackoffSeconds > 0` the group is then backed off:
+//!   PreFilter rejects its pods until the backoff ends.
+//! - **Permit**: when the members assumed or bound (members waiting at Permit, members
+//!   assigned in the snapshot, and this pod) reach `minMember`, every waiting member is
+//!   allowed; otherwise the pod waits for `spec.scheduleTimeoutSeconds`, else the args'
+//!   `permitWaitingTimeSeconds`.
+//! - **Reserve/Unreserve**: Reserve does nothing; Unreserve (a member timed out at Permit,
+//!   was rejected, or failed binding) rejects the waiting siblings so that the group's
+//!   reservations are released together, and starts the group backoff.
+//!
+//! ## Counting members
+//!
+//! scheduler-plugins counts a group's pods with a pod lister, pending ones included.
+//! berth's handle has no lister of pending pods, so the plugin keeps its own: every pod
+//! that passes PreEnqueue (the framework calls it for each pod entering the queue) is
+//! recorded under its group. A member counts once (by namespace/name) when it is
+//!
+//! - recorded at PreEnqueue (pending),
+//! - assigned to a node in the snapshot (bound or assumed) and not terminal
+//!   (`Succeeded`/`Failed`),
+//! - waiting at Permit, or
+//! - the pod being scheduled.
+//!
+//! A pending pod deleted before it is scheduled stays recorded (the plugin is not told of
+//! deletions), so the count may be too high until the scheduler restarts; that only lets
+//! the group try, the Permit quorum still decides.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::api::{POD_GROUP_LABEL, POD_GROUP_LABEL_COMPAT, PodGroup};
+use crate::cluster::{PodGroups, PodInfo, Resource, Snapshot};
+use crate::framework::{
+    ActionType, ClusterEvent, CycleState, EventResource, ExtensionPoint, FieldError, Handle,
+    NodeToStatus, PermitPlugin, Plugin, PluginArgs, PluginError, PluginFactory, PostFilterPlugin,
+    PostFilterResult, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueSortPlugin,
+    QueuedPodInfo, ReservePlugin, Status, WaitingPods,
+};
+
+/// Args of Coscheduling (scheduler-plugins `CoschedulingArgs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CoschedulingArgs {
+    /// How long a member waits at Permit for its siblings when its PodGroup sets no
+    /// `scheduleTimeoutSeconds` (seconds, at least 1; default 60).
+    #[schemars(range(min = 1))]
+    pub permit_waiting_time_seconds: i64,
+    /// After a member of a group fails to be placed (or the group times out at Permit),
+    /// the group's pods are rejected at PreFilter for this long (seconds; 0, the default,
+    /// disables the backoff).
+    #[schemars(range(min = 0))]
+    pub pod_group_backoff_seconds: i64,
+}
+
+impl Default for CoschedulingArgs {
+    fn default() -> Self {
+        CoschedulingArgs {
+            permit_waiting_time_seconds: 60,
+            pod_group_backoff_seconds: 0,
+        }
+    }
+}
+
+impl PluginArgs for CoschedulingArgs {
+    fn validate(&self, path: &str) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        if self.permit_waiting_time_seconds < 1 {
+            errors.push(FieldError::new(
+                format!("{path}.permitWaitingTimeSeconds"),
+                self.permit_waiting_time_seconds,
+                "must be greater than or equal to 1",
+            ));
+        }
+        if self.pod_group_backoff_seconds < 0 {
+            errors.push(FieldError::new(
+                format!("{path}.podGroupBackoffSeconds"),
+                self.pod_group_backoff_seconds,
+                "must be greater than or equal to 0",
+            ));
+        }
+        errors
+    }
+}
+
+/// The PodGroup a pod belongs to: `(namespace, name)` from its group label.
+pub fn pod_group_of(pod: &Pod) -> Option<(String, String)> {
+    let labels = pod.metadata.labels.as_ref()?;
+    let name = labels
+        .get(POD_GROUP_LABEL)
+        .or_else(|| labels.get(POD_GROUP_LABEL_COMPAT))
+        .filter(|n| !n.is_empty())?;
+    let namespace = pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    Some((namespace, name.clone()))
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+fn group_display((namespace, name): &(String, String)) -> String {
+    format!("{namespace}/{name}")
+}
+
+/// What PreFilter hands to Permit: the keys of the group's members assigned (bound or
+/// assumed) in the cycle's snapshot.
+#[derive(Debug, Clone)]
+struct AssignedMembers(BTreeSet<String>);
+
+/// The Coscheduling plugin.
+pub struct Coscheduling {
+    args: CoschedulingArgs,
+    pod_groups: Arc<PodGroups>,
+    waiting_pods: Arc<WaitingPods>,
+    /// Pending members seen at PreEnqueue, by group.
+    pending: Mutex<HashMap<(String, String), HashSet<String>>>,
+    /// Groups in backoff, until the instant.
+    backoff: Mutex<HashMap<(String, String), Instant>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Coscheduling {
+    /// Keys of the group's members waiting at Permit.
+    fn waiting_members(&self, group: &(String, String)) -> Vec<Arc<crate::framework::WaitingPod>> {
+        self.waiting_pods
+            .list()
+            .into_iter()
+            .filter(|w| pod_group_of(&w.pod().pod).as_ref() == Some(group))
+            .collect()
+    }
+
+    /// Keys of the group's non-terminal members assigned to a node in the snapshot.
+    fn assigned_members(&self, group: &(String, String), snapshot: &Snapshot) -> BTreeSet<String> {
+        snapshot
+            .nodes()
+            .iter()
+            .flat_map(|n| n.pods.iter())
+            .filter(|p| !is_terminal(&p.pod) && pod_group_of(&p.pod).as_ref() == Some(group))
+            .map(|p| p.key().to_string())
+            .collect()
+    }
+
+    fn timeout(&self, group: &PodGroup) -> Duration {
+        let secs = group
+            .spec
+            .schedule_timeout_seconds
+            .map(i64::from)
+            .filter(|s| *s >= 1)
+            .unwrap_or(self.args.permit_waiting_time_seconds)
+            .max(1);
+        Duration::from_secs(secs.unsigned_abs())
+    }
+
+    fn start_backoff(&self, group: &(String, String)) {
+        if self.args.pod_group_backoff_seconds > 0 {
+            let until = Instant::now()
+                + Duration::from_secs(self.args.pod_group_backoff_seconds.unsigned_abs());
+            lock(&self.backoff).insert(group.clone(), until);
+        }
+    }
+
+    fn in_backoff(&self, group: &(String, String)) -> bool {
+        let mut backoff = lock(&self.backoff);
+        match backoff.get(group) {
+            Some(until) if *until > Instant::now() => true,
+            Some(_) => {
+                backoff.remove(group);
+                false
+            }
+            None => false,
+        }
+    }
+
+    fn reject_waiting(&self, group: &(String, String), except: &str, message: &str) -> usize {
+        let mut n = 0;
+        for w in self.waiting_members(group) {
+            if w.pod().key() != except {
+                w.reject(Self::NAME, message);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// The sort key of [`QueueSortPlugin::less`], priority aside.
+    fn sort_key(&self, q: &QueuedPodInfo) -> (bool, Option<Timestamp>, Option<Instant>, String) {
+        let pod = &q.pod_info.pod;
+        let group = pod_group_of(pod);
+        let group_time = group.as_ref().and_then(|(ns, name)| {
+            self.pod_groups
+                .get(ns, name)
+                .and_then(|g| g.metadata.creation_timestamp.map(|t| t.0))
+        });
+        let time = group_time.or_else(|| pod.metadata.creation_timestamp.as_ref().map(|t| t.0));
+        let group_key = match &group {
+            Some((ns, name)) => format!("{ns}/{name}"),
+            None => q.pod_info.key().to_string(),
+        };
+        (
+            time.is_none(),
+            time,
+            time.is_none().then_some(q.timestamp),
+            group_key,
+        )
+    }
+}
+
+impl Plugin for Coscheduling {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+    fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
+        Some(self)
+    }
+    fn as_queue_sort(&self) -> Option<&dyn QueueSortPlugin> {
+        Some(self)
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+    fn as_post_filter(&self) -> Option<&dyn PostFilterPlugin> {
+        Some(self)
+    }
+    fn as_reserve(&self) -> Option<&dyn ReservePlugin> {
+        Some(self)
+    }
+    fn as_permit(&self) -> Option<&dyn PermitPlugin> {
+        Some(self)
+    }
+
+    /// A rejected member may fit once its PodGroup appears or changes, a pod is added
+    /// (a sibling arrives) or deleted (room frees, e.g. a sibling's reservation released),
+    /// or a node is added.
+    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+        Some(vec![
+            ClusterEvent::new(
+                EventResource::PodGroup,
+                ActionType::ADD | ActionType::UPDATE,
+            ),
+            ClusterEvent::new(EventResource::Pod, ActionType::ADD | ActionType::DELETE),
+            ClusterEvent::new(EventResource::Node, ActionType::ADD),
+        ])
+    }
+}
+
+impl PluginFactory for Coscheduling {
+    const NAME: &'static str = "Coscheduling";
+    const DESCRIPTION: &'static str = "Gang scheduling: binds the pods of a PodGroup only when at least minMember of them can be placed, releasing the reservations of a group that cannot.";
+    const POINTS: &'static [ExtensionPoint] = &[
+        ExtensionPoint::PreEnqueue,
+        ExtensionPoint::QueueSort,
+        ExtensionPoint::PreFilter,
+        ExtensionPoint::PostFilter,
+        ExtensionPoint::Reserve,
+        ExtensionPoint::Permit,
+    ];
+    type Args = CoschedulingArgs;
+
+    fn build(args: CoschedulingArgs, handle: &Handle) -> Result<Self, PluginError> {
+        Ok(Coscheduling {
+            args,
+            pod_groups: handle.pod_groups.clone(),
+            waiting_pods: handle.waiting_pods.clone(),
+            pending: Mutex::default(),
+            backoff: Mutex::default(),
+        })
+    }
+}
+
+impl PreEnqueuePlugin for Coscheduling {
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        if let Some(group) = pod_group_of(&pod.pod) {
+            lock(&self.pending)
+                .entry(group)
+                .or_default()
+                .insert(pod.key().to_string());
+        }
+        Status::success()
+    }
+}
+
+impl QueueSortPlugin for Coscheduling {
+    fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool {
+        let (pa, pb) = (a.pod_info.priority(), b.pod_info.priority());
+        if pa != pb {
+            return pa > pb;
+        }
+        let order = self
+            .sort_key(a)
+            .cmp(&self.sort_key(b))
+            .then_with(|| a.pod_info.key().cmp(b.pod_info.key()));
+        order == Ordering::Less
+    }
+}
+
+#[async_trait]
+impl PreFilterPlugin for Coscheduling {
+    async fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
+        let Some(group) = pod_group_of(&pod.pod) else {
+            return (None, Status::success());
+        };
+        let Some(pg) = self.pod_groups.get(&group.0, &group.1) else {
+            return (
+                None,
+                Status::unresolvable(format!("pod group {} not found", group_display(&group))),
+            );
+        };
+        if self.in_backoff(&group) {
+            return (
+                None,
+                Status::unresolvable(format!(
+                    "podGroup {} failed recently, backing off",
+                    group_display(&group)
+                )),
+            );
+        }
+        let assigned = self.assigned_members(&group, snapshot);
+        state.write(AssignedMembers(assigned.clone()));
+        let mut members = assigned.clone();
+        members.extend(
+            self.waiting_members(&group)
+                .iter()
+                .map(|w| w.pod().key().to_string()),
+        );
+        if let Some(pending) = lock(&self.pending).get(&group) {
+            members.extend(pending.iter().cloned());
+        }
+        members.insert(pod.key().to_string());
+        let min_member = i64::from(pg.spec.min_member);
+        let total = members.len() as i64;
+        if total < min_member {
+            return (
+                None,
+                Status::unresolvable(format!(
+                    "pre-filter pod {} cannot find enough sibling pods, current pods number: {total}, minMember of group: {min_member}",
+                    pod.name()
+                )),
+            );
+        }
+        if let Some(min_resources) = pg.spec.min_resources.as_ref().filter(|m| !m.is_empty()) {
+            let wanted = match Resource::from_list(min_resources) {
+                Ok(r) => r,
+                Err(e) => {
+                    return (
+                        None,
+                        Status::unresolvable(format!(
+                            "pod group {} has invalid minResources: {e}",
+                            group_display(&group)
+                        )),
+                    );
+                }
+            };
+            // Members already assigned (or assumed) hold part of minResources already.
+            let mut short = Vec::new();
+            for name in min_resources.keys() {
+                let free: i64 = snapshot
+                    .nodes()
+                    .iter()
+                    .map(|n| {
+                        let held: i64 = n
+                            .pods
+                            .iter()
+                            .filter(|p| assigned.contains(p.key()))
+                            .map(|p| p.requests.get(name))
+                            .sum();
+                        (n.allocatable.get(name) - n.requested.get(name) + held).max(0)
+                    })
+                    .sum();
+                if free < wanted.get(name) {
+                    short.push(name.clone());
+                }
+            }
+            if !short.is_empty() {
+                return (
+                    None,
+                    Status::unresolvable(format!(
+                        "pod group {} minResources do not fit in the cluster's free capacity: insufficient {}",
+                        group_display(&group),
+                        short.join(", ")
+                    )),
+                );
+            }
+        }
+        (None, Status::success())
+    }
+}
+
+#[async_trait]
+impl PostFilterPlugin for Coscheduling {
+    async fn post_filter(
+        &self,
+        _state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        _filtered_node_status: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        let Some(group) = pod_group_of(&pod.pod) else {
+            return (None, Status::unschedulable("can not find pod group"));
+        };
+        let min_member = self
+            .pod_groups
+            .get(&group.0, &group.1)
+            .map(|g| i64::from(g.spec.min_member))
+            .unwrap_or(1);
+        // The group is already satisfied by bound members: this pod is an extra one.
+        if self.assigned_members(&group, snapshot).len() as i64 >= min_member
+            && self.waiting_members(&group).is_empty()
+        {
+            return (None, Status::unschedulable(""));
+        }
+        let rejected = self.reject_waiting(&group, pod.key(), "optimistic rejection in PostFilter");
+        self.start_backoff(&group);
+        tracing::debug!(group = %group_display(&group), pod = %pod.key(), rejected, "Coscheduling rejected the waiting members of the group");
+        (
+            None,
+            Status::unschedulable(format!(
+                "PodGroup {} gets rejected due to Pod {} is unschedulable even after PostFilter",
+                group_display(&group),
+                pod.name()
+            )),
+        )
+    }
+}
+
+#[async_trait]
+impl ReservePlugin for Coscheduling {
+    async fn reserve(&self, _state: &mut CycleState, _pod: &PodInfo, _node_name: &str) -> Status {
+        Status::success()
+    }
+
+    async fn unreserve(&self, _state: &mut CycleState, pod: &PodInfo, _node_name: &str) {
+        let Some(group) = pod_group_of(&pod.pod) else {
+            return;
+        };
+        let rejected = self.reject_waiting(&group, pod.key(), "rejection in Unreserve");
+        if rejected > 0 || self.waiting_pods.get(pod.key()).is_some() {
+            self.start_backoff(&group);
+        }
+    }
+}
+
+#[async_trait]
+impl PermitPlugin for Coscheduling {
+    async fn permit(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _node_name: &str,
+    ) -> (Status, Duration) {
+        let Some(group) = pod_group_of(&pod.pod) else {
+            return (Status::success(), Duration::ZERO);
+        };
+        let Some(pg) = self.pod_groups.get(&group.0, &group.1) else {
+            return (
+                Status::unresolvable(format!("pod group {} not found", group_display(&group))),
+                Duration::ZERO,
+            );
+        };
+        // Permit gets no snapshot: the members assigned (bound or assumed) in this
+        // cycle's snapshot were recorded by PreFilter. Add the waiting members and this
+        // pod; keys are unique, so an assumed member that is also waiting counts once.
+        let waiting = self.waiting_members(&group);
+        let mut assumed: BTreeSet<String> = state
+            .read::<AssignedMembers>()
+            .map(|a| a.0.clone())
+            .unwrap_or_default();
+        assumed.extend(waiting.iter().map(|w| w.pod().key().to_string()));
+        assumed.insert(pod.key().to_string());
+        let min_member = i64::from(pg.spec.min_member);
+        if (assumed.len() as i64) < min_member {
+            return (Status::wait().with_plugin(Self::NAME), self.timeout(&pg));
+        }
+        for w in waiting {
+            w.allow(Self::NAME);
+        }
+        (Status::success(), Duration::ZERO)
+    }
+}
