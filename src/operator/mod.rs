@@ -16,6 +16,7 @@
 pub mod binder;
 pub mod conditions;
 pub mod leader;
+pub mod podgroups;
 pub mod profiles;
 pub mod reporting;
 pub mod scheduling_loop;
@@ -173,6 +174,15 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         Arc::new(context),
         until_shutdown(shutdown_rx.clone()),
     ));
+    let podgroups_task = tokio::spawn(podgroups::run(
+        client.clone(),
+        state.clone(),
+        kube::runtime::events::Reporter {
+            controller: "berth".into(),
+            instance: Some(config.lease.identity.clone()),
+        },
+        until_shutdown(shutdown_rx.clone()),
+    ));
     let reporting_task = tokio::spawn(reporting::run(
         report_rx,
         client.clone(),
@@ -205,6 +215,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         task.abort();
     }
     profiles_task.abort();
+    podgroups_task.abort();
     // The loop held the only report sender: the reporter drains and ends.
     if tokio::time::timeout(Duration::from_secs(5), reporting_task)
         .await
