@@ -15,6 +15,8 @@ mod harness;
 mod endpoints;
 #[path = "operator_e2e/faults.rs"]
 mod faults;
+#[path = "operator_e2e/gang.rs"]
+mod gang;
 #[path = "operator_e2e/leader.rs"]
 mod leader;
 #[path = "operator_e2e/lifecycle.rs"]
