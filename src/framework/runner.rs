@@ -56,6 +56,16 @@ impl std::fmt::Debug for Framework {
     }
 }
 
+/// A plugin's non-success status as the framework reports it: a rejection keeps its code
+/// and names the plugin; anything else becomes an Error naming the point and the plugin.
+fn plugin_failure(point: &str, plugin: &str, status: Status) -> Status {
+    if status.is_rejected() {
+        status.with_plugin(plugin)
+    } else {
+        wrap_error(point, plugin, &status)
+    }
+}
+
 fn wrap_error(point: &str, plugin: &str, status: &Status) -> Status {
     Status::error(format!(
         "running {point} plugin {plugin:?}: {}",
@@ -330,10 +340,7 @@ impl Framework {
                 continue;
             }
             if !status.is_success() {
-                if status.is_rejected() {
-                    return (None, status.with_plugin(plugin.name()));
-                }
-                return (None, wrap_error("PreFilter", plugin.name(), &status));
+                return (None, plugin_failure("PreFilter", plugin.name(), status));
             }
             if let Some(r) = r.filter(|r| r.node_names.is_some()) {
                 narrowing.push(plugin.name().to_string());
@@ -371,10 +378,7 @@ impl Framework {
             };
             let status = filter.filter(state, pod, node);
             if !status.is_success() {
-                if status.is_rejected() {
-                    return status.with_plugin(plugin.name());
-                }
-                return wrap_error("Filter", plugin.name(), &status);
+                return plugin_failure("Filter", plugin.name(), status);
             }
         }
         Status::success()
@@ -516,10 +520,7 @@ impl Framework {
             };
             let status = r.reserve(state, pod, node_name).await;
             if !status.is_success() {
-                if status.is_rejected() {
-                    return status.with_plugin(plugin.name());
-                }
-                return wrap_error("Reserve", plugin.name(), &status);
+                return plugin_failure("Reserve", plugin.name(), status);
             }
         }
         Status::success()
@@ -555,8 +556,7 @@ impl Framework {
                 Code::Wait => {
                     waits.push((plugin.name().to_string(), timeout.min(MAX_PERMIT_TIMEOUT)))
                 }
-                _ if status.is_rejected() => return status.with_plugin(plugin.name()),
-                _ => return wrap_error("Permit", plugin.name(), &status),
+                _ => return plugin_failure("Permit", plugin.name(), status),
             }
         }
         if waits.is_empty() {
@@ -589,10 +589,7 @@ impl Framework {
             };
             let status = p.pre_bind(state, pod, node_name).await;
             if !status.is_success() {
-                if status.is_rejected() {
-                    return status.with_plugin(plugin.name());
-                }
-                return wrap_error("PreBind", plugin.name(), &status);
+                return plugin_failure("PreBind", plugin.name(), status);
             }
         }
         Status::success()
@@ -611,10 +608,7 @@ impl Framework {
                 continue;
             }
             if !status.is_success() {
-                if status.is_rejected() {
-                    return status.with_plugin(plugin.name());
-                }
-                return wrap_error("Bind", plugin.name(), &status);
+                return plugin_failure("Bind", plugin.name(), status);
             }
             return status.with_plugin(plugin.name());
         }
