@@ -304,6 +304,7 @@ fn scheduler(
         parallelism: 2,
         workloads: Default::default(),
         pod_groups: Default::default(),
+        health: Default::default(),
     };
     let framework =
         Arc::new(Framework::new("probe", resolved, &registry, handle).expect("plugins build"));

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 
-use super::WaitingPods;
+use super::{PluginHealth, WaitingPods};
 use crate::cluster::{PodGroups, Workloads};
 
 /// Why a bind failed.
@@ -45,4 +45,7 @@ pub struct Handle {
     pub workloads: Arc<Workloads>,
     /// PodGroups, for gang scheduling (Coscheduling).
     pub pod_groups: Arc<PodGroups>,
+    /// Where plugins report running in a fallback (a metrics source down); see
+    /// [`PluginHealth`].
+    pub health: Arc<PluginHealth>,
 }

@@ -5,6 +5,7 @@
 mod cycle_state;
 pub mod events;
 mod handle;
+pub mod health;
 pub mod interface;
 mod observer;
 pub mod profile;
@@ -17,6 +18,7 @@ mod waiting_pods;
 pub use cycle_state::{CycleState, StateData};
 pub use events::{ActionType, ClusterEvent, EventResource};
 pub use handle::{BindError, Binder, Handle};
+pub use health::{Degradation, HealthListener, PluginHealth};
 pub use interface::*;
 pub use observer::Observer;
 pub use profile::{ProfileConfig, ResolvedProfile, resolve};

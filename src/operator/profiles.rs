@@ -441,6 +441,7 @@ impl Planner<'_> {
             parallelism: self.ctx.parallelism,
             workloads: self.ctx.state.workloads.clone(),
             pod_groups: self.ctx.state.pod_groups.clone(),
+            health: Default::default(),
         };
         let framework = Framework::new(
             scheduler_name,

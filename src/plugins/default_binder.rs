@@ -145,6 +145,7 @@ mod tests {
                 parallelism: 1,
                 workloads: Default::default(),
                 pod_groups: Default::default(),
+                health: Default::default(),
             };
             let plugin = DefaultBinder::build(NoArgs {}, &handle).expect("no args to reject");
             assert!(plugin.as_bind().is_some());

@@ -108,6 +108,7 @@ mod tests {
             parallelism: 1,
             workloads: Default::default(),
             pod_groups: Default::default(),
+            health: Default::default(),
         };
         for entry in default_registry().entries() {
             let plugin = entry

@@ -17,7 +17,8 @@ use tokio::task::JoinSet;
 use crate::api::{ProfileValidator, SchedulerProfile};
 use crate::cluster::{PodGroups, Workloads, pod_key};
 use crate::framework::{
-    BindError, Binder, FieldError, Framework, Handle, Registry, ResolvedProfile, WaitingPods,
+    BindError, Binder, FieldError, Framework, Handle, PluginHealth, Registry, ResolvedProfile,
+    WaitingPods,
 };
 use crate::scheduler::{
     AttemptReport, BindingResult, CycleOutput, Outcome, Scheduler, SchedulerOptions,
@@ -343,6 +344,7 @@ fn add_profiles(
             parallelism,
             workloads: workloads.clone(),
             pod_groups: pod_groups.clone(),
+            health: Arc::new(PluginHealth::new()),
         };
         let framework = Framework::new(&name, resolved, registry, handle).map_err(|e| {
             SimulateError::InvalidProfiles(vec![InvalidProfile {
