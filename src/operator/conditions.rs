@@ -41,6 +41,8 @@ pub mod reason {
     pub const AS_EXPECTED: &str = "AsExpected";
     /// Degraded True: a metrics plugin cannot reach its source and scores neutrally.
     pub const METRICS_UNAVAILABLE: &str = "MetricsUnavailable";
+    /// Degraded: a plugin reported a fallback other than a missing metrics source.
+    pub const PLUGIN_DEGRADED: &str = "PluginDegraded";
 }
 
 /// Longest condition message berth writes; longer ones are cut at a character boundary.

@@ -59,7 +59,7 @@ use super::types::{LoopMessage, OperatorState, ProfileCommand};
 use crate::api::{ProfileValidator, SchedulerProfile, SchedulerProfileStatus};
 use crate::framework::{
     Binder, ExtensionPoint, FieldError, FieldErrorKind, Framework, Handle, Observer, PluginError,
-    Registry, ResolvedProfile, WaitingPods,
+    PluginHealth, Registry, ResolvedProfile, WaitingPods,
 };
 
 /// How often an unchanged profile is reconciled anyway (kube-runtime's advice for
@@ -187,6 +187,8 @@ struct Instance {
     uid: String,
     generation: i64,
     scheduler_name: String,
+    /// What the instance's plugins report about their fallbacks (the Degraded condition).
+    health: Arc<PluginHealth>,
 }
 
 /// The validation outcome of one generation of a profile.
@@ -301,9 +303,13 @@ impl Planner<'_> {
             let _ = self.retrigger.send(());
         }
         let current = current_status(&memory, object, &id);
+        let health = accepted
+            .is_ok()
+            .then(|| memory.instances.get(&id.name).map(|i| i.health.clone()))
+            .flatten();
         drop(memory);
 
-        let desired = self.status(&id, scheduler_name, &accepted, &current);
+        let desired = self.status(&id, scheduler_name, &accepted, &current, health.as_deref());
         let requeue = match &accepted {
             Err(rejection) if rejection.reason == reason::PLUGIN_INIT_FAILED => PLUGIN_INIT_RETRY,
             _ => RESYNC,
@@ -389,6 +395,7 @@ impl Planner<'_> {
             return Ok(false);
         }
         let framework = self.instantiate(scheduler_name, valid)?;
+        let health = framework.handle().health.clone();
         let mut changed = false;
         if let Some(old) = current
             .as_ref()
@@ -424,6 +431,7 @@ impl Planner<'_> {
                 uid: id.uid.clone(),
                 generation: id.generation,
                 scheduler_name: scheduler_name.to_string(),
+                health,
             },
         );
         tracing::info!(profile = %id.name, scheduler = %scheduler_name, generation = id.generation, hot_swap, "profile instance started");
@@ -441,7 +449,13 @@ impl Planner<'_> {
             parallelism: self.ctx.parallelism,
             workloads: self.ctx.state.workloads.clone(),
             pod_groups: self.ctx.state.pod_groups.clone(),
-            health: Default::default(),
+            // A change of plugin health is a change of the profile's status.
+            health: Arc::new(PluginHealth::with_listener(Arc::new({
+                let retrigger = self.retrigger.clone();
+                move || {
+                    let _ = retrigger.send(());
+                }
+            }))),
         };
         let framework = Framework::new(
             scheduler_name,
@@ -484,11 +498,12 @@ impl Planner<'_> {
         scheduler_name: &str,
         accepted: &Result<&Valid, Rejection>,
         current: &SchedulerProfileStatus,
+        health: Option<&PluginHealth>,
     ) -> SchedulerProfileStatus {
         let desired = [
             accepted_condition(scheduler_name, accepted),
             self.ready_condition(&id.name, scheduler_name, accepted.is_ok()),
-            degraded_condition(),
+            degraded_condition(health),
         ];
         if let Some(hook) = &self.ctx.on_condition {
             for condition in &desired {
@@ -679,18 +694,34 @@ fn accepted_condition(
     }
 }
 
-/// The Degraded condition. Hook for the metrics plugins (DESIGN.md §5): a plugin running
-/// in its documented fallback because its source is down is to report it here, as
-/// `Degraded=True` with reason [`reason::METRICS_UNAVAILABLE`] and a message naming the
-/// plugin and the source, and to ask for a reconcile of the profile (the retrigger
-/// channel of this module). Until then every profile runs as expected.
-fn degraded_condition() -> DesiredCondition {
-    DesiredCondition::new(
-        DEGRADED,
-        false,
-        reason::AS_EXPECTED,
-        "every plugin runs as configured".to_string(),
-    )
+/// The Degraded condition, from what the instance's plugins report through their
+/// [`PluginHealth`] (DESIGN.md §5: a metrics plugin whose Prometheus is down scores
+/// neutrally and says so). Every report's change retriggers a reconcile, so the condition
+/// follows the plugins within one reconcile. Several degraded plugins: the first one's
+/// reason, every message.
+fn degraded_condition(health: Option<&PluginHealth>) -> DesiredCondition {
+    let degraded = health.map(PluginHealth::degraded).unwrap_or_default();
+    match degraded.first() {
+        None => DesiredCondition::new(
+            DEGRADED,
+            false,
+            reason::AS_EXPECTED,
+            "every plugin runs as configured".to_string(),
+        ),
+        Some(first) => DesiredCondition::new(
+            DEGRADED,
+            true,
+            match first.reason.as_str() {
+                reason::METRICS_UNAVAILABLE => reason::METRICS_UNAVAILABLE,
+                _ => reason::PLUGIN_DEGRADED,
+            },
+            degraded
+                .iter()
+                .map(|d| d.message.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+    }
 }
 
 /// The status to compare with and merge into: our last write while the store has not
@@ -960,6 +991,41 @@ mod tests {
     use super::*;
     use crate::api::EffectivePlugins;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+    #[test]
+    fn degraded_follows_the_plugins_reports() {
+        let health = PluginHealth::new();
+        let healthy = degraded_condition(Some(&health));
+        assert_eq!(
+            (healthy.status, healthy.reason),
+            (false, reason::AS_EXPECTED)
+        );
+        assert!(!degraded_condition(None).status);
+
+        health.set_degraded(
+            "NetworkTraffic",
+            reason::METRICS_UNAVAILABLE,
+            "NetworkTraffic: Prometheus at http://127.0.0.1:9 is unavailable: connection refused",
+        );
+        health.set_degraded("Custom", "CacheCold", "Custom: cache is cold");
+        let degraded = degraded_condition(Some(&health));
+        assert!(degraded.status);
+        // The first plugin by name decides the reason; every message is shown.
+        assert_eq!(degraded.reason, reason::PLUGIN_DEGRADED);
+        assert_eq!(
+            degraded.message,
+            "Custom: cache is cold; NetworkTraffic: Prometheus at http://127.0.0.1:9 is unavailable: connection refused"
+        );
+
+        health.set_healthy("Custom");
+        let degraded = degraded_condition(Some(&health));
+        assert_eq!(
+            (degraded.status, degraded.reason),
+            (true, reason::METRICS_UNAVAILABLE)
+        );
+        health.set_healthy("NetworkTraffic");
+        assert!(!degraded_condition(Some(&health)).status);
+    }
 
     fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Condition {
         Condition {
