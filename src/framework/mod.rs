@@ -28,5 +28,8 @@ pub use registry::{
 };
 pub use runner::{Framework, MAX_PERMIT_TIMEOUT, NodeScoreDetail, ScoredNode, implements};
 pub use status::{Code, Status};
-pub use types::{ExtensionPoint, NodeToStatus, PostFilterResult, PreFilterResult, QueuedPodInfo};
+pub use types::{
+    ExtensionPoint, NodeToStatus, PodsToActivate, PostFilterResult, PreFilterResult, QueuedPodInfo,
+    RetryAfterBackoff,
+};
 pub use waiting_pods::{WaitingPod, WaitingPods, format_duration};

@@ -163,3 +163,17 @@ impl NodeToStatus {
 pub struct PostFilterResult {
     pub nominated_node_name: Option<String>,
 }
+
+/// CycleState entry: pods a plugin wants moved to activeQ when this scheduling cycle ends
+/// (upstream's `PodsToActivate`), by pod key. Coscheduling names a waiting member's
+/// siblings, so they are tried at once rather than after their backoff or the next
+/// cluster event.
+#[derive(Debug, Clone, Default)]
+pub struct PodsToActivate(pub std::collections::BTreeSet<String>);
+
+/// CycleState entry: the plugin that rejected the pod did so for a reason that ends with
+/// time, not with a cluster event (Coscheduling's group backoff). The pod is requeued to
+/// backoffQ, to be retried after its backoff, instead of waiting in the unschedulable
+/// set for an event that may never come.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RetryAfterBackoff;

@@ -412,6 +412,26 @@ impl SchedulingQueue {
         moved
     }
 
+    /// Upstream `Activate`: moves the pods with these keys from the unschedulable set or
+    /// backoffQ through PreEnqueue to activeQ, backoff or not (a plugin knows they can
+    /// make progress now, e.g. a gang member's siblings). Pods elsewhere, or in flight,
+    /// are left alone; an in-flight pod missed nothing, it is being scheduled. Returns how
+    /// many moved.
+    pub fn activate<'k>(&mut self, keys: impl IntoIterator<Item = &'k str>, now: Instant) -> usize {
+        let mut moved = 0;
+        for key in keys {
+            let queued = self
+                .unschedulable
+                .remove(key)
+                .or_else(|| self.backoff.remove(key));
+            if let Some(queued) = queued {
+                self.admit(queued, now);
+                moved += 1;
+            }
+        }
+        moved
+    }
+
     /// Moves backoffQ pods whose backoff expired at or before `now` through PreEnqueue to
     /// activeQ. Returns how many left backoffQ.
     pub fn flush_backoff_completed(&mut self, now: Instant) -> usize {

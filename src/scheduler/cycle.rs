@@ -232,6 +232,7 @@ pub(super) async fn assume_reserve_permit(
     } else {
         status
     };
+    scheduler.activate_requested(index, &state);
     if !status.is_success() && !status.is_wait() {
         framework.run_unreserve(&mut state, &assumed, &node).await;
         let _ = scheduler.cache.forget_pod(assumed.key());

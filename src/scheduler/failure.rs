@@ -80,6 +80,9 @@ pub struct Failure {
     /// Plugins that returned Pending.
     pub pending_plugins: HashSet<String>,
     pub diagnosis: Option<CycleDiagnosis>,
+    /// A plugin asked for a timed retry ([`crate::framework::RetryAfterBackoff`]): requeue
+    /// to backoffQ.
+    pub retry_after_backoff: bool,
 }
 
 impl Failure {
@@ -91,6 +94,7 @@ impl Failure {
             unschedulable_plugins: HashSet::new(),
             pending_plugins: HashSet::new(),
             diagnosis: None,
+            retry_after_backoff: false,
         }
     }
 
@@ -118,6 +122,7 @@ impl Failure {
             unschedulable_plugins: unschedulable,
             pending_plugins: pending,
             diagnosis: None,
+            retry_after_backoff: false,
         }
     }
 

@@ -21,7 +21,8 @@ use tokio::time::Instant;
 
 use crate::cluster::{Cache, CacheError, PodInfo, QuantityError, Snapshot, pod_key};
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, Framework, ScoredNode, Status,
+    ActionType, ClusterEvent, CycleState, EventResource, Framework, PodsToActivate,
+    RetryAfterBackoff, ScoredNode, Status,
 };
 use crate::queue::{QueueConfig, SchedulingQueue};
 
@@ -368,7 +369,11 @@ impl Scheduler {
         .await;
         let (node, diagnosis) = match result {
             Ok(ok) => ok,
-            Err(failure) => {
+            Err(mut failure) => {
+                if state.read::<RetryAfterBackoff>().is_some() {
+                    failure.retry_after_backoff = true;
+                }
+                self.activate_requested(index, &state);
                 return Some(CycleOutput::Done(
                     self.fail(index, queued, pod_cycle, failure),
                 ));
@@ -424,6 +429,16 @@ impl Scheduler {
     }
 
     /// Upstream `handleSchedulingFailure`: requeue (unschedulable or backoff) and report.
+    /// Moves the pods the cycle's plugins asked for ([`PodsToActivate`]) to activeQ.
+    pub(super) fn activate_requested(&mut self, index: usize, state: &CycleState) {
+        if let Some(PodsToActivate(keys)) = state.read::<PodsToActivate>() {
+            let now = Instant::now();
+            self.profiles[index]
+                .queue
+                .activate(keys.iter().map(String::as_str), now);
+        }
+    }
+
     fn fail(
         &mut self,
         index: usize,
@@ -432,8 +447,14 @@ impl Scheduler {
         failure: failure::Failure,
     ) -> AttemptReport {
         let now = Instant::now();
-        queued.unschedulable_plugins = failure.unschedulable_plugins.clone();
-        queued.pending_plugins = failure.pending_plugins.clone();
+        if failure.retry_after_backoff {
+            // No rejector to wait for an event of: the queue sends it to backoffQ.
+            queued.unschedulable_plugins.clear();
+            queued.pending_plugins.clear();
+        } else {
+            queued.unschedulable_plugins = failure.unschedulable_plugins.clone();
+            queued.pending_plugins = failure.pending_plugins.clone();
+        }
         queued.timestamp = now;
         let report = AttemptReport {
             pod: queued.pod_info.clone(),
