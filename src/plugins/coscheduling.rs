@@ -19,7 +19,8 @@
 //! - **PostFilter**: a member that cannot be placed rejects the group's members waiting
 //!   at Permit (releasing their reservations), unless the group already has `minMember`
 //!   members bound; with `podGroupBackoffSeconds > 0` the group is then backed off:
-//!   PreFilter rejects its pods until the backoff ends.
+//!   PreFilter rejects its pods until the backoff ends. One exception, see "Groups that
+//!   arrive interleaved" below.
 //! - **Permit**: when the members assumed or bound (members waiting at Permit, members
 //!   assigned in the snapshot, and this pod) reach `minMember`, every waiting member is
 //!   allowed; otherwise the pod waits for `spec.scheduleTimeoutSeconds`, else the args'
@@ -41,6 +42,27 @@
 //! - waiting at Permit, or
 //! - the pod being scheduled.
 //!
+//! ## Groups that arrive interleaved
+//!
+//! QueueSort keeps a group's members together only while they sit in activeQ at the same
+//! time. Members created one by one, or leaving backoff at different times, reach the
+//! scheduler interleaved with another group's: two groups can each hold part of the room
+//! at Permit, and if both then reject themselves and retry alike, neither ever completes.
+//! berth (unlike scheduler-plugins) orders such contests by the queue order: when a
+//! member fails and releasing the reservations of *younger* groups (later in QueueSort
+//! order: lower priority, or equal priority and a later creation time) waiting at Permit
+//! would
+//!
+//! - make the member fit on a node that rejected it only for resources (Unschedulable,
+//!   not Unresolvable), and
+//! - leave enough free capacity in the cluster for the rest of its group (the member's
+//!   requests times the members still missing),
+//!
+//! those younger groups are rejected and backed off instead, and the failing member's own
+//! waiting siblings keep their reservations. The failing member is retried as soon as the
+//! released room shows up. A group that could not complete anyway never takes room from
+//! another, so the oldest group that fits always gets through.
+//!
 //! A pending pod deleted before it is scheduled stays recorded (the plugin is not told of
 //! deletions), so the count may be too high until the scheduler restarts; that only lets
 //! the group try, the Permit quorum still decides.
@@ -60,10 +82,10 @@ use tokio::time::Instant;
 use crate::api::{POD_GROUP_LABEL, POD_GROUP_LABEL_COMPAT, PodGroup};
 use crate::cluster::{PodGroups, PodInfo, Resource, Snapshot};
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, ExtensionPoint, FieldError, Handle,
-    NodeToStatus, PermitPlugin, Plugin, PluginArgs, PluginError, PluginFactory, PostFilterPlugin,
-    PostFilterResult, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueSortPlugin,
-    QueuedPodInfo, ReservePlugin, Status, WaitingPods,
+    ActionType, ClusterEvent, Code, CycleState, EventResource, ExtensionPoint, FieldError, Handle,
+    NodeToStatus, PermitPlugin, Plugin, PluginArgs, PluginError, PluginFactory, PodsToActivate,
+    PostFilterPlugin, PostFilterResult, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult,
+    QueueSortPlugin, QueuedPodInfo, ReservePlugin, RetryAfterBackoff, Status, WaitingPods,
 };
 
 /// Args of Coscheduling (scheduler-plugins `CoschedulingArgs`).
@@ -133,9 +155,32 @@ fn is_terminal(pod: &Pod) -> bool {
     )
 }
 
+/// The resources a request names: cpu and memory always, the others when non-zero.
+fn resource_names(requests: &Resource) -> Vec<String> {
+    let mut names = vec!["cpu".to_string(), "memory".to_string()];
+    if requests.ephemeral_storage > 0 {
+        names.push("ephemeral-storage".to_string());
+    }
+    names.extend(
+        requests
+            .scalar_resources
+            .iter()
+            .filter(|(_, v)| **v > 0)
+            .map(|(k, _)| k.clone()),
+    );
+    names
+}
+
 fn group_display((namespace, name): &(String, String)) -> String {
     format!("{namespace}/{name}")
 }
+
+/// PreFilter rejected the pod itself (group missing, backing off, too few members, or
+/// minResources): PostFilter then leaves the group alone. Otherwise every rejection in
+/// backoff would restart the backoff, and a group whose members keep arriving would never
+/// leave it.
+#[derive(Debug, Clone)]
+struct RejectedAtPreFilter;
 
 /// What PreFilter hands to Permit: the keys of the group's members assigned (bound or
 /// assumed) in the cycle's snapshot.
@@ -218,6 +263,110 @@ impl Coscheduling {
             }
         }
         n
+    }
+
+    /// The group's place in the queue order: higher priority first, then the group's
+    /// creation time (the pod's own when the group is unknown), then the group's key.
+    /// Smaller is older.
+    fn group_order(
+        &self,
+        pod: &Pod,
+        group: &(String, String),
+    ) -> (i32, bool, Option<Timestamp>, String) {
+        let time = self
+            .pod_groups
+            .get(&group.0, &group.1)
+            .and_then(|g| g.metadata.creation_timestamp.map(|t| t.0))
+            .or_else(|| pod.metadata.creation_timestamp.as_ref().map(|t| t.0));
+        let priority = pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+        (-priority, time.is_none(), time, group_display(group))
+    }
+
+    /// See "Groups that arrive interleaved" in the module docs. Returns the younger groups
+    /// whose waiting members were rejected (empty when reclaiming would not help).
+    fn reclaim_from_younger(
+        &self,
+        pod: &PodInfo,
+        group: &(String, String),
+        min_member: i64,
+        snapshot: &Snapshot,
+        filtered: &NodeToStatus,
+    ) -> Vec<(String, String)> {
+        let own = self.group_order(&pod.pod, group);
+        let younger: Vec<(Arc<crate::framework::WaitingPod>, (String, String))> = self
+            .waiting_pods
+            .list()
+            .into_iter()
+            .filter_map(|w| {
+                let g = pod_group_of(&w.pod().pod)?;
+                (g != *group && self.group_order(&w.pod().pod, &g) > own).then_some((w, g))
+            })
+            .collect();
+        if younger.is_empty() {
+            return Vec::new();
+        }
+        let released_on = |node: &str| {
+            let mut released = Resource::default();
+            let mut pods = 0;
+            for (w, _) in younger.iter().filter(|(w, _)| w.node_name() == node) {
+                released.add(&w.pod().requests);
+                pods += 1;
+            }
+            (released, pods)
+        };
+        let wanted = &pod.requests;
+        let names = resource_names(wanted);
+        let helps_somewhere = snapshot.nodes().iter().any(|n| {
+            let resolvable = filtered
+                .get(n.name())
+                .is_some_and(|s| s.code() == Code::Unschedulable);
+            let (released, released_pods) = released_on(n.name());
+            resolvable
+                && released_pods > 0
+                && (n.pods.len() as i64 - released_pods) < n.allocatable.allowed_pod_number
+                && names.iter().all(|r| {
+                    n.allocatable.get(r) - n.requested.get(r) + released.get(r) >= wanted.get(r)
+                })
+        });
+        if !helps_somewhere {
+            return Vec::new();
+        }
+        // The rest of the group must fit too, or taking the room only starves the others.
+        let placed = self.assigned_members(group, snapshot).len()
+            + self
+                .waiting_members(group)
+                .iter()
+                .filter(|w| w.pod().key() != pod.key())
+                .count();
+        let missing = (min_member - placed as i64).max(1);
+        let all_fit = names.iter().all(|r| {
+            let free: i64 = snapshot
+                .nodes()
+                .iter()
+                .map(|n| {
+                    (n.allocatable.get(r) - n.requested.get(r) + released_on(n.name()).0.get(r))
+                        .max(0)
+                })
+                .sum();
+            free >= wanted.get(r).saturating_mul(missing)
+        });
+        if !all_fit {
+            return Vec::new();
+        }
+        let mut groups: Vec<(String, String)> = younger.iter().map(|(_, g)| g.clone()).collect();
+        groups.sort();
+        groups.dedup();
+        let message = format!(
+            "rejected to release room for the older pod group {}",
+            group_display(group)
+        );
+        for (w, _) in &younger {
+            w.reject(Self::NAME, &message);
+        }
+        for g in &groups {
+            self.start_backoff(g);
+        }
+        groups
     }
 
     /// The sort key of [`QueueSortPlugin::less`], priority aside.
@@ -339,6 +488,22 @@ impl PreFilterPlugin for Coscheduling {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
+        let (result, status) = self.check_group(state, pod, snapshot);
+        if status.is_rejected() {
+            state.write(RejectedAtPreFilter);
+        }
+        (result, status)
+    }
+}
+
+impl Coscheduling {
+    /// PreFilter's checks; see the module docs.
+    fn check_group(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
         let Some(group) = pod_group_of(&pod.pod) else {
             return (None, Status::success());
         };
@@ -349,6 +514,8 @@ impl PreFilterPlugin for Coscheduling {
             );
         };
         if self.in_backoff(&group) {
+            // The backoff ends with time, not with an event: retry after the pod's backoff.
+            state.write(RetryAfterBackoff);
             return (
                 None,
                 Status::unresolvable(format!(
@@ -432,14 +599,17 @@ impl PreFilterPlugin for Coscheduling {
 impl PostFilterPlugin for Coscheduling {
     async fn post_filter(
         &self,
-        _state: &CycleState,
+        state: &CycleState,
         pod: &PodInfo,
         snapshot: &Snapshot,
-        _filtered_node_status: &NodeToStatus,
+        filtered_node_status: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
         let Some(group) = pod_group_of(&pod.pod) else {
             return (None, Status::unschedulable("can not find pod group"));
         };
+        if state.read::<RejectedAtPreFilter>().is_some() {
+            return (None, Status::unschedulable(""));
+        }
         let min_member = self
             .pod_groups
             .get(&group.0, &group.1)
@@ -450,6 +620,20 @@ impl PostFilterPlugin for Coscheduling {
             && self.waiting_members(&group).is_empty()
         {
             return (None, Status::unschedulable(""));
+        }
+        let reclaimed =
+            self.reclaim_from_younger(pod, &group, min_member, snapshot, filtered_node_status);
+        if !reclaimed.is_empty() {
+            let younger: Vec<String> = reclaimed.iter().map(group_display).collect();
+            tracing::debug!(group = %group_display(&group), pod = %pod.key(), younger = ?younger, "Coscheduling released the room of younger groups");
+            return (
+                None,
+                Status::unschedulable(format!(
+                    "PodGroup {} waits for the room held at Permit by younger pod group(s) {} to be released",
+                    group_display(&group),
+                    younger.join(", ")
+                )),
+            );
         }
         let rejected = self.reject_waiting(&group, pod.key(), "optimistic rejection in PostFilter");
         self.start_backoff(&group);
@@ -511,6 +695,21 @@ impl PermitPlugin for Coscheduling {
         assumed.insert(pod.key().to_string());
         let min_member = i64::from(pg.spec.min_member);
         if (assumed.len() as i64) < min_member {
+            // The siblings still in the queue are tried next, not after their backoff
+            // or the next cluster event (scheduler-plugins' `ActivateSiblings`).
+            let siblings: BTreeSet<String> = lock(&self.pending)
+                .get(&group)
+                .map(|pending| {
+                    pending
+                        .iter()
+                        .filter(|key| !assumed.contains(*key))
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !siblings.is_empty() {
+                state.write(PodsToActivate(siblings));
+            }
             return (Status::wait().with_plugin(Self::NAME), self.timeout(&pg));
         }
         for w in waiting {
