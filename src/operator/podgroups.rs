@@ -53,6 +53,13 @@
 //! reference is neither `controller` nor `blockOwnerDeletion`: berth, not the owner,
 //! manages the group. An annotation that is not a positive integer is logged and reported
 //! with an `InvalidMinMember` Warning event on the pod (once per pod); no group is created.
+//!
+//! Followers create nothing, but remember the annotated pods they see (up to
+//! 10 000, latest version by uid); a replica that becomes leader creates the missing
+//! groups of those pods at once instead of waiting for each pod to change. A remembered
+//! pod is forgotten once it is seen terminating or its group exists; a pod deleted
+//! without a grace period may stay remembered, and a new leader then creates its group
+//! (owned by the pod's controller, so it is collected with it).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
@@ -173,6 +180,7 @@ pub async fn run(
         recorder: Recorder::new(ctx.client.clone(), reporter),
         created: HashMap::new(),
         reported: HashSet::new(),
+        seen: HashMap::new(),
     };
     let creator = tokio::spawn(creator.run(implicit_rx));
     controller
@@ -547,15 +555,70 @@ struct Creator {
     created: HashMap<String, Instant>,
     /// Pods (by uid) whose invalid annotation was reported.
     reported: HashSet<String>,
+    /// Annotated pods seen whose group did not exist then, by uid: what a new leader
+    /// catches up on.
+    seen: HashMap<String, Pod>,
 }
 
 impl Creator {
     async fn run(mut self, mut pods: mpsc::UnboundedReceiver<Pod>) {
-        while let Some(pod) = pods.recv().await {
-            if self.state.is_leader() && pod.metadata.deletion_timestamp.is_none() {
-                self.handle(&pod).await;
+        let mut leader = self.state.leader.clone();
+        loop {
+            tokio::select! {
+                pod = pods.recv() => {
+                    let Some(pod) = pod else { return };
+                    self.remember(&pod);
+                    if self.state.is_leader() && pod.metadata.deletion_timestamp.is_none() {
+                        self.handle(&pod).await;
+                    }
+                }
+                changed = leader.changed() => {
+                    if changed.is_err() {
+                        // The leader channel is gone: keep serving pods as they come.
+                        leader = watch::channel(self.state.is_leader()).1;
+                        continue;
+                    }
+                    let leading = *leader.borrow_and_update();
+                    if leading {
+                        self.catch_up().await;
+                    }
+                }
             }
         }
+    }
+
+    /// Keeps the latest version of an annotated pod until it is deleted.
+    fn remember(&mut self, pod: &Pod) {
+        let Some(uid) = pod.metadata.uid.clone() else {
+            return;
+        };
+        let group_exists = pod_group_of(pod).is_some_and(|(namespace, name)| {
+            self.store
+                .get(&ObjectRef::new(&name).within(&namespace))
+                .is_some()
+        });
+        if pod.metadata.deletion_timestamp.is_some() || group_exists {
+            self.seen.remove(&uid);
+        } else if self.seen.len() < MAX_REMEMBERED || self.seen.contains_key(&uid) {
+            self.seen.insert(uid, pod.clone());
+        }
+    }
+
+    /// Creates the missing groups of every remembered pod (this replica just became
+    /// leader), forgetting the pods whose group exists.
+    async fn catch_up(&mut self) {
+        let pods: Vec<Pod> = self.seen.values().cloned().collect();
+        for pod in pods {
+            self.handle(&pod).await;
+        }
+        let store = self.store.clone();
+        self.seen.retain(|_, pod| {
+            pod_group_of(pod).is_none_or(|(namespace, name)| {
+                store
+                    .get(&ObjectRef::new(&name).within(&namespace))
+                    .is_none()
+            })
+        });
     }
 
     async fn handle(&mut self, pod: &Pod) {
