@@ -8,8 +8,8 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 
 use crate::harness::{
-    Berth, BerthOptions, Cluster, WAIT, condition, conditions_summary, eventually, node, pod,
-    profile, within,
+    Berth, BerthOptions, Cluster, LEASE_NAME, WAIT, condition, conditions_summary, eventually,
+    node, pod, profile, within,
 };
 
 /// The gang profile of `examples/gang`, with a calm group backoff.
@@ -72,11 +72,52 @@ fn member_bindings(cluster: &Cluster, names: &[&str]) -> Vec<(String, usize)> {
 }
 
 async fn start_gang(cluster: &Cluster) -> Berth {
-    let mut berth = Berth::spawn(cluster, BerthOptions::default());
+    start_gang_with(cluster, BerthOptions::default(), gang_profile()).await
+}
+
+async fn start_gang_with(cluster: &Cluster, options: BerthOptions, profile: Value) -> Berth {
+    let mut berth = Berth::spawn(cluster, options);
     berth.wait_ready().await;
-    cluster.create_profile(gang_profile()).await;
+    cluster.create_profile(profile).await;
     cluster.wait_profile_ready("gang", WAIT).await;
     berth
+}
+
+/// Creates PodGroup `default/<name>` with `spec`.
+async fn create_pod_group(cluster: &Cluster, name: &str, spec: Value) {
+    let group: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "berth.dev/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }))
+    .expect("a PodGroup");
+    within(
+        "creating a PodGroup",
+        WAIT,
+        pod_groups(cluster).create(&PostParams::default(), &group),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("creating PodGroup {name}: {e}"));
+}
+
+/// The pod's `PodScheduled=False` message, once it has one.
+async fn unschedulable_message(cluster: &Cluster, name: &str) -> String {
+    eventually(
+        &format!("`{name}` has PodScheduled=False"),
+        WAIT,
+        || async {
+            let p = cluster.pod(name).await;
+            let conditions = p.status.and_then(|s| s.conditions).unwrap_or_default();
+            match conditions.iter().find(|c| c.type_ == "PodScheduled") {
+                Some(c) if c.status == "False" && c.reason.as_deref() == Some("Unschedulable") => {
+                    Ok(c.message.clone().unwrap_or_default())
+                }
+                _ => Err(format!("{conditions:?}")),
+            }
+        },
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -85,20 +126,12 @@ async fn gang_of_4_with_room_for_3_binds_nothing_until_a_node_fits() {
     cluster.create_node(node("node-a", "3", "16Gi")).await;
     let mut berth = start_gang(&cluster).await;
 
-    let group: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "berth.dev/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": "train", "namespace": "default"},
-        "spec": {"minMember": 4, "scheduleTimeoutSeconds": 2},
-    }))
-    .expect("a PodGroup");
-    within(
-        "creating a PodGroup",
-        WAIT,
-        pod_groups(&cluster).create(&PostParams::default(), &group),
+    create_pod_group(
+        &cluster,
+        "train",
+        json!({"minMember": 4, "scheduleTimeoutSeconds": 2}),
     )
-    .await
-    .expect("creating PodGroup train");
+    .await;
     let names = ["train-0", "train-1", "train-2", "train-3"];
     for name in names {
         cluster.create_pod(member(name, "train")).await;
@@ -138,6 +171,18 @@ async fn gang_of_4_with_room_for_3_binds_nothing_until_a_node_fits() {
     assert!(
         message.starts_with("0/4 pods scheduled; waiting for 4 more"),
         "Scheduled condition message: {message:?}"
+    );
+
+    // Every member says why it waits; the members that were held at Permit name their
+    // group.
+    let mut messages = Vec::new();
+    for name in names {
+        messages.push((name, unschedulable_message(&cluster, name).await));
+    }
+    assert!(messages.iter().all(|(_, m)| !m.is_empty()), "{messages:#?}");
+    assert!(
+        messages.iter().any(|(_, m)| m.contains("default/train")),
+        "no member names its group: {messages:#?}"
     );
 
     // A node with room for the 4th: the whole group is bound, once each.
@@ -221,5 +266,205 @@ async fn gang_job_pods_get_an_implicit_pod_group_owned_by_the_job_and_are_bound(
         }
     })
     .await;
+    berth.terminate_cleanly().await;
+}
+
+/// Two groups of 4 one-cpu members and room for 4: the older group is bound in full, the
+/// other binds nothing and holds nothing — once the first group's pods are gone, it is
+/// bound in full. Two seeds, so tie-breaks differ between runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_groups_competing_for_room_for_one_bind_one_fully_without_deadlock() {
+    for seed in [1, 7] {
+        let cluster = Cluster::start().await;
+        cluster.create_node(node("node-a", "2", "16Gi")).await;
+        cluster.create_node(node("node-b", "2", "16Gi")).await;
+        let mut berth = start_gang_with(&cluster, BerthOptions::seed(seed), gang_profile()).await;
+        create_pod_group(&cluster, "alpha", json!({"minMember": 4})).await;
+        create_pod_group(&cluster, "beta", json!({"minMember": 4})).await;
+        let alpha = ["alpha-0", "alpha-1", "alpha-2", "alpha-3"];
+        let beta = ["beta-0", "beta-1", "beta-2", "beta-3"];
+        // Interleaved, beta first: the queue, not the arrival order, keeps groups together.
+        for (b, a) in beta.iter().zip(alpha) {
+            cluster.create_pod(member(b, "beta")).await;
+            cluster.create_pod(member(a, "alpha")).await;
+        }
+
+        cluster.wait_bound(&alpha, WAIT).await;
+        cluster
+            .assert_stay_unbound(&beta, Duration::from_secs(2))
+            .await;
+        assert!(
+            member_bindings(&cluster, &beta)
+                .iter()
+                .all(|(_, n)| *n == 0),
+            "seed {seed}: a beta member was bound"
+        );
+
+        // Beta held nothing: with alpha gone it fits, and is bound whole.
+        for name in alpha {
+            within(
+                "deleting a pod",
+                WAIT,
+                cluster.pods().delete(name, &Default::default()),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("deleting {name}: {e}"));
+        }
+        cluster.wait_bound(&beta, WAIT).await;
+        let bound = member_bindings(&cluster, &beta);
+        assert!(
+            bound.iter().all(|(_, n)| *n == 1),
+            "seed {seed}: successful bindings per beta member: {bound:?}"
+        );
+        berth.terminate_cleanly().await;
+    }
+}
+
+/// A group that cannot complete holds room at Permit until its timeout; then the room is
+/// released and a pod without a group is bound into it while the group backs off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permit_timeout_releases_the_room_to_a_pod_without_a_group() {
+    let cluster = Cluster::start().await;
+    cluster.create_node(node("node-a", "2", "16Gi")).await;
+    let profile = profile(
+        "gang",
+        json!({
+            "plugins": {
+                "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                "queueSort": {
+                    "enabled": [{"name": "Coscheduling"}],
+                    "disabled": [{"name": "*"}],
+                },
+                // No group rejection at PostFilter: the two members that fit wait at
+                // Permit until the group's timeout.
+                "postFilter": {"disabled": [{"name": "Coscheduling"}]},
+            },
+            "pluginConfig": {
+                "coscheduling": {"permitWaitingTimeSeconds": 60, "podGroupBackoffSeconds": 60},
+            },
+        }),
+    );
+    let mut berth = start_gang_with(&cluster, BerthOptions::default(), profile).await;
+    create_pod_group(
+        &cluster,
+        "job",
+        json!({"minMember": 3, "scheduleTimeoutSeconds": 3}),
+    )
+    .await;
+    let names = ["job-0", "job-1", "job-2"];
+    for name in names {
+        let mut p = member(name, "job");
+        if name == "job-2" {
+            // Fits nowhere: the group never completes.
+            p["spec"]["nodeSelector"] = json!({"disk": "nvme"});
+        }
+        cluster.create_pod(p).await;
+    }
+    // The first two are assumed and held at Permit (their binding cycles start and wait),
+    // so the loner finds the node full.
+    eventually("job-0 and job-1 wait at Permit", WAIT, || async {
+        let logs = berth.logs();
+        let held = ["job-0", "job-1"].iter().all(|name| {
+            logs.lines()
+                .any(|l| l.contains("binding") && l.contains(&format!("default/{name}")))
+        });
+        if held {
+            Ok(())
+        } else {
+            Err("no binding cycle yet".to_string())
+        }
+    })
+    .await;
+    cluster.create_pod(pod("loner", "gang", "1", "128Mi")).await;
+    let message = unschedulable_message(&cluster, "loner").await;
+    assert!(
+        message.contains("Insufficient cpu"),
+        "the loner should first find the room reserved: {message:?}"
+    );
+
+    // The timeout releases the room; the group backs off for 60 s, the loner gets it.
+    cluster.wait_bound(&["loner"], WAIT).await;
+    cluster
+        .assert_stay_unbound(&names, Duration::from_secs(1))
+        .await;
+    // The members say why they were let go (upstream's Permit-timeout wording).
+    for name in ["job-0", "job-1"] {
+        let message = unschedulable_message(&cluster, name).await;
+        assert!(
+            message.contains("rejected due to timeout after waiting 3s at plugin Coscheduling"),
+            "{name}: {message:?}"
+        );
+    }
+    berth.terminate_cleanly().await;
+}
+
+/// A replica that becomes leader creates the implicit groups of pods it saw as a
+/// follower, without waiting for those pods to change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_leader_creates_the_implicit_groups_of_pods_seen_as_follower() {
+    let cluster = Cluster::start().await;
+    // Someone else leads for the next few seconds and then stops renewing.
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let micro = |t: k8s_openapi::jiff::Timestamp| t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+    let (status, body) = cluster
+        .raw(
+            "POST",
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+            &json!({
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": LEASE_NAME, "namespace": "default"},
+                "spec": {
+                    "holderIdentity": "ghost",
+                    "leaseDurationSeconds": 6,
+                    "acquireTime": micro(now),
+                    "renewTime": micro(now),
+                },
+            }),
+        )
+        .await;
+    assert_eq!(status, 201, "creating the ghost's Lease: {body}");
+    let mut berth = Berth::spawn(&cluster, BerthOptions::leader("r1"));
+    berth.wait_ready().await;
+
+    let names = ["late-0", "late-1"];
+    for name in names {
+        let mut p = member(name, "late");
+        p["metadata"]["annotations"] = json!({"berth.dev/min-member": "2"});
+        cluster.create_pod(p).await;
+    }
+    // A follower creates nothing.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        cluster.lease_holder(LEASE_NAME).await.as_deref(),
+        Some("ghost")
+    );
+    assert!(
+        pod_group(&cluster, "late").await.is_null(),
+        "a follower created PodGroup late"
+    );
+
+    // The ghost's lease runs out; r1 leads and catches up, the pods unchanged.
+    let group = eventually(
+        "PodGroup late is created by the new leader",
+        WAIT,
+        || async {
+            let pg = pod_group(&cluster, "late").await;
+            if pg.is_null() {
+                Err(format!(
+                    "no PodGroup late; lease holder {:?}",
+                    cluster.lease_holder(LEASE_NAME).await
+                ))
+            } else {
+                Ok(pg)
+            }
+        },
+    )
+    .await;
+    assert_eq!(group["spec"]["minMember"], 2, "{group}");
+    assert_eq!(
+        cluster.lease_holder(LEASE_NAME).await.as_deref(),
+        Some("r1")
+    );
     berth.terminate_cleanly().await;
 }
