@@ -15,7 +15,10 @@
 //! - **PreFilter**: the PodGroup must exist; the group must not be in its backoff; the
 //!   group must have at least `minMember` members; its `minResources`, when set, must fit
 //!   in the cluster's free capacity (sum over nodes of allocatable minus requested). Every
-//!   failure is UnschedulableAndUnresolvable, so preemption is not attempted for it.
+//!   failure is UnschedulableAndUnresolvable, so preemption is not attempted for it. A
+//!   rejection because of the group backoff asks for [`RetryAfterBackoff`]: the backoff
+//!   ends with time, so the pod is retried after its own backoff instead of waiting for
+//!   a cluster event. After any PreFilter rejection, PostFilter leaves the group alone.
 //! - **PostFilter**: a member that cannot be placed rejects the group's members waiting
 //!   at Permit (releasing their reservations), unless the group already has `minMember`
 //!   members bound; with `podGroupBackoffSeconds > 0` the group is then backed off:
@@ -24,7 +27,8 @@
 //! - **Permit**: when the members assumed or bound (members waiting at Permit, members
 //!   assigned in the snapshot, and this pod) reach `minMember`, every waiting member is
 //!   allowed; otherwise the pod waits for `spec.scheduleTimeoutSeconds`, else the args'
-//!   `permitWaitingTimeSeconds`.
+//!   `permitWaitingTimeSeconds`, and its queued siblings are activated
+//!   ([`PodsToActivate`]) so they are tried next.
 //! - **Reserve/Unreserve**: Reserve does nothing; Unreserve (a member timed out at Permit,
 //!   was rejected, or failed binding) rejects the waiting siblings so that the group's
 //!   reservations are released together, and starts the group backoff.
