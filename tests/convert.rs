@@ -617,8 +617,15 @@ fn network_traffic_tutorial_args_translate_once_the_plugin_is_registered() {
 
 #[test]
 fn network_traffic_without_the_plugin_is_unsupported() {
+    // A binary built without NetworkTraffic: the default registry minus that plugin.
+    let defaults = default_registry();
+    let mut registry = Registry::new();
+    for entry in defaults.entries().filter(|e| e.name != "NetworkTraffic") {
+        registry.insert(entry.clone());
+    }
+    registry.set_defaults(defaults.defaults().to_vec());
     let conversion = convert_with(
-        &default_registry(),
+        &registry,
         &read_config("tests/convert/network-traffic.yaml"),
     );
     let paths: Vec<&str> = conversion

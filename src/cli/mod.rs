@@ -70,6 +70,9 @@ pub fn write_stdout(text: &str, what: &str) -> u8 {
 
 /// Parses the command line and runs the subcommand with `registry`.
 pub fn main(registry: Registry) -> ExitCode {
+    // One rustls crypto provider for the whole process, before any TLS client (kube's, the
+    // Prometheus plugins') is built.
+    crate::plugins::prometheus::install_default_crypto_provider();
     let cli = Cli::parse();
     crate::observability::logging::init(cli.log_format);
     match cli.command {

@@ -397,6 +397,21 @@ fn resolve_args(
             ));
         }
     }
+    // An enabled plugin without args runs on its defaults, which may lack a required field
+    // (the Prometheus plugins' `prometheusAddress`): check them as if given.
+    for entry in registry.entries().filter(|e| enabled.contains(e.name)) {
+        let field = entry.config_field();
+        if let Some(args) = entry
+            .args
+            .as_ref()
+            .filter(|_| !spec.plugin_config.contains_key(&field))
+        {
+            errors.extend(args.check(
+                &serde_json::Value::Null,
+                &format!("spec.pluginConfig.{field}"),
+            ));
+        }
+    }
 }
 
 #[cfg(test)]

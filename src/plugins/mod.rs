@@ -15,6 +15,7 @@ pub mod node_resources;
 pub mod node_unschedulable;
 pub mod pod_topology_spread;
 pub mod priority_sort;
+pub mod prometheus;
 pub mod qos_sort;
 pub mod reference;
 pub mod scheduling_gates;
@@ -34,14 +35,15 @@ pub use node_resources::NodeResourcesFit;
 pub use node_unschedulable::NodeUnschedulable;
 pub use pod_topology_spread::PodTopologySpread;
 pub use priority_sort::PrioritySort;
+pub use prometheus::{MetricsScore, NetworkTraffic};
 pub use qos_sort::QosSort;
 pub use scheduling_gates::SchedulingGates;
 pub use taint_toleration::TaintToleration;
 
 /// Every built-in plugin, with the default plugin set: names, order and weights as
 /// upstream v1.31+, without the volume plugins and DefaultPreemption (not built yet).
-/// Coscheduling and QOSSort are registered but not in the default set: profiles enable
-/// them.
+/// Coscheduling, QOSSort, NetworkTraffic and MetricsScore are registered but not in the
+/// default set: profiles enable them.
 pub fn default_registry() -> Registry {
     let mut registry = Registry::new();
     registry
@@ -59,7 +61,9 @@ pub fn default_registry() -> Registry {
         .register::<ImageLocality>()
         .register::<DefaultBinder>()
         .register::<Coscheduling>()
-        .register::<QosSort>();
+        .register::<QosSort>()
+        .register::<NetworkTraffic>()
+        .register::<MetricsScore>();
     registry.set_defaults(vec![
         DefaultPlugin::new("SchedulingGates"),
         DefaultPlugin::new("PrioritySort"),
@@ -98,6 +102,20 @@ mod tests {
         }
     }
 
+    /// The fields a plugin's args cannot default (where its Prometheus is, what to
+    /// query); `None` for plugins that build from default args.
+    fn required_args(plugin: &str) -> Option<serde_json::Value> {
+        let address = "http://127.0.0.1:9090";
+        match plugin {
+            "NetworkTraffic" => Some(serde_json::json!({"prometheusAddress": address})),
+            "MetricsScore" => Some(serde_json::json!({
+                "prometheusAddress": address,
+                "metrics": [{"query": "node_load1", "direction": "LowerIsBetter"}],
+            })),
+            _ => None,
+        }
+    }
+
     /// The extension points a registry entry declares (which drive the CRD and profile
     /// resolution) are exactly the points its instance implements.
     #[test]
@@ -111,8 +129,9 @@ mod tests {
             health: Default::default(),
         };
         for entry in default_registry().entries() {
+            let args = required_args(entry.name);
             let plugin = entry
-                .build(None, "test", &handle)
+                .build(args.as_ref(), "test", &handle)
                 .unwrap_or_else(|e| panic!("{} builds with default args: {e}", entry.name));
             for point in ExtensionPoint::ALL {
                 assert_eq!(

@@ -9,8 +9,9 @@ use super::report::{NodeReport, PodReport, Report};
 const COLUMN_GAP: usize = 3;
 
 /// One line per pod: POD (namespace/name), PROFILE, RESULT, NODE (`-` when none),
-/// MESSAGE. When the report carries per-node detail (`--explain`), a block per pod
-/// follows the table.
+/// MESSAGE. Degraded plugins, if any, follow in a second table (PROFILE, DEGRADED PLUGIN,
+/// REASON, MESSAGE). When the report carries per-node detail (`--explain`), a block per
+/// pod follows.
 pub fn render_table(report: &Report) -> String {
     let header = ["POD", "PROFILE", "RESULT", "NODE", "MESSAGE"].map(String::from);
     let rows: Vec<[String; 5]> = report
@@ -30,6 +31,19 @@ pub fn render_table(report: &Report) -> String {
         })
         .collect();
     let mut out = align(std::iter::once(header).chain(rows), "");
+    if !report.degraded.is_empty() {
+        let header = ["PROFILE", "DEGRADED PLUGIN", "REASON", "MESSAGE"].map(String::from);
+        let rows = report.degraded.iter().map(|d| {
+            [
+                d.scheduler_name.clone(),
+                d.plugin.clone(),
+                d.reason.clone(),
+                d.message.clone(),
+            ]
+        });
+        out.push('\n');
+        out.push_str(&align(std::iter::once(header).chain(rows), ""));
+    }
     for pod in &report.pods {
         if let Some(nodes) = &pod.nodes {
             out.push('\n');
@@ -112,7 +126,7 @@ pub fn render_json(report: &Report) -> Result<String, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::simulate::report::{PluginScore, PodResult};
+    use crate::simulate::report::{DegradedPlugin, PluginScore, PodResult};
 
     fn pod(name: &str, result: PodResult, node: Option<&str>, message: &str) -> PodReport {
         PodReport {
@@ -139,6 +153,7 @@ mod tests {
                     "0/1 nodes are available: 1 Insufficient cpu.",
                 ),
             ],
+            ..Report::default()
         };
         let want = "\
 POD             PROFILE             RESULT          NODE     MESSAGE
@@ -182,6 +197,7 @@ default/huge    default-scheduler   Unschedulable   -        0/1 nodes are avail
         ]);
         let table = render_table(&Report {
             pods: vec![scheduled],
+            ..Report::default()
         });
         let explanation = table.split_once("\n\n").map(|(_, e)| e).unwrap_or_default();
         let want = "\
@@ -197,6 +213,7 @@ default/web-1 (default-scheduler): Scheduled on node-a
     fn json_uses_the_documented_field_names() {
         let report = Report {
             pods: vec![pod("web-1", PodResult::Scheduled, Some("node-a"), "")],
+            ..Report::default()
         };
         let json: serde_json::Value = render_json(&report)
             .ok()
@@ -206,5 +223,42 @@ default/web-1 (default-scheduler): Scheduled on node-a
             "namespace": "default", "name": "web-1", "schedulerName": "default-scheduler",
             "result": "Scheduled", "node": "node-a", "message": "", "attempts": 1}]});
         assert_eq!(json, want);
+    }
+
+    fn degraded_report() -> Report {
+        Report {
+            pods: vec![pod("web-1", PodResult::Scheduled, Some("node-a"), "")],
+            degraded: vec![DegradedPlugin {
+                scheduler_name: "network-aware".to_string(),
+                plugin: "NetworkTraffic".to_string(),
+                reason: "MetricsUnavailable".to_string(),
+                message: "NetworkTraffic: cannot reach Prometheus at http://127.0.0.1:9: connection refused".to_string(),
+            }],
+        }
+    }
+
+    #[test]
+    fn degraded_plugins_follow_the_pod_table() {
+        let want = "\
+POD             PROFILE             RESULT      NODE     MESSAGE
+default/web-1   default-scheduler   Scheduled   node-a
+
+PROFILE         DEGRADED PLUGIN   REASON               MESSAGE
+network-aware   NetworkTraffic    MetricsUnavailable   NetworkTraffic: cannot reach Prometheus at http://127.0.0.1:9: connection refused
+";
+        pretty_assertions::assert_eq!(render_table(&degraded_report()), want);
+    }
+
+    #[test]
+    fn json_lists_degraded_plugins_by_profile() {
+        let json: serde_json::Value = render_json(&degraded_report())
+            .ok()
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default();
+        let want = serde_json::json!([{
+            "schedulerName": "network-aware", "plugin": "NetworkTraffic",
+            "reason": "MetricsUnavailable",
+            "message": "NetworkTraffic: cannot reach Prometheus at http://127.0.0.1:9: connection refused"}]);
+        assert_eq!(json["degraded"], want);
     }
 }

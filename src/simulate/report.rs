@@ -10,6 +10,24 @@ use serde::Serialize;
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     pub pods: Vec<PodReport>,
+    /// Plugins running in their fallback when the simulation ended (a metrics plugin whose
+    /// Prometheus did not answer), by profile; omitted when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub degraded: Vec<DegradedPlugin>,
+}
+
+/// A plugin of a profile running in its documented fallback: what `berth run` reports as
+/// the profile's `Degraded` condition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DegradedPlugin {
+    /// The profile (its scheduler name).
+    pub scheduler_name: String,
+    pub plugin: String,
+    /// The condition reason, e.g. `MetricsUnavailable`.
+    pub reason: String,
+    /// What failed, with the source's error.
+    pub message: String,
 }
 
 /// The outcome for one pod.

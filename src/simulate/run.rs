@@ -25,7 +25,7 @@ use crate::scheduler::{
 };
 
 use super::input::{ClusterInput, InputWarning, ProfileDocument, Source};
-use super::report::{NodeReport, PluginScore, PodReport, PodResult, Report};
+use super::report::{DegradedPlugin, NodeReport, PluginScore, PodReport, PodResult, Report};
 
 /// The scheduler name pods get when they name none.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
@@ -247,7 +247,7 @@ pub async fn simulate_checked(
         seed: options.seed,
         record_diagnosis: options.explain,
     });
-    add_profiles(
+    let health = add_profiles(
         &mut scheduler,
         profiles,
         registry,
@@ -289,7 +289,9 @@ pub async fn simulate_checked(
 
     let pods: HashMap<String, &Pod> = pending.iter().map(|p| (pod_key(p), *p)).collect();
     let reports = run_to_completion(&mut scheduler, &pods).await?;
-    Ok(build_report(&pending, &served, &reports, options.explain))
+    let mut report = build_report(&pending, &served, &reports, options.explain);
+    report.degraded = degraded_plugins(&health);
+    Ok(report)
 }
 
 /// The workload selectors of the input, for PodTopologySpread's default constraints.
@@ -321,7 +323,8 @@ fn is_assigned(pod: &Pod) -> bool {
         .is_some_and(|n| !n.is_empty())
 }
 
-/// Instantiates every validated profile.
+/// Instantiates every validated profile; returns each profile's plugin health, by
+/// scheduler name.
 fn add_profiles(
     scheduler: &mut Scheduler,
     profiles: Vec<ValidProfile>,
@@ -330,7 +333,8 @@ fn add_profiles(
     workloads: Arc<Workloads>,
     pod_groups: Arc<PodGroups>,
     parallelism: usize,
-) -> Result<(), SimulateError> {
+) -> Result<Vec<(String, Arc<PluginHealth>)>, SimulateError> {
+    let mut healths = Vec::new();
     for ValidProfile {
         profile,
         resolved,
@@ -338,13 +342,15 @@ fn add_profiles(
     } in profiles
     {
         let name = profile.scheduler_name();
+        let health = Arc::new(PluginHealth::new());
+        healths.push((name.clone(), health.clone()));
         let handle = Handle {
             binder: binder.clone(),
             waiting_pods: Arc::new(WaitingPods::new()),
             parallelism,
             workloads: workloads.clone(),
             pod_groups: pod_groups.clone(),
-            health: Arc::new(PluginHealth::new()),
+            health,
         };
         let framework = Framework::new(&name, resolved, registry, handle).map_err(|e| {
             SimulateError::InvalidProfiles(vec![InvalidProfile {
@@ -356,7 +362,22 @@ fn add_profiles(
             .add_profile(&name, Arc::new(framework))
             .map_err(|e| SimulateError::Internal(e.to_string()))?;
     }
-    Ok(())
+    Ok(healths)
+}
+
+/// The plugins degraded when the simulation ended, profile by profile.
+fn degraded_plugins(health: &[(String, Arc<PluginHealth>)]) -> Vec<DegradedPlugin> {
+    health
+        .iter()
+        .flat_map(|(scheduler_name, health)| {
+            health.degraded().into_iter().map(|d| DegradedPlugin {
+                scheduler_name: scheduler_name.clone(),
+                plugin: d.plugin,
+                reason: d.reason,
+                message: d.message,
+            })
+        })
+        .collect()
 }
 
 /// Scheduling and binding cycles until nothing can progress; the last attempt of each pod.
@@ -470,7 +491,10 @@ fn build_report(
             })
         })
         .collect();
-    Report { pods }
+    Report {
+        pods,
+        degraded: Vec::new(),
+    }
 }
 
 /// A pod never attempted was kept out of the queue by a PreEnqueue plugin.

@@ -1,0 +1,474 @@
+//! A Prometheus client for node metrics, on `prometheus-http-query`: one PromQL instant
+//! query answers for every node at once ([`PrometheusClient::node_values`]), each series
+//! mapped to a node by one of its labels.
+//!
+//! - **Cache.** The outcome of a query, an answer or a failure, is reused for the
+//!   configured TTL, keyed by query and label; a TTL of zero queries every time. Reusing
+//!   a failure keeps an unreachable Prometheus from costing every cycle a timeout.
+//! - **Timeout.** One timeout bounds the whole request (connect, send, answer), and is
+//!   passed to Prometheus as the query's evaluation timeout.
+//! - **Token.** The bearer token file is read for every request, so a rotated token is
+//!   used as soon as it is written.
+//! - **Runtime.** Requests run on a small runtime of their own, entered from a blocking
+//!   task. `berth simulate` runs the scheduler on a paused clock that jumps ahead whenever
+//!   its runtime is idle; a socket read is idle time to it, so a request made there would
+//!   time out at once. A blocking task holds that clock still while it waits, and the
+//!   client's own runtime keeps real time.
+//! - **Counting.** [`PrometheusClient::queries_issued`] counts the requests sent (not the
+//!   cache hits), for tests that assert one query per metric per scheduling cycle.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use prometheus_http_query::response::Data;
+use reqwest::header::{AUTHORIZATION, HeaderValue};
+use tokio::time::Instant;
+
+use super::args::{DEFAULT_CACHE_TTL_SECONDS, DEFAULT_QUERY_TIMEOUT_SECONDS};
+
+/// Where Prometheus is and how to query it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConfig {
+    address: String,
+    timeout: Duration,
+    cache_ttl: Duration,
+    bearer_token_file: Option<PathBuf>,
+}
+
+impl ClientConfig {
+    /// Prometheus at `address` (the base URL of its HTTP API), with the plugins' default
+    /// timeout (2 s) and cache TTL (5 s), and no token.
+    pub fn new(address: impl Into<String>) -> Self {
+        ClientConfig {
+            address: address.into(),
+            timeout: Duration::from_secs(DEFAULT_QUERY_TIMEOUT_SECONDS.unsigned_abs()),
+            cache_ttl: Duration::from_secs(DEFAULT_CACHE_TTL_SECONDS.unsigned_abs()),
+            bearer_token_file: None,
+        }
+    }
+
+    /// The longest a query may take, connection included.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How long the outcome of a query is reused; zero queries every time.
+    pub fn with_cache_ttl(mut self, ttl: Duration) -> Self {
+        self.cache_ttl = ttl;
+        self
+    }
+
+    /// A file whose content (trimmed) is sent as `Authorization: Bearer <content>`.
+    pub fn with_bearer_token_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.bearer_token_file = Some(path.into());
+        self
+    }
+
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+}
+
+/// Why a client could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientError {
+    #[error("prometheusAddress {address:?} is not a usable URL: {detail}")]
+    Address { address: String, detail: String },
+    #[error("cannot set up HTTP(S) for Prometheus at {address}: {detail}")]
+    Http { address: String, detail: String },
+}
+
+/// Why a query gave no usable answer. Every variant names the Prometheus it was sent to;
+/// plugins put the message in their Degraded report.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    /// No connection, or the request could not be sent.
+    #[error("cannot reach Prometheus at {address}: {detail}")]
+    Unreachable { address: String, detail: String },
+    /// No complete answer within the timeout.
+    #[error(
+        "Prometheus at {address} did not answer within {timeout:?}; raise queryTimeoutSeconds if it is just slow"
+    )]
+    Timeout { address: String, timeout: Duration },
+    /// An HTTP error status without a Prometheus error body (a proxy, a wrong path).
+    #[error(
+        "Prometheus at {address} answered HTTP {status}; check that prometheusAddress is the base URL of the Prometheus HTTP API"
+    )]
+    HttpStatus { address: String, status: u16 },
+    /// Prometheus refused or failed the query (`"status": "error"`), e.g. a PromQL syntax
+    /// error.
+    #[error("Prometheus at {address} rejected the query: {error_type}: {message}")]
+    Rejected {
+        address: String,
+        error_type: String,
+        message: String,
+    },
+    /// An answer that is not an instant vector, or not Prometheus JSON at all.
+    #[error("Prometheus at {address} gave an answer berth cannot use: {detail}")]
+    BadResponse { address: String, detail: String },
+    /// The bearer token file could not be used; no request was sent.
+    #[error("cannot use the bearer token file {path}: {detail}")]
+    BearerToken { path: String, detail: String },
+    /// berth itself failed (its I/O runtime did not start, the request task was lost).
+    #[error("querying Prometheus at {address} failed inside berth: {detail}")]
+    Internal { address: String, detail: String },
+}
+
+/// The answer to one query, by node: the value of each series whose node label names a
+/// node.
+///
+/// Series without the label, and values that are not finite numbers (`NaN`, `+Inf`), are
+/// left out: such a node has no sample. Several series naming one node count as their
+/// mean; a query should return one series per node (`sum by (<label>)`, `avg by`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeValues {
+    values: HashMap<String, f64>,
+    series: usize,
+}
+
+impl NodeValues {
+    /// Values from `(node label value, sample value)` pairs, one per series.
+    pub fn from_series(series: impl IntoIterator<Item = (Option<String>, f64)>) -> Self {
+        let mut sums: HashMap<String, (f64, u32)> = HashMap::new();
+        let mut count = 0;
+        for (node, value) in series {
+            count += 1;
+            if let Some(node) = node.filter(|_| value.is_finite()) {
+                let entry = sums.entry(node).or_insert((0.0, 0));
+                entry.0 += value;
+                entry.1 += 1;
+            }
+        }
+        NodeValues {
+            values: sums
+                .into_iter()
+                .map(|(node, (sum, n))| (node, sum / f64::from(n)))
+                .collect(),
+            series: count,
+        }
+    }
+
+    /// The node's value, if the answer had a sample for it.
+    pub fn get(&self, node: &str) -> Option<f64> {
+        self.values.get(node).copied()
+    }
+
+    /// The number of nodes with a value.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// The number of series in the answer, with or without a usable node label.
+    pub fn series(&self) -> usize {
+        self.series
+    }
+}
+
+impl<S: Into<String>> FromIterator<(S, f64)> for NodeValues {
+    fn from_iter<I: IntoIterator<Item = (S, f64)>>(iter: I) -> Self {
+        NodeValues::from_series(iter.into_iter().map(|(node, v)| (Some(node.into()), v)))
+    }
+}
+
+type CacheKey = (String, String);
+
+struct CachedOutcome {
+    at: Instant,
+    outcome: Result<Arc<NodeValues>, QueryError>,
+}
+
+/// A Prometheus HTTP API client for node metrics; cheap to clone (clones share the cache
+/// and the query counter).
+#[derive(Clone)]
+pub struct PrometheusClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: ClientConfig,
+    api: prometheus_http_query::Client,
+    cache: Mutex<HashMap<CacheKey, CachedOutcome>>,
+    queries: AtomicU64,
+}
+
+impl fmt::Debug for PrometheusClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PrometheusClient")
+            .field("config", &self.inner.config)
+            .field("queries_issued", &self.queries_issued())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PrometheusClient {
+    /// A client for `config`; no request is made yet.
+    pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
+        super::install_default_crypto_provider();
+        let address = config.address.clone();
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout)
+            .user_agent(concat!("berth/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ClientError::Http {
+                address: address.clone(),
+                detail: error_chain(&e),
+            })?;
+        let api = prometheus_http_query::Client::from(http, &address).map_err(|e| {
+            ClientError::Address {
+                address: address.clone(),
+                detail: error_chain(&e),
+            }
+        })?;
+        if !matches!(api.base_url().scheme(), "http" | "https") {
+            return Err(ClientError::Address {
+                address,
+                detail: "the scheme must be http or https".to_string(),
+            });
+        }
+        Ok(PrometheusClient {
+            inner: Arc::new(Inner {
+                config,
+                api,
+                cache: Mutex::default(),
+                queries: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The Prometheus base URL, as configured.
+    pub fn address(&self) -> &str {
+        &self.inner.config.address
+    }
+
+    /// Requests sent so far (cache hits are not requests).
+    pub fn queries_issued(&self) -> u64 {
+        self.inner.queries.load(Ordering::SeqCst)
+    }
+
+    /// The answer to the instant query `query`, by the value of label `node_label`; from
+    /// the cache when an outcome younger than the TTL is there.
+    pub async fn node_values(
+        &self,
+        query: &str,
+        node_label: &str,
+    ) -> Result<Arc<NodeValues>, QueryError> {
+        let ttl = self.inner.config.cache_ttl;
+        let key = (query.to_string(), node_label.to_string());
+        if !ttl.is_zero()
+            && let Some(cached) = self.lock_cache().get(&key)
+            && cached.at.elapsed() < ttl
+        {
+            return cached.outcome.clone();
+        }
+        let outcome = self.fetch(query, node_label).await.map(Arc::new);
+        if !ttl.is_zero() {
+            self.lock_cache().insert(
+                key,
+                CachedOutcome {
+                    at: Instant::now(),
+                    outcome: outcome.clone(),
+                },
+            );
+        }
+        outcome
+    }
+
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, HashMap<CacheKey, CachedOutcome>> {
+        self.inner
+            .cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn fetch(&self, query: &str, node_label: &str) -> Result<NodeValues, QueryError> {
+        let inner = self.inner.clone();
+        let request_query = query.to_string();
+        tracing::debug!(address = %inner.config.address, query, "querying Prometheus");
+        let answer = tokio::task::spawn_blocking(move || {
+            let runtime = io_runtime().map_err(|detail| inner.internal(detail))?;
+            let token = inner.bearer_header()?;
+            inner.queries.fetch_add(1, Ordering::SeqCst);
+            runtime.block_on(inner.instant_query(&request_query, token))
+        })
+        .await
+        .map_err(|e| {
+            self.inner
+                .internal(format!("the query task ended early: {e}"))
+        })??;
+        Ok(NodeValues::from_series(answer.into_iter().map(|series| {
+            let (mut labels, sample) = series.into_inner();
+            (labels.remove(node_label), sample.value())
+        })))
+    }
+}
+
+impl Inner {
+    async fn instant_query(
+        &self,
+        query: &str,
+        token: Option<HeaderValue>,
+    ) -> Result<Vec<prometheus_http_query::response::InstantVector>, QueryError> {
+        let timeout_ms = i64::try_from(self.config.timeout.as_millis()).unwrap_or(i64::MAX);
+        let mut request = self.api.query(query).timeout(timeout_ms);
+        if let Some(token) = token {
+            request = request.header(AUTHORIZATION, token);
+        }
+        let answer = request.get().await.map_err(|e| self.classify(e))?;
+        match answer.into_inner().0 {
+            Data::Vector(series) => Ok(series),
+            Data::Matrix(_) => Err(self.bad_response(
+                "the query returned a range vector; give an instant-vector query (no [range] selector at the end)",
+            )),
+            Data::Scalar(_) => Err(self.bad_response(
+                "the query returned a scalar; give an instant-vector query with one series per node",
+            )),
+        }
+    }
+
+    fn bearer_header(&self) -> Result<Option<HeaderValue>, QueryError> {
+        let Some(path) = &self.config.bearer_token_file else {
+            return Ok(None);
+        };
+        let token_error = |detail: String| QueryError::BearerToken {
+            path: path.display().to_string(),
+            detail,
+        };
+        let content = std::fs::read_to_string(path).map_err(|e| token_error(e.to_string()))?;
+        let token = content.trim();
+        if token.is_empty() {
+            return Err(token_error("the file is empty".to_string()));
+        }
+        let mut value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+            token_error("the token holds characters an HTTP header cannot carry".to_string())
+        })?;
+        value.set_sensitive(true);
+        Ok(Some(value))
+    }
+
+    fn classify(&self, error: prometheus_http_query::Error) -> QueryError {
+        let address = self.config.address.clone();
+        match error {
+            prometheus_http_query::Error::Prometheus(e) => QueryError::Rejected {
+                address,
+                error_type: e.error_type().to_string(),
+                message: e.message().to_string(),
+            },
+            prometheus_http_query::Error::Client(e) => match e.inner() {
+                Some(http) if http.is_timeout() => QueryError::Timeout {
+                    address,
+                    timeout: self.config.timeout,
+                },
+                Some(http) if http.status().is_some() => QueryError::HttpStatus {
+                    address,
+                    status: http.status().map_or(0, |s| s.as_u16()),
+                },
+                Some(http) if http.is_connect() || http.is_request() => QueryError::Unreachable {
+                    address,
+                    detail: source_chain(http),
+                },
+                Some(http) => self.bad_response(format!("{e}: {}", source_chain(http))),
+                None => self.bad_response(e.to_string()),
+            },
+            other => self.internal(error_chain(&other)),
+        }
+    }
+
+    fn bad_response(&self, detail: impl Into<String>) -> QueryError {
+        QueryError::BadResponse {
+            address: self.config.address.clone(),
+            detail: detail.into(),
+        }
+    }
+
+    fn internal(&self, detail: impl Into<String>) -> QueryError {
+        QueryError::Internal {
+            address: self.config.address.clone(),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// The runtime Prometheus requests run on (see the module documentation); built on first
+/// use and kept for the life of the process, so that no plugin drops a runtime from async
+/// code.
+fn io_runtime() -> Result<&'static tokio::runtime::Runtime, String> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("berth-prometheus")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the Prometheus I/O runtime: {e}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// `error` and its sources, joined by `: `, without repeating a message a source repeats.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(e) = next {
+        let text = e.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        next = e.source();
+    }
+    parts.join(": ")
+}
+
+/// The sources of a reqwest error, without its own message (which repeats the whole URL,
+/// query included).
+fn source_chain(error: &reqwest::Error) -> String {
+    match std::error::Error::source(error) {
+        Some(source) => error_chain(source),
+        None => error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_values_keep_finite_labelled_samples_and_average_duplicates() {
+        let values = NodeValues::from_series([
+            (Some("a".to_string()), 10.0),
+            (Some("a".to_string()), 20.0),
+            (Some("b".to_string()), f64::NAN),
+            (Some("c".to_string()), f64::INFINITY),
+            (None, 5.0),
+            (Some("d".to_string()), 0.0),
+        ]);
+        assert_eq!(values.get("a"), Some(15.0));
+        assert_eq!(values.get("b"), None);
+        assert_eq!(values.get("c"), None);
+        assert_eq!(values.get("d"), Some(0.0));
+        assert_eq!(values.len(), 2);
+        assert_eq!(values.series(), 6);
+    }
+
+    #[test]
+    fn addresses_that_are_not_urls_are_errors_not_panics() {
+        for address in ["", "prometheus", "ftp://p:21", "mailto:ops@example.com"] {
+            let result = PrometheusClient::new(ClientConfig::new(address));
+            assert!(
+                matches!(result, Err(ClientError::Address { .. })),
+                "{address}: {result:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! Plugins that rank (and filter) nodes by what Prometheus measures on them, not by what
+//! pods request: a node saturated by network traffic looks empty to NodeResourcesFit.
+//! DESIGN.md §5; the user guide is `docs/metrics-plugins.md`.
+//!
+//! Data flows through these modules in this order:
+//!
+//! 1. [`args`]: the connection args both plugins share (`prometheusAddress`,
+//!    `queryTimeoutSeconds`, `cacheTTLSeconds`, `bearerTokenFile`) and their checks.
+//! 2. [`client`]: [`PrometheusClient`] runs one PromQL instant query for all nodes, maps
+//!    each series to a node through a label ([`NodeValues`]), and caches the outcome for
+//!    `cacheTTLSeconds`.
+//! 3. The plugins fetch in their async points (PreFilter, PreScore), once per scheduling
+//!    cycle, keep the values in `CycleState`, and answer Filter and Score from there
+//!    without I/O: [`network_traffic::NetworkTraffic`] and
+//!    [`metrics_score::MetricsScore`].
+//!
+//! ## Failure behaviour, common to both plugins
+//!
+//! A query that fails (Prometheus unreachable, timed out, an HTTP or PromQL error, an
+//! answer that is not an instant vector) never fails the scheduling cycle: the plugin
+//! scores every node equally, its Filter rejects nothing, and it reports itself degraded
+//! with reason [`METRICS_UNAVAILABLE`] through the profile's
+//! [`PluginHealth`](crate::framework::PluginHealth). The next successful query reports it
+//! healthy again. A query that succeeds but has a sample for none of the nodes it is asked
+//! about (a wrong `nodeLabel` or interface, say) is reported the same way.
+//!
+//! A profile that enables Score or Filter without the point that fetches for it (PreScore,
+//! PreFilter) gets neutral scores and no rejections, reported with reason
+//! [`EXTENSION_POINT_NOT_ENABLED`]; `multiPoint` enables every point.
+
+pub mod args;
+pub mod client;
+pub mod metrics_score;
+pub mod network_traffic;
+
+#[cfg(test)]
+mod fake_prometheus;
+#[cfg(test)]
+mod http_tests;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crate::framework::{MAX_NODE_SCORE, PluginHealth};
+
+pub use args::PrometheusArgs;
+pub use client::{ClientConfig, ClientError, NodeValues, PrometheusClient, QueryError};
+pub use metrics_score::{MetricsScore, MetricsScoreArgs};
+pub use network_traffic::{NetworkTraffic, NetworkTrafficArgs};
+
+/// The reason a degraded metrics plugin reports, which becomes the reason of the profile's
+/// `Degraded` condition.
+pub const METRICS_UNAVAILABLE: &str = "MetricsUnavailable";
+
+/// Makes rustls' `ring` provider the process-wide default, unless a default is installed
+/// already.
+///
+/// Both TLS clients in the process take the process default: kube's (rustls
+/// `ClientConfig::builder()`) and the Prometheus client's (reqwest with
+/// `rustls-no-provider`, which panics when there is none). berth links `ring` only (kube's
+/// `ring` feature; no dependency may enable `aws-lc-rs`), and installing it explicitly
+/// keeps that working even if a second provider gets linked one day, when rustls would
+/// refuse to pick one. The binary calls this at startup, before any client exists;
+/// [`PrometheusClient::new`] calls it too, for programs that embed berth without its entry
+/// point.
+pub fn install_default_crypto_provider() {
+    // Err only means a provider is installed already (by an earlier call, or by the
+    // embedding program); that one is kept.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The score every node gets from a metrics plugin that has nothing to compare: no
+/// sample for any node, or no answer from Prometheus. The middle of the range, so the
+/// plugin neither favours nor penalises any node.
+pub const NEUTRAL_SCORE: i64 = MAX_NODE_SCORE / 2;
+
+/// The reason a metrics plugin reports when the profile enables one of its points
+/// without the async point that fetches for it (Score without PreScore, Filter without
+/// PreFilter), so that it can only score neutrally (or filter nothing).
+pub const EXTENSION_POINT_NOT_ENABLED: &str = "ExtensionPointNotEnabled";
+
+/// Reports a plugin's metrics as available or not to its profile's [`PluginHealth`], and
+/// logs the transitions (the health report itself is level-triggered and may be repeated
+/// every cycle).
+///
+/// A misconfiguration, once seen, sticks: the profile instance keeps its plugin points for
+/// its whole life, and a sticky report keeps a working query in one point from clearing
+/// the report of a point that cannot work, cycle after cycle.
+struct HealthReporter {
+    plugin: &'static str,
+    health: Arc<PluginHealth>,
+    degraded: AtomicBool,
+    misconfigured: OnceLock<String>,
+}
+
+impl HealthReporter {
+    fn new(plugin: &'static str, health: Arc<PluginHealth>) -> Self {
+        HealthReporter {
+            plugin,
+            health,
+            degraded: AtomicBool::new(false),
+            misconfigured: OnceLock::new(),
+        }
+    }
+
+    fn healthy(&self) {
+        if self.degraded.swap(false, Ordering::SeqCst) {
+            tracing::info!(plugin = self.plugin, "metrics available again");
+        }
+        match self.misconfigured.get() {
+            Some(problem) => self.report(EXTENSION_POINT_NOT_ENABLED, problem),
+            None => self.health.set_healthy(self.plugin),
+        }
+    }
+
+    /// `problem` is what failed, with the source's error; the report reads
+    /// `<plugin>: <problem>`.
+    fn degraded(&self, problem: &str) {
+        if !self.degraded.swap(true, Ordering::SeqCst) {
+            tracing::warn!(
+                plugin = self.plugin,
+                problem,
+                "metrics unavailable: scoring nodes neutrally"
+            );
+        }
+        match self.misconfigured.get() {
+            Some(misconfigured) => {
+                self.report(METRICS_UNAVAILABLE, &format!("{problem}; {misconfigured}"))
+            }
+            None => self.report(METRICS_UNAVAILABLE, problem),
+        }
+    }
+
+    /// The profile enabled a point of the plugin without the point that fetches for it;
+    /// `problem` says which and what to do. Cheap after the first call.
+    fn misconfigured(&self, problem: impl FnOnce() -> String) {
+        if self.misconfigured.get().is_some() {
+            return;
+        }
+        if self.misconfigured.set(problem()).is_ok()
+            && let Some(problem) = self.misconfigured.get()
+        {
+            tracing::warn!(plugin = self.plugin, problem, "plugin misconfigured");
+            self.report(EXTENSION_POINT_NOT_ENABLED, problem);
+        }
+    }
+
+    fn report(&self, reason: &str, problem: &str) {
+        self.health
+            .set_degraded(self.plugin, reason, format!("{}: {problem}", self.plugin));
+    }
+}
+
+/// The problem to report when a query succeeded but sampled none of `nodes`.
+fn no_sample_problem(values: &NodeValues, node_label: &str, nodes: usize) -> String {
+    format!(
+        "the query returned {} series, none with a {node_label:?} label naming one of the {nodes} nodes considered; check the query and nodeLabel",
+        values.series()
+    )
+}
+
+/// A Prometheus label name, as `nodeLabel` must be (`[a-zA-Z_][a-zA-Z0-9_]*`).
+fn is_label_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The CRD pattern of `nodeLabel`.
+const LABEL_NAME_PATTERN: &str = "^[a-zA-Z_][a-zA-Z0-9_]*$";
