@@ -911,3 +911,119 @@ fn update_or_add_of_an_unknown_pod_adds_it() {
     );
     assert_eq!(q.len(), 1);
 }
+
+#[test]
+fn activate_moves_unschedulable_and_backing_off_pods_to_active_queue() {
+    let t0 = Instant::now();
+    let mut q = queue();
+    let key = |p: &str| info(pod(p, 0)).key().to_string();
+
+    q.add(info(pod("backing-off", 0)), t0);
+    assert_eq!(
+        attempt(&mut q, t0, &[FIT], &[], |q| {
+            q.move_all_to_active_or_backoff(&NODE_ADD, t0);
+        }),
+        Some(Placement::Backoff)
+    );
+    q.add(info(pod("parked", 0)), t0);
+    assert_eq!(
+        attempt(&mut q, t0, &[FIT], &[], |_| {}),
+        Some(Placement::Unschedulable)
+    );
+    q.add(info(pod("in-flight", 0)), t0);
+    let flying = q.pop(t0).expect("in-flight is active");
+    q.add(info(pod("active", 0)), t0);
+    q.add(info(gated(pod("gated", 0))), t0);
+
+    // Still within backing-off's 1s backoff: activation does not wait it out.
+    let now = t0 + ms(100);
+    let names = [
+        "parked",
+        "backing-off",
+        "active",
+        "gated",
+        "in-flight",
+        "unknown",
+    ];
+    let keys: Vec<String> = names.iter().map(|p| key(p)).collect();
+    assert_eq!(q.activate(keys.iter().map(String::as_str), now), 2);
+
+    let want = [
+        Some(Placement::Active),
+        Some(Placement::Active),
+        Some(Placement::Active),
+        Some(Placement::Gated),
+        Some(Placement::InFlight),
+        None,
+    ];
+    for ((p, k), want) in names.iter().zip(&keys).zip(want) {
+        assert_eq!(q.placement(k), want, "{p}");
+    }
+    assert_eq!(
+        q.pending_counts(),
+        PendingCounts {
+            active: 3,
+            backoff: 0,
+            unschedulable: 0,
+            gated: 1,
+        }
+    );
+    q.done(flying.pod_info.key());
+}
+
+#[test]
+fn activated_pod_passes_pre_enqueue_again() {
+    let t0 = Instant::now();
+    let switch = Arc::new(TestSwitch(AtomicBool::new(true)));
+    let mut q = SchedulingQueue::new(config().with_pre_enqueue(vec![switch.clone()]));
+    let pod_info = info(pod("a", 0));
+    let key = pod_info.key().to_string();
+    q.add(pod_info, t0);
+    assert_eq!(
+        attempt(&mut q, t0, &[FIT], &[], |_| {}),
+        Some(Placement::Unschedulable)
+    );
+    switch.0.store(false, Ordering::SeqCst);
+    q.activate([key.as_str()], t0 + secs(2));
+    assert_eq!(q.placement(&key), Some(Placement::Gated));
+    assert_eq!(
+        q.gated_pods().next().and_then(|g| g.gated_by.as_deref()),
+        Some(SWITCH)
+    );
+}
+
+/// A rejection that ends with time rather than with a cluster event (Coscheduling's
+/// group backoff, `RetryAfterBackoff`) reaches the queue with every rejector cleared: the
+/// pod must be retried after its own backoff, not parked waiting for an event.
+#[test]
+fn failure_with_rejectors_cleared_is_retried_after_its_backoff() {
+    let t0 = Instant::now();
+    let mut q = queue();
+    let pod_info = info(pod("member", 0));
+    let key = pod_info.key().to_string();
+    q.add(pod_info, t0);
+    // First attempt: rejected by Fit, parked until a node is added.
+    assert_eq!(
+        attempt(&mut q, t0, &[FIT], &[], |_| {}),
+        Some(Placement::Unschedulable)
+    );
+    assert_eq!(q.move_all_to_active_or_backoff(&NODE_ADD, t0 + secs(5)), 1);
+    assert_eq!(q.placement(&key), Some(Placement::Active));
+
+    // Second attempt: the scheduler cleared the rejectors.
+    let now = t0 + secs(6);
+    let mut queued = q.pop(now).expect("member is active");
+    let cycle = q.scheduling_cycle();
+    queued.unschedulable_plugins.clear();
+    queued.pending_plugins.clear();
+    assert_eq!(
+        q.add_unschedulable_if_not_present(queued, cycle, now),
+        Some(Placement::Backoff)
+    );
+    // Second failure: 2s of backoff, and no event is needed to leave it.
+    let expiry = now + secs(2);
+    assert_eq!(q.next_backoff_expiry(), Some(expiry));
+    assert_eq!(q.flush_backoff_completed(expiry - ms(1)), 0);
+    assert_eq!(q.flush_backoff_completed(expiry), 1);
+    assert_eq!(q.placement(&key), Some(Placement::Active));
+}
