@@ -669,7 +669,14 @@ impl ReservePlugin for Coscheduling {
         let Some(group) = pod_group_of(&pod.pod) else {
             return;
         };
-        let rejected = self.reject_waiting(&group, pod.key(), "rejection in Unreserve");
+        // Upstream's wording, then which member's release let the group go.
+        let message = format!(
+            "rejection in Unreserve: pod group {} released its members after {}/{} was unreserved",
+            group_display(&group),
+            pod.namespace(),
+            pod.name()
+        );
+        let rejected = self.reject_waiting(&group, pod.key(), &message);
         if rejected > 0 || self.waiting_pods.get(pod.key()).is_some() {
             self.start_backoff(&group);
         }
