@@ -10,6 +10,8 @@
 
 #[path = "operator_e2e/harness.rs"]
 mod harness;
+#[path = "support/prometheus.rs"]
+mod prometheus;
 
 #[path = "operator_e2e/endpoints.rs"]
 mod endpoints;
@@ -21,6 +23,8 @@ mod gang;
 mod leader;
 #[path = "operator_e2e/lifecycle.rs"]
 mod lifecycle;
+#[path = "operator_e2e/metrics.rs"]
+mod metrics;
 #[path = "operator_e2e/scheduling.rs"]
 mod scheduling;
 #[path = "operator_e2e/unschedulable.rs"]
