@@ -1,6 +1,6 @@
 //! The connection args NetworkTraffic and MetricsScore share, flattened into each plugin's
-//! args: where Prometheus is, how long a query may take, how long an answer is reused, and
-//! the token to send.
+//! args: where Prometheus is, how long a query may take, how long an answer is reused, the
+//! token to send, and the CAs to trust over https.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -51,6 +51,15 @@ pub struct PrometheusArgs {
     /// picked up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bearer_token_file: Option<String>,
+    /// A PEM file of CA certificates to trust for an https `prometheusAddress`, in
+    /// addition to the system roots: for a Prometheus whose certificate an internal CA
+    /// signed. https only. Read when the profile's plugins are built: a file that is
+    /// missing or holds no usable certificate fails the profile (`Accepted=False`,
+    /// reason `PluginInitFailed`, retried), and a changed file takes effect when the
+    /// profile is rebuilt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub ca_file: Option<String>,
 }
 
 impl Default for PrometheusArgs {
@@ -60,6 +69,7 @@ impl Default for PrometheusArgs {
             query_timeout_seconds: DEFAULT_QUERY_TIMEOUT_SECONDS,
             cache_ttl_seconds: DEFAULT_CACHE_TTL_SECONDS,
             bearer_token_file: None,
+            ca_file: None,
         }
     }
 }
@@ -113,7 +123,33 @@ impl PrometheusArgs {
                 "must be the path of a file holding the token; omit the field to send no token",
             ));
         }
+        errors.extend(self.validate_ca_file(path));
         errors
+    }
+
+    /// `caFile` is a non-empty path, and the address https. A semantic check rather than a
+    /// CEL rule: the rule's `has(self.caFile)` would be true for an explicit `null`, which
+    /// serde (and so berth) reads as no caFile.
+    fn validate_ca_file(&self, path: &str) -> Option<FieldError> {
+        let ca_file = self.ca_file.as_deref()?;
+        let ca_path = format!("{path}.caFile");
+        if ca_file.is_empty() {
+            return Some(FieldError::invalid(
+                ca_path,
+                &"".into(),
+                "must be the path of a PEM file of CA certificates; omit the field to trust the system roots only",
+            ));
+        }
+        let address = self.prometheus_address.as_deref()?;
+        // An address that is not a URL has its own error; only an http one is a conflict.
+        let http = check_address(address).is_ok() && address.starts_with("http://");
+        http.then(|| {
+            FieldError::invalid(
+                ca_path,
+                &ca_file.into(),
+                format!("applies to an https prometheusAddress only, and prometheusAddress is {address:?}; use https or remove caFile"),
+            )
+        })
     }
 
     /// The client configuration of validated args.
@@ -128,6 +164,9 @@ impl PrometheusArgs {
             ));
         if let Some(file) = &self.bearer_token_file {
             config = config.with_bearer_token_file(PathBuf::from(file));
+        }
+        if let Some(file) = &self.ca_file {
+            config = config.with_ca_file(PathBuf::from(file));
         }
         config
     }
@@ -225,6 +264,7 @@ mod tests {
             query_timeout_seconds: 0,
             cache_ttl_seconds: -1,
             bearer_token_file: Some(String::new()),
+            ca_file: Some(String::new()),
         };
         let path = "spec.pluginConfig.networkTraffic";
         assert_eq!(
@@ -238,6 +278,9 @@ mod tests {
                 format!(
                     "{path}.bearerTokenFile: Invalid value: \"\": must be the path of a file holding the token; omit the field to send no token"
                 ),
+                format!(
+                    "{path}.caFile: Invalid value: \"\": must be the path of a PEM file of CA certificates; omit the field to trust the system roots only"
+                ),
             ]
         );
     }
@@ -245,20 +288,118 @@ mod tests {
     #[test]
     fn json_field_names() {
         let args: PrometheusArgs = serde_json::from_value(serde_json::json!({
-            "prometheusAddress": "http://p:9090",
+            "prometheusAddress": "https://p:9090",
             "queryTimeoutSeconds": 3,
             "cacheTTLSeconds": 0,
             "bearerTokenFile": "/var/run/secrets/token",
+            "caFile": "/etc/prometheus-ca/ca.crt",
         }))
         .unwrap_or_default();
         assert_eq!(
             args,
             PrometheusArgs {
-                prometheus_address: Some("http://p:9090".into()),
+                prometheus_address: Some("https://p:9090".into()),
                 query_timeout_seconds: 3,
                 cache_ttl_seconds: 0,
                 bearer_token_file: Some("/var/run/secrets/token".into()),
+                ca_file: Some("/etc/prometheus-ca/ca.crt".into()),
             }
         );
+    }
+
+    #[test]
+    fn ca_file_is_a_path_and_goes_with_https_only() {
+        let path = "spec.pluginConfig.networkTraffic";
+        let cases: [(&str, &str, &[String]); 5] = [
+            ("https", "https://prometheus:9090", &[]),
+            ("https, another path", "https://10.0.0.1/prometheus", &[]),
+            (
+                "http",
+                "http://prometheus:9090",
+                &[format!(
+                    "{path}.caFile: Invalid value: \"/etc/ca/ca.crt\": applies to an https prometheusAddress only, and prometheusAddress is \"http://prometheus:9090\"; use https or remove caFile"
+                )],
+            ),
+            // The address has an error of its own; caFile adds none.
+            (
+                "not a URL",
+                "ftp://prometheus",
+                &[format!(
+                    "{path}.prometheusAddress: Invalid value: \"ftp://prometheus\": scheme \"ftp\" is not http or https; give the http or https URL of the Prometheus HTTP API, e.g. http://prometheus-operated.monitoring.svc:9090"
+                )],
+            ),
+            (
+                "no address",
+                "",
+                &[format!(
+                    "{path}.prometheusAddress: Required value: the http or https URL of the Prometheus HTTP API, e.g. http://prometheus-operated.monitoring.svc:9090"
+                )],
+            ),
+        ];
+        for (name, address, want) in cases {
+            let args = PrometheusArgs {
+                ca_file: Some("/etc/ca/ca.crt".into()),
+                ..PrometheusArgs::for_address(address)
+            };
+            assert_eq!(errors_of(&args), want, "{name}");
+        }
+    }
+
+    /// A profile enabling NetworkTraffic with `args`, as `kubectl apply` would send it.
+    fn profile_with(args: serde_json::Value) -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "berth.dev/v1alpha1",
+            "kind": "SchedulerProfile",
+            "metadata": {"name": "network-aware"},
+            "spec": {
+                "plugins": {"multiPoint": {"enabled": [{"name": "NetworkTraffic"}]}},
+                "pluginConfig": {"networkTraffic": args},
+            },
+        })
+    }
+
+    #[test]
+    fn a_profile_with_ca_file_and_an_http_address_is_invalid_at_ca_file() {
+        let registry = crate::plugins::default_registry();
+        let path = "spec.pluginConfig.networkTraffic";
+        let cases = [
+            (
+                "https",
+                serde_json::json!({"prometheusAddress": "https://p:9090", "caFile": "/ca.crt"}),
+                vec![],
+            ),
+            (
+                "http",
+                serde_json::json!({"prometheusAddress": "http://p:9090", "caFile": "/ca.crt"}),
+                vec![format!("{path}.caFile")],
+            ),
+            (
+                "an explicit null is no caFile",
+                serde_json::json!({"prometheusAddress": "http://p:9090", "caFile": null}),
+                vec![],
+            ),
+            (
+                "an empty path",
+                serde_json::json!({"prometheusAddress": "https://p:9090", "caFile": ""}),
+                vec![format!("{path}.caFile")],
+            ),
+            (
+                "a null address: only the address is reported",
+                serde_json::json!({"prometheusAddress": null, "caFile": "/ca.crt"}),
+                vec![format!("{path}.prometheusAddress")],
+            ),
+        ];
+        for (name, args, want) in cases {
+            let errors = crate::api::validate_profile(&profile_with(args), &registry).errors;
+            let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+            assert_eq!(paths, want, "{name}: {errors:#?}");
+            if name == "http" {
+                let message = errors[0].to_string();
+                assert!(
+                    message.contains("applies to an https prometheusAddress only"),
+                    "{message}"
+                );
+            }
+        }
     }
 }

@@ -9,6 +9,11 @@
 //!   passed to Prometheus as the query's evaluation timeout.
 //! - **Token.** The bearer token file is read for every request, so a rotated token is
 //!   used as soon as it is written.
+//! - **TLS.** reqwest with `rustls-no-provider` verifies https certificates with
+//!   rustls-platform-verifier, which on Linux trusts the system roots (rustls-native-certs:
+//!   `/etc/ssl/certs`, or `SSL_CERT_FILE`/`SSL_CERT_DIR`); the CA file adds its certificates
+//!   to those. It is read once, when the client is built, so that a bad file fails the
+//!   plugin where the user looks for configuration errors rather than every query.
 //! - **Runtime.** Requests run on a small runtime of their own, entered from a blocking
 //!   task. `berth simulate` runs the scheduler on a paused clock that jumps ahead whenever
 //!   its runtime is idle; a socket read is idle time to it, so a request made there would
@@ -19,13 +24,15 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use prometheus_http_query::response::Data;
 use reqwest::header::{AUTHORIZATION, HeaderValue};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
 use tokio::time::Instant;
 
 use super::args::{DEFAULT_CACHE_TTL_SECONDS, DEFAULT_QUERY_TIMEOUT_SECONDS};
@@ -37,6 +44,7 @@ pub struct ClientConfig {
     timeout: Duration,
     cache_ttl: Duration,
     bearer_token_file: Option<PathBuf>,
+    ca_file: Option<PathBuf>,
 }
 
 impl ClientConfig {
@@ -48,6 +56,7 @@ impl ClientConfig {
             timeout: Duration::from_secs(DEFAULT_QUERY_TIMEOUT_SECONDS.unsigned_abs()),
             cache_ttl: Duration::from_secs(DEFAULT_CACHE_TTL_SECONDS.unsigned_abs()),
             bearer_token_file: None,
+            ca_file: None,
         }
     }
 
@@ -69,6 +78,13 @@ impl ClientConfig {
         self
     }
 
+    /// A PEM file of CA certificates trusted for https in addition to the system roots;
+    /// read by [`PrometheusClient::new`].
+    pub fn with_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_file = Some(path.into());
+        self
+    }
+
     pub fn address(&self) -> &str {
         &self.address
     }
@@ -81,6 +97,11 @@ pub enum ClientError {
     Address { address: String, detail: String },
     #[error("cannot set up HTTP(S) for Prometheus at {address}: {detail}")]
     Http { address: String, detail: String },
+    /// The CA file is missing, unreadable, or holds no usable CA certificate.
+    #[error(
+        "caFile {path}: {detail}; caFile must be a PEM file of CA certificates that berth can read (in a cluster, mounted into its pod)"
+    )]
+    CaFile { path: String, detail: String },
 }
 
 /// Why a query gave no usable answer. Every variant names the Prometheus it was sent to;
@@ -90,6 +111,10 @@ pub enum QueryError {
     /// No connection, or the request could not be sent.
     #[error("cannot reach Prometheus at {address}: {detail}")]
     Unreachable { address: String, detail: String },
+    /// The TLS handshake failed on the server's certificate: signed by a CA berth does not
+    /// trust, issued for another host, expired.
+    #[error("Prometheus at {address} presented a certificate berth does not trust: {detail}")]
+    Certificate { address: String, detail: String },
     /// No complete answer within the timeout.
     #[error(
         "Prometheus at {address} did not answer within {timeout:?}; raise queryTimeoutSeconds if it is just slow"
@@ -214,15 +239,17 @@ impl PrometheusClient {
     pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
         super::install_default_crypto_provider();
         let address = config.address.clone();
-        let http = reqwest::Client::builder()
+        let mut http = reqwest::Client::builder()
             .timeout(config.timeout)
             .connect_timeout(config.timeout)
-            .user_agent(concat!("berth/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| ClientError::Http {
-                address: address.clone(),
-                detail: error_chain(&e),
-            })?;
+            .user_agent(concat!("berth/", env!("CARGO_PKG_VERSION")));
+        if let Some(path) = &config.ca_file {
+            http = http.tls_certs_merge(ca_certificates(path)?);
+        }
+        let http = http.build().map_err(|e| ClientError::Http {
+            address: address.clone(),
+            detail: error_chain(&e),
+        })?;
         let api = prometheus_http_query::Client::from(http, &address).map_err(|e| {
             ClientError::Address {
                 address: address.clone(),
@@ -372,10 +399,15 @@ impl Inner {
                     address,
                     status: http.status().map_or(0, |s| s.as_u16()),
                 },
-                Some(http) if http.is_connect() || http.is_request() => QueryError::Unreachable {
-                    address,
-                    detail: source_chain(http),
-                },
+                Some(http) if http.is_connect() || http.is_request() => {
+                    match certificate_problem(http) {
+                        Some(detail) => QueryError::Certificate { address, detail },
+                        None => QueryError::Unreachable {
+                            address,
+                            detail: source_chain(http),
+                        },
+                    }
+                }
                 Some(http) => self.bad_response(format!("{e}: {}", source_chain(http))),
                 None => self.bad_response(e.to_string()),
             },
@@ -396,6 +428,78 @@ impl Inner {
             detail: detail.into(),
         }
     }
+}
+
+/// The CA certificates in the PEM file at `path`, checked as rustls will use them, so that
+/// a bad file is an error naming it rather than reqwest's "invalid certificate".
+fn ca_certificates(path: &Path) -> Result<Vec<reqwest::Certificate>, ClientError> {
+    let ca_error = |detail: String| ClientError::CaFile {
+        path: path.display().to_string(),
+        detail,
+    };
+    let pem = std::fs::read(path).map_err(|e| ca_error(format!("cannot read it: {e}")))?;
+    let certificates = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ca_error(format!("not valid PEM: {e}")))?;
+    if certificates.is_empty() {
+        return Err(ca_error(
+            "it holds no PEM certificate (-----BEGIN CERTIFICATE-----); convert a DER file with `openssl x509 -inform der`".to_string(),
+        ));
+    }
+    let count = certificates.len();
+    let mut roots = rustls::RootCertStore::empty();
+    certificates
+        .into_iter()
+        .enumerate()
+        .map(|(i, der)| {
+            roots.add(der.clone()).map_err(|e| {
+                ca_error(format!(
+                    "certificate {} of {count} is not usable as a CA: {e}",
+                    i + 1
+                ))
+            })?;
+            reqwest::Certificate::from_der(&der).map_err(|e| {
+                ca_error(format!(
+                    "certificate {} of {count}: {}",
+                    i + 1,
+                    error_chain(&e)
+                ))
+            })
+        })
+        .collect()
+}
+
+/// What was wrong with the server's certificate, when `error` is a TLS handshake that
+/// failed on it. rustls' error sits inside `io::Error`s (hyper-rustls wraps
+/// tokio-rustls' error), whose `source()` skips the error they wrap: those are unwrapped
+/// with `get_ref` instead.
+fn certificate_problem(error: &reqwest::Error) -> Option<String> {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = next {
+        if let Some(tls @ rustls::Error::InvalidCertificate(problem)) = e.downcast_ref() {
+            let hint = match problem {
+                // BadSignature: a trusted CA has the issuer's name but not its key (a CA
+                // re-issued under the same name, an old copy in caFile).
+                rustls::CertificateError::UnknownIssuer
+                | rustls::CertificateError::BadSignature => {
+                    "; give the PEM file of the CA that signed it as caFile"
+                }
+                rustls::CertificateError::NotValidForName
+                | rustls::CertificateError::NotValidForNameContext { .. } => {
+                    "; prometheusAddress must name a host the certificate is issued for"
+                }
+                _ => "",
+            };
+            return Some(format!("{tls}{hint}"));
+        }
+        next = match e.downcast_ref::<std::io::Error>() {
+            Some(io) => io
+                .get_ref()
+                .map(|inner| inner as &(dyn std::error::Error + 'static)),
+            None => e.source(),
+        };
+    }
+    None
 }
 
 /// The runtime Prometheus requests run on (see the module documentation); built on first

@@ -3,12 +3,17 @@
 //! vectors, `"status": "error"` bodies) or with what a proxy in front of it might give,
 //! and records every request it receives.
 //!
+//! It serves plain http, or https with a certificate for 127.0.0.1 and localhost signed by
+//! a CA made for the test ([`TestCa`]), on rustls' `ring` provider.
+//!
 //! Like a real Prometheus it runs apart from the code under test, on a thread and runtime
 //! of its own with real time, and takes [`LATENCY`] to answer: a client whose requests
 //! waited on a paused test clock would see them time out, as they would against a real
 //! server.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -17,7 +22,14 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose,
+};
+use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
 
 /// How long every answer takes, as a network round trip and query evaluation would.
 pub const LATENCY: Duration = Duration::from_millis(20);
@@ -88,8 +100,19 @@ pub struct FakePrometheus {
 }
 
 impl FakePrometheus {
-    /// Starts a fake on a free port of 127.0.0.1 that answers every query with `answer`.
+    /// Starts a fake on a free port of 127.0.0.1 that answers every query with `answer`,
+    /// over http.
     pub fn start(answer: Answer) -> FakePrometheus {
+        FakePrometheus::serve(answer, None)
+    }
+
+    /// Starts a fake like [`FakePrometheus::start`], over https with `ca`'s server
+    /// certificate; its address is `https://127.0.0.1:<port>`.
+    pub fn start_https(answer: Answer, ca: &TestCa) -> FakePrometheus {
+        FakePrometheus::serve(answer, Some(ca.server_config.clone()))
+    }
+
+    fn serve(answer: Answer, tls: Option<Arc<rustls::ServerConfig>>) -> FakePrometheus {
         let state = Arc::new(FakeState::default());
         *lock(&state.default) = Some(answer);
         let app = Router::new()
@@ -97,8 +120,9 @@ impl FakePrometheus {
             .with_state(state.clone());
         let listener =
             std::net::TcpListener::bind("127.0.0.1:0").expect("a free port on 127.0.0.1");
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let address = format!(
-            "http://{}",
+            "{scheme}://{}",
             listener.local_addr().expect("the listener's address")
         );
         listener
@@ -111,12 +135,22 @@ impl FakePrometheus {
                 .build()
                 .expect("the fake's runtime");
             runtime.block_on(async move {
-                let listener =
-                    tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
-                let serve = axum::serve(listener, app);
-                tokio::select! {
-                    _ = serve => {}
-                    _ = stopped => {}
+                let tcp = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
+                match tls {
+                    None => tokio::select! {
+                        _ = axum::serve(tcp, app) => {}
+                        _ = stopped => {}
+                    },
+                    Some(config) => {
+                        let listener = TlsListener {
+                            tcp,
+                            acceptor: TlsAcceptor::from(config),
+                        };
+                        tokio::select! {
+                            _ = axum::serve(listener, app) => {}
+                            _ = stopped => {}
+                        }
+                    }
                 }
             });
         });
@@ -153,6 +187,84 @@ impl Drop for FakePrometheus {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
         }
+    }
+}
+
+/// A CA made for one test, the PEM file of its certificate (what a user gives as
+/// `caFile`), and a server certificate it signed for 127.0.0.1 and localhost.
+pub struct TestCa {
+    pem_file: PathBuf,
+    server_config: Arc<rustls::ServerConfig>,
+}
+
+impl TestCa {
+    /// A new CA named `name`, its certificate written to `dir`/ca.pem.
+    pub fn new(dir: &Path, name: &str) -> TestCa {
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca_params.distinguished_name.push(DnType::CommonName, name);
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca_key = KeyPair::generate().expect("a CA key");
+        let ca = CertifiedIssuer::self_signed(ca_params, ca_key).expect("a CA certificate");
+
+        let mut server_params =
+            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+                .expect("server params");
+        server_params
+            .distinguished_name
+            .push(DnType::CommonName, "fake prometheus");
+        server_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let server_key = KeyPair::generate().expect("a server key");
+        let server_cert = server_params
+            .signed_by(&server_key, &ca)
+            .expect("a server certificate");
+
+        let pem_file = dir.join("ca.pem");
+        std::fs::write(&pem_file, ca.pem()).expect("the CA PEM written");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server_config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![server_cert.der().clone(), ca.der().clone()],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server_key.serialize_der())),
+            )
+            .expect("a server TLS config");
+        TestCa {
+            pem_file,
+            server_config: Arc::new(server_config),
+        }
+    }
+
+    /// The PEM file of the CA certificate.
+    pub fn pem_file(&self) -> &Path {
+        &self.pem_file
+    }
+}
+
+/// Accepts TCP connections and completes a TLS handshake on each; a connection whose
+/// handshake fails (the client distrusts the certificate) is dropped, as a server would.
+struct TlsListener {
+    tcp: tokio::net::TcpListener,
+    acceptor: TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = TlsStream<tokio::net::TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let (tcp, peer) = axum::serve::Listener::accept(&mut self.tcp).await;
+            if let Ok(tls) = self.acceptor.accept(tcp).await {
+                return (tls, peer);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
     }
 }
 

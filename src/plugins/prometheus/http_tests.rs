@@ -11,11 +11,13 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
 
-use super::fake_prometheus::{Answer, FakePrometheus};
+use super::fake_prometheus::{Answer, FakePrometheus, TestCa};
 use super::network_traffic::DEFAULT_QUERY;
 use super::{ClientConfig, PrometheusClient, QueryError};
 use crate::cluster::{NodeInfo, PodInfo};
-use crate::framework::{BindError, Binder, CycleState, Handle, Plugin, PluginHealth, WaitingPods};
+use crate::framework::{
+    BindError, Binder, CycleState, Handle, Plugin, PluginError, PluginHealth, WaitingPods,
+};
 use crate::simulate::input::load_str;
 use crate::simulate::report::{PodResult, Report};
 use crate::simulate::run::{SimulateOptions, simulate};
@@ -219,6 +221,15 @@ impl Binder for NoBinder {
 
 /// NetworkTraffic built from `args` through the registry, with its profile's health.
 fn network_traffic(args: serde_json::Value) -> (Arc<dyn Plugin>, Arc<PluginHealth>) {
+    let (plugin, health) = try_network_traffic(args);
+    let plugin = plugin.unwrap_or_else(|e| panic!("NetworkTraffic builds: {e}"));
+    (plugin, health)
+}
+
+/// NetworkTraffic built from `args` through the registry, or why it could not be.
+fn try_network_traffic(
+    args: serde_json::Value,
+) -> (Result<Arc<dyn Plugin>, PluginError>, Arc<PluginHealth>) {
     let health = Arc::new(PluginHealth::new());
     let handle = Handle {
         binder: Arc::new(NoBinder),
@@ -232,8 +243,7 @@ fn network_traffic(args: serde_json::Value) -> (Arc<dyn Plugin>, Arc<PluginHealt
     let plugin = registry
         .get("NetworkTraffic")
         .expect("NetworkTraffic is registered")
-        .build(Some(&args), "spec.pluginConfig.networkTraffic", &handle)
-        .unwrap_or_else(|e| panic!("NetworkTraffic builds: {e}"));
+        .build(Some(&args), "spec.pluginConfig.networkTraffic", &handle);
     (plugin, health)
 }
 
@@ -503,6 +513,189 @@ async fn an_https_address_gets_a_tls_client_and_fails_cleanly_without_a_server()
         matches!(&outcome, Err(QueryError::Unreachable { address, .. }) if *address == dead),
         "{outcome:?}"
     );
+}
+
+/// A fresh directory under the system temp dir for one test's files.
+fn test_dir(test: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("berth-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    dir
+}
+
+#[tokio::test]
+async fn https_is_verified_against_the_system_roots_plus_ca_file() {
+    let dir = test_dir("https-ca-file");
+    let ca_in = |name: &str, cn: &str| {
+        let sub = dir.join(name);
+        std::fs::create_dir_all(&sub).expect("a temp dir");
+        TestCa::new(&sub, cn)
+    };
+    let ca = ca_in("ca", "berth test CA");
+    let other_ca = ca_in("other", "another CA");
+    // The same name as the server's CA, another key: a CA re-issued, an old caFile.
+    let reissued_ca = ca_in("reissued", "berth test CA");
+    let token_file = dir.join("token");
+    std::fs::write(&token_file, "s3cret\n").expect("token written");
+    let fake = FakePrometheus::start_https(
+        Answer::nodes("nodename", &[("a", "300"), ("b", "100"), ("c", "0")]),
+        &ca,
+    );
+    assert!(
+        fake.address().starts_with("https://127.0.0.1:"),
+        "{}",
+        fake.address()
+    );
+    let untrusted = |problem: &str| {
+        format!(
+            "NetworkTraffic: Prometheus at {} presented a certificate berth does not trust: invalid peer certificate: {problem}; give the PEM file of the CA that signed it as caFile",
+            fake.address()
+        )
+    };
+    struct Case<'a> {
+        name: &'static str,
+        ca_file: Option<&'a Path>,
+        scores: [i64; 3],
+        degraded: Option<String>,
+        requests: usize,
+    }
+    let cases = [
+        Case {
+            name: "the server's CA as caFile: verified, queried with the token",
+            ca_file: Some(ca.pem_file()),
+            scores: [0, 67, 100],
+            degraded: None,
+            requests: 1,
+        },
+        Case {
+            name: "no caFile: the system roots do not know the CA",
+            ca_file: None,
+            scores: [50, 50, 50],
+            degraded: Some(untrusted("UnknownIssuer")),
+            requests: 0,
+        },
+        Case {
+            name: "another CA as caFile",
+            ca_file: Some(other_ca.pem_file()),
+            scores: [50, 50, 50],
+            degraded: Some(untrusted("UnknownIssuer")),
+            requests: 0,
+        },
+        Case {
+            name: "a CA of the same name with another key as caFile",
+            ca_file: Some(reissued_ca.pem_file()),
+            scores: [50, 50, 50],
+            degraded: Some(untrusted("BadSignature")),
+            requests: 0,
+        },
+    ];
+    let mut sent = 0;
+    for case in cases {
+        let mut args = json!({
+            "prometheusAddress": fake.address(),
+            "cacheTTLSeconds": 0,
+            "bearerTokenFile": token_file,
+        });
+        if let Some(ca_file) = case.ca_file {
+            args["caFile"] = json!(ca_file);
+        }
+        let (plugin, health) = network_traffic(args);
+        assert_eq!(
+            score_cycle(plugin.as_ref()).await,
+            case.scores,
+            "{}",
+            case.name
+        );
+        let degraded: Vec<(String, String)> = health
+            .degraded()
+            .into_iter()
+            .map(|d| (d.reason, d.message))
+            .collect();
+        let want: Vec<(String, String)> = case
+            .degraded
+            .into_iter()
+            .map(|message| ("MetricsUnavailable".to_string(), message))
+            .collect();
+        assert_eq!(degraded, want, "{}", case.name);
+        // The token travels inside TLS; a failed handshake sends no request at all.
+        let requests = fake.requests();
+        assert_eq!(requests.len(), sent + case.requests, "{}", case.name);
+        for request in &requests[sent..] {
+            assert_eq!(
+                request.authorization.as_deref(),
+                Some("Bearer s3cret"),
+                "{}",
+                case.name
+            );
+        }
+        sent = requests.len();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_ca_file_that_cannot_be_used_fails_the_plugin_build_naming_the_file() {
+    let dir = test_dir("bad-ca-file");
+    let key_pem = rcgen::KeyPair::generate().expect("a key").serialize_pem();
+    let not_pem = "-----BEGIN CERTIFICATE-----\n!!not base64!!\n-----END CERTIFICATE-----\n";
+    // Well-formed PEM whose content ("hello") is no certificate.
+    let not_der = "-----BEGIN CERTIFICATE-----\naGVsbG8=\n-----END CERTIFICATE-----\n";
+    let cases: [(&str, Option<&str>, &str); 5] = [
+        (
+            "missing",
+            None,
+            "cannot read it: No such file or directory (os error 2)",
+        ),
+        (
+            "empty",
+            Some(""),
+            "it holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+        ),
+        (
+            "a private key",
+            Some(&key_pem),
+            "it holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+        ),
+        (
+            "broken base64",
+            Some(not_pem),
+            "not valid PEM: base64 decode error",
+        ),
+        (
+            "not a certificate",
+            Some(not_der),
+            "certificate 1 of 1 is not usable as a CA: ",
+        ),
+    ];
+    for (name, content, problem) in cases {
+        let file = dir.join(name.replace(' ', "-"));
+        if let Some(content) = content {
+            std::fs::write(&file, content).expect("file written");
+        }
+        let (plugin, _) = try_network_traffic(json!({
+            "prometheusAddress": "https://prometheus.example.com",
+            "caFile": file,
+        }));
+        match plugin {
+            Err(PluginError::Init { plugin, message }) => {
+                assert_eq!(plugin, "NetworkTraffic", "{name}");
+                let want = format!("caFile {}: {problem}", file.display());
+                assert!(
+                    message.starts_with(&want),
+                    "{name}: {message:?} does not start with {want:?}"
+                );
+                assert!(
+                    message.ends_with(
+                        "; caFile must be a PEM file of CA certificates that berth can read (in a cluster, mounted into its pod)"
+                    ),
+                    "{name}: {message}"
+                );
+            }
+            Err(other) => panic!("{name}: expected an init error, got {other}"),
+            Ok(_) => panic!("{name}: NetworkTraffic built with an unusable caFile"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The `prometheusAddress` of the examples, where no Prometheus usually listens.

@@ -5,7 +5,8 @@
 //! Data flows through these modules in this order:
 //!
 //! 1. [`args`]: the connection args both plugins share (`prometheusAddress`,
-//!    `queryTimeoutSeconds`, `cacheTTLSeconds`, `bearerTokenFile`) and their checks.
+//!    `queryTimeoutSeconds`, `cacheTTLSeconds`, `bearerTokenFile`, `caFile`) and their
+//!    checks.
 //! 2. [`client`]: [`PrometheusClient`] runs one PromQL instant query for all nodes, maps
 //!    each series to a node through a label ([`NodeValues`]), and caches the outcome for
 //!    `cacheTTLSeconds`.
@@ -16,13 +17,18 @@
 //!
 //! ## Failure behaviour, common to both plugins
 //!
-//! A query that fails (Prometheus unreachable, timed out, an HTTP or PromQL error, an
-//! answer that is not an instant vector) never fails the scheduling cycle: the plugin
-//! scores every node equally, its Filter rejects nothing, and it reports itself degraded
-//! with reason [`METRICS_UNAVAILABLE`] through the profile's
+//! A query that fails (Prometheus unreachable, timed out, a certificate berth does not
+//! trust, an HTTP or PromQL error, an answer that is not an instant vector) never fails the
+//! scheduling cycle: the plugin scores every node equally, its Filter rejects nothing, and
+//! it reports itself degraded with reason [`METRICS_UNAVAILABLE`] through the profile's
 //! [`PluginHealth`](crate::framework::PluginHealth). The next successful query reports it
 //! healthy again. A query that succeeds but has a sample for none of the nodes it is asked
 //! about (a wrong `nodeLabel` or interface, say) is reported the same way.
+//!
+//! Only what the plugin reads once, when it is built, can fail the profile instead: a
+//! `caFile` that is missing or holds no usable CA certificate is a
+//! [`PluginError::Init`](crate::framework::PluginError::Init) naming the file
+//! (`PluginInitFailed`), since no query could succeed without it.
 //!
 //! A profile that enables Score or Filter without the point that fetches for it (PreScore,
 //! PreFilter) gets neutral scores and no rejections, reported with reason
