@@ -54,6 +54,29 @@ async fn faults_every_pod_is_bound_exactly_once_and_none_is_lost() {
         "the three injected 500s were answered to binding POSTs"
     );
 
+    // A 409 on binding: berth reads the pod back (not bound: a real conflict, the bind
+    // failed), requeues it, and binds it on the next attempt.
+    let log_mark = cluster.server.requests().len();
+    cluster.server.inject_fault(Fault {
+        verb: Some("create".into()),
+        resource: Some("pods/binding".into()),
+        count: 1,
+        status: 409,
+        message: "injected conflict".into(),
+    });
+    let phase = ["conflict-1"];
+    create_pods(&cluster, &phase).await;
+    cluster.wait_bound(&phase, WAIT).await;
+    all.extend(phase);
+    let read_back = cluster.server.requests()[log_mark..].iter().any(|r| {
+        r.verb == "get"
+            && r.resource == "pods"
+            && r.subresource.is_none()
+            && r.name.as_deref() == Some("conflict-1")
+            && r.user_agent.as_deref() == Some(berth::operator::USER_AGENT)
+    });
+    assert!(read_back, "berth did not read the pod back after the 409");
+
     // Dropped watches: pods created while the watches reconnect.
     cluster.server.drop_watches();
     let phase = ["drop-1", "drop-2"];

