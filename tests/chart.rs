@@ -10,6 +10,8 @@
 
 #[path = "chart/helm.rs"]
 mod helm;
+#[path = "support/http.rs"]
+mod http;
 #[path = "chart/kubectl_server.rs"]
 mod kubectl_server;
 #[path = "chart/process.rs"]

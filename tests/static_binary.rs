@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 
 use test_apiserver::{Config, TestApiServer};
 
+#[path = "support/http.rs"]
+mod http;
+use http::http_status;
+
 const BINARY_VAR: &str = "BERTH_STATIC_BINARY";
 
 /// The binary to check, or `None` after a loud skip message (a failure on CI).
@@ -235,31 +239,6 @@ fn wait_with_deadline(
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// The status code of `GET http://127.0.0.1:<port><path>`.
-fn http_status(port: u16, path: &str) -> Result<u16, String> {
-    let timeout = Duration::from_secs(2);
-    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream =
-        std::net::TcpStream::connect_timeout(&address, timeout).map_err(|e| e.to_string())?;
-    stream
-        .set_read_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(|e| e.to_string())?;
-    let mut response = String::new();
-    stream
-        .read_to_string(&mut response)
-        .map_err(|e| e.to_string())?;
-    response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .ok_or_else(|| format!("not an HTTP response: {response:?}"))
 }
 
 /// The Dockerfile builds with the script CI runs, and the image runs `berth run` as the

@@ -2,7 +2,7 @@
 //! the Deployment's args, and the container's environment with the downward-API values
 //! the kubelet would fill in.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::helm::{Manifests, NAMESPACE, repo_root};
+pub use crate::http::http_status;
 
 /// The pod name the downward API would give `POD_NAME`.
 pub const POD_NAME: &str = "berth-6d4cf56db6-x7k2p";
@@ -188,29 +189,4 @@ where
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     listener.local_addr().expect("its address").port()
-}
-
-/// The status code of `GET http://127.0.0.1:<port><path>`.
-pub fn http_status(port: u16, path: &str) -> Result<u16, String> {
-    let timeout = Duration::from_secs(2);
-    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream =
-        std::net::TcpStream::connect_timeout(&address, timeout).map_err(|e| e.to_string())?;
-    stream
-        .set_read_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(|e| e.to_string())?;
-    let mut response = String::new();
-    stream
-        .read_to_string(&mut response)
-        .map_err(|e| e.to_string())?;
-    response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .ok_or_else(|| format!("not an HTTP response: {response:?}"))
 }

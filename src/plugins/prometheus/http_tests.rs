@@ -7,14 +7,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
 
 use super::fake_prometheus::{Answer, FakePrometheus, TestCa};
 use super::network_traffic::DEFAULT_QUERY;
 use super::{ClientConfig, PrometheusClient, QueryError};
-use crate::cluster::{NodeInfo, PodInfo};
+use crate::cluster::PodInfo;
 use crate::framework::{
     BindError, Binder, CycleState, Handle, Plugin, PluginError, PluginHealth, WaitingPods,
 };
@@ -249,19 +247,7 @@ fn try_network_traffic(
 
 /// One cycle of PreScore, Score and NormalizeScore over nodes a, b, c.
 async fn score_cycle(plugin: &dyn Plugin) -> Vec<i64> {
-    let nodes: Vec<Arc<NodeInfo>> = ["a", "b", "c"]
-        .iter()
-        .map(|name| {
-            let node = Node {
-                metadata: ObjectMeta {
-                    name: Some(name.to_string()),
-                    ..Default::default()
-                },
-                ..Default::default()
-            };
-            Arc::new(NodeInfo::new(node).expect("a node"))
-        })
-        .collect();
+    let nodes = super::test_nodes(&["a", "b", "c"]);
     let pod = PodInfo::new(Default::default()).expect("a pod");
     let mut state = CycleState::new();
     let pre_score = plugin.as_pre_score().expect("NetworkTraffic has PreScore");

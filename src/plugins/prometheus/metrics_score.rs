@@ -466,27 +466,9 @@ impl ScorePlugin for MetricsScore {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::Node;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
     use super::*;
     use crate::framework::{Code, decode_args};
-
-    fn nodes(names: &[&str]) -> Vec<Arc<NodeInfo>> {
-        names
-            .iter()
-            .map(|name| {
-                let node = Node {
-                    metadata: ObjectMeta {
-                        name: Some(name.to_string()),
-                        ..Default::default()
-                    },
-                    ..Default::default()
-                };
-                Arc::new(NodeInfo::new(node).expect("a node without quantities"))
-            })
-            .collect()
-    }
+    use crate::plugins::prometheus::test_nodes as nodes;
 
     fn metric(name: &str, direction: Direction, weight: i64) -> Metric {
         Metric {

@@ -44,6 +44,26 @@ mod fake_prometheus;
 #[cfg(test)]
 mod http_tests;
 
+/// Nodes with just these names, for the plugins' unit tests.
+#[cfg(test)]
+pub(crate) fn test_nodes(names: &[&str]) -> Vec<Arc<crate::cluster::NodeInfo>> {
+    use k8s_openapi::api::core::v1::Node;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    names
+        .iter()
+        .map(|name| {
+            let node = Node {
+                metadata: ObjectMeta {
+                    name: Some(name.to_string()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            Arc::new(crate::cluster::NodeInfo::new(node).expect("a node without quantities"))
+        })
+        .collect()
+}
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 

@@ -347,27 +347,9 @@ impl ScoreExtensions for NetworkTraffic {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::Node;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
     use super::*;
     use crate::framework::decode_args;
-
-    fn nodes(names: &[&str]) -> Vec<Arc<NodeInfo>> {
-        names
-            .iter()
-            .map(|name| {
-                let node = Node {
-                    metadata: ObjectMeta {
-                        name: Some(name.to_string()),
-                        ..Default::default()
-                    },
-                    ..Default::default()
-                };
-                Arc::new(NodeInfo::new(node).expect("a node without quantities"))
-            })
-            .collect()
-    }
+    use crate::plugins::prometheus::test_nodes as nodes;
 
     /// Raw scores of `nodes` from `samples`, then NormalizeScore, in node order.
     fn normalized(samples: &[(&str, f64)], names: &[&str]) -> Vec<i64> {
