@@ -51,6 +51,8 @@ struct ProbeArgs {
     permit_timeout_seconds: u64,
     pre_bind: Option<String>,
     bind: Option<String>,
+    /// What `rejections_expire` says.
+    rejections_expire: bool,
 }
 
 impl PluginArgs for ProbeArgs {}
@@ -82,6 +84,9 @@ macro_rules! probe {
         impl Plugin for $ty {
             fn name(&self) -> &str {
                 stringify!($ty)
+            }
+            fn rejections_expire(&self) -> bool {
+                self.0.rejections_expire
             }
             fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
                 Some(self)
@@ -380,6 +385,32 @@ async fn filter_unschedulable_excludes_only_that_node() {
         .collect();
     assert_eq!(infeasible.len(), 2);
     assert!(infeasible.contains(&"n1") && infeasible.contains(&"n3"));
+}
+
+/// A pod rejected by a plugin whose rejections expire with time goes to backoffQ (it
+/// has a backoff expiry); rejected by any other plugin, it waits in the unschedulable
+/// set for a cluster event (no expiry).
+#[tokio::test(start_paused = true)]
+async fn a_rejection_that_expires_with_time_is_retried_after_backoff() {
+    for (expires, backing_off) in [(true, true), (false, false)] {
+        let (mut s, _) = scheduler(
+            &format!("rejections-expire-{expires}"),
+            serde_json::json!({"rejectNodes": ["n1"], "rejectionsExpire": expires}),
+            serde_json::json!({}),
+            &["n1"],
+        );
+        let report = attempt(&mut s).await;
+        assert!(
+            matches!(report.outcome, Outcome::Unschedulable { .. }),
+            "{:?}",
+            report.outcome
+        );
+        assert_eq!(
+            s.next_backoff_expiry().is_some(),
+            backing_off,
+            "rejections_expire = {expires}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -72,6 +72,15 @@ pub trait Plugin: Send + Sync + 'static {
     fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
         None
     }
+
+    /// True when this plugin's rejections can end with time alone, with no cluster event
+    /// (a node too busy by a Prometheus metric may cool down). A pod such a plugin
+    /// rejected is requeued to backoffQ and retried after its backoff, instead of waiting
+    /// in the unschedulable set for an event (see [`super::RetryAfterBackoff`], the
+    /// per-cycle form of the same request).
+    fn rejections_expire(&self) -> bool {
+        false
+    }
 }
 
 /// PreEnqueue: called before a pod enters activeQ. Success admits the pod; any other status

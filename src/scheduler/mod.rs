@@ -370,7 +370,9 @@ impl Scheduler {
         let (node, diagnosis) = match result {
             Ok(ok) => ok,
             Err(mut failure) => {
-                if state.read::<RetryAfterBackoff>().is_some() {
+                if state.read::<RetryAfterBackoff>().is_some()
+                    || rejections_expire(&framework, &failure)
+                {
                     failure.retry_after_backoff = true;
                 }
                 self.activate_requested(index, &state);
@@ -474,4 +476,16 @@ impl Scheduler {
         }
         report
     }
+}
+
+/// Whether a plugin that rejected the pod said its rejections expire with time
+/// ([`crate::framework::Plugin::rejections_expire`]).
+fn rejections_expire(framework: &Framework, failure: &failure::Failure) -> bool {
+    use crate::framework::ExtensionPoint;
+    failure.unschedulable_plugins.iter().any(|name| {
+        [ExtensionPoint::PreFilter, ExtensionPoint::Filter]
+            .into_iter()
+            .flat_map(|point| framework.plugins(point))
+            .any(|plugin| plugin.name() == name && plugin.rejections_expire())
+    })
 }

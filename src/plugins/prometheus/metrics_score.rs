@@ -350,6 +350,12 @@ impl Plugin for MetricsScore {
     fn name(&self) -> &str {
         Self::NAME
     }
+
+    /// A node rejected for a metric past its threshold may pass once the metric moves;
+    /// no cluster event says so.
+    fn rejections_expire(&self) -> bool {
+        true
+    }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
     }
@@ -618,6 +624,11 @@ mod tests {
             ),
             [75, 25]
         );
+    }
+
+    #[test]
+    fn its_rejections_expire_with_time() {
+        assert!(plugin(vec![metric("cpu", Direction::LowerIsBetter, 1)]).rejections_expire());
     }
 
     #[test]
