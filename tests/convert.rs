@@ -2,9 +2,8 @@
 //! to the plugin lists kube-scheduler would run, that `berth simulate` accepts, and that
 //! leave nothing out silently (docs/convert.md).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use berth::api::convert::{Conversion, ConvertError, ConvertOptions, convert};
 use berth::api::{EffectivePlugins, SchedulerProfile, WeightedPlugin};
@@ -17,7 +16,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-const BERTH: &str = env!("CARGO_BIN_EXE_berth");
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{assert_exit, run_berth, stderr, stdout};
 
 fn repo_file(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
@@ -36,39 +37,7 @@ fn berth(args: &[&str]) -> Output {
 }
 
 fn berth_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(BERTH)
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("berth starts");
-    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        pipe.write_all(text.as_bytes()).expect("stdin is written");
-    }
-    child.wait_with_output().expect("berth runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn assert_exit(output: &Output, code: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "stdout:\n{}\nstderr:\n{}",
-        stdout(output),
-        stderr(output)
-    );
+    run_berth(args, stdin)
 }
 
 /// The YAML documents of `berth convert`'s output as SchedulerProfiles.

@@ -1,13 +1,14 @@
 //! `berth simulate` as a user runs it: the built binary on the examples and on small
 //! hand-written inputs, checking output, messages and exit codes (docs/simulate.md).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
 
-const BERTH: &str = env!("CARGO_BIN_EXE_berth");
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{assert_exit, run_berth, stderr, stdout};
 
 /// The pending pods of examples/quickstart.yaml, as `namespace/name`.
 const QUICKSTART_PENDING: [&str; 13] = [
@@ -37,40 +38,10 @@ fn berth(args: &[&str]) -> Output {
 }
 
 fn berth_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(BERTH)
-        .arg("simulate")
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("berth starts");
-    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        pipe.write_all(text.as_bytes()).expect("stdin is written");
-    }
-    child.wait_with_output().expect("berth runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn assert_exit(output: &Output, code: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "stdout:\n{}\nstderr:\n{}",
-        stdout(output),
-        stderr(output)
-    );
+    let args: Vec<&str> = std::iter::once("simulate")
+        .chain(args.iter().copied())
+        .collect();
+    run_berth(&args, stdin)
 }
 
 /// A file in the system temp directory, removed when dropped.
