@@ -41,6 +41,8 @@ fn calls(test: &str) -> Vec<String> {
 struct ProbeArgs {
     test: String,
     pre_filter: Option<String>,
+    /// The nodes PreFilter's PreFilterResult keeps (all nodes when absent).
+    pre_filter_nodes: Option<Vec<String>>,
     /// Nodes Filter rejects (Unschedulable).
     reject_nodes: Vec<String>,
     pre_score: Option<String>,
@@ -67,6 +69,7 @@ fn status(code: &Option<String>, what: &str) -> Status {
         "Skip" => Status::skip(),
         "Wait" => Status::wait(),
         "Unschedulable" => Status::unschedulable(format!("{what} rejected")),
+        "UnschedulableAndUnresolvable" => Status::unresolvable(format!("{what} rejected")),
         other => Status::error(format!("unknown code {other}")),
     }
 }
@@ -141,7 +144,14 @@ macro_rules! probe {
                 _: &Snapshot,
             ) -> (Option<PreFilterResult>, Status) {
                 self.log("PreFilter");
-                (None, status(&self.0.pre_filter, "PreFilter"))
+                let result = self
+                    .0
+                    .pre_filter_nodes
+                    .as_ref()
+                    .map(|nodes| PreFilterResult {
+                        node_names: Some(nodes.iter().cloned().collect()),
+                    });
+                (result, status(&self.0.pre_filter, "PreFilter"))
             }
         }
 
@@ -427,6 +437,126 @@ async fn all_nodes_rejected_gives_the_upstream_message() {
         Outcome::Unschedulable {
             message: "0/2 nodes are available: 2 Probe1 says no.".into()
         }
+    );
+}
+
+/// Each node of the attempt's diagnosis with its reasons, in diagnosis order.
+fn verdicts(report: &AttemptReport) -> Vec<(String, Vec<String>)> {
+    let diagnosis = report.diagnosis.as_ref().expect("diagnosis recorded");
+    diagnosis
+        .filtered
+        .iter()
+        .map(|(node, status)| (node.clone(), status.reasons().to_vec()))
+        .collect()
+}
+
+fn verdict(node: &str, reason: &str) -> (String, Vec<String>) {
+    (node.to_string(), vec![reason.to_string()])
+}
+
+/// Upstream `TestSchedulerSchedulePod` "test prefilter plugin returning Unschedulable
+/// status": every node shares the PreFilter's verdict, so every node is explained.
+#[tokio::test]
+async fn a_prefilter_rejection_explains_every_node() {
+    let (mut s, _) = scheduler(
+        "pf-rejects-all",
+        serde_json::json!({"preFilter": "UnschedulableAndUnresolvable"}),
+        serde_json::json!({}),
+        &["n1", "n2"],
+    );
+    let report = attempt(&mut s).await;
+    assert_eq!(
+        report.outcome,
+        Outcome::Unschedulable {
+            message: "0/2 nodes are available: PreFilter rejected.".into()
+        }
+    );
+    assert_eq!(
+        verdicts(&report),
+        vec![
+            verdict("n1", "PreFilter rejected"),
+            verdict("n2", "PreFilter rejected")
+        ]
+    );
+}
+
+/// Upstream "test prefilter plugin returning non-intersecting nodes": the merged
+/// PreFilterResult is empty, the message names the narrowing plugins sorted, and every
+/// node carries it.
+#[tokio::test]
+async fn non_intersecting_prefilter_results_name_both_plugins_on_every_node() {
+    let (mut s, _) = scheduler(
+        "pf-disjoint",
+        serde_json::json!({"preFilterNodes": ["n2"]}),
+        serde_json::json!({"preFilterNodes": ["n1"]}),
+        &["n1", "n2", "n3"],
+    );
+    let report = attempt(&mut s).await;
+    let reason = "node(s) didn't satisfy plugin(s) [Probe1 Probe2] simultaneously";
+    assert_eq!(
+        report.outcome,
+        Outcome::Unschedulable {
+            message: format!("0/3 nodes are available: {reason}.")
+        }
+    );
+    assert_eq!(
+        verdicts(&report),
+        vec![
+            verdict("n1", reason),
+            verdict("n2", reason),
+            verdict("n3", reason)
+        ]
+    );
+}
+
+/// Upstream "test prefilter plugin returning empty node set": one narrowing plugin is
+/// named alone.
+#[tokio::test]
+async fn an_empty_prefilter_result_names_its_plugin() {
+    let (mut s, _) = scheduler(
+        "pf-empty",
+        serde_json::json!({}),
+        serde_json::json!({"preFilterNodes": []}),
+        &["n1"],
+    );
+    let report = attempt(&mut s).await;
+    assert_eq!(
+        report.outcome,
+        Outcome::Unschedulable {
+            message: "0/1 nodes are available: node(s) didn't satisfy plugin Probe2.".into()
+        }
+    );
+    assert_eq!(
+        verdicts(&report),
+        vec![verdict("n1", "node(s) didn't satisfy plugin Probe2")]
+    );
+}
+
+/// Upstream "test some nodes are filtered out by prefilter plugin and other are filtered
+/// out by filter plugin": a node left out of the PreFilterResult is explained with the
+/// plugins that narrowed (only those, not every PreFilter plugin that ran), the others
+/// with their Filter verdict.
+#[tokio::test]
+async fn nodes_left_out_by_a_prefilter_result_name_only_the_narrowing_plugin() {
+    let (mut s, _) = scheduler(
+        "pf-narrowed",
+        serde_json::json!({"preFilterNodes": ["n2"]}),
+        serde_json::json!({"rejectNodes": ["n2"]}),
+        &["n1", "n2"],
+    );
+    let report = attempt(&mut s).await;
+    assert_eq!(
+        report.outcome,
+        Outcome::Unschedulable {
+            message: "0/2 nodes are available: 1 Probe2 says no, 1 node(s) didn't satisfy plugin(s) [Probe1].".into()
+        }
+    );
+    assert_eq!(
+        verdicts(&report),
+        vec![
+            verdict("n1", "node(s) didn't satisfy plugin(s) [Probe1]"),
+            verdict("n2", "Probe2 says no")
+        ]
     );
 }
 

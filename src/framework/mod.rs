@@ -26,7 +26,9 @@ pub use registry::{
     ArgsSpec, DefaultPlugin, FieldError, FieldErrorKind, NoArgs, PluginArgs, PluginEntry,
     PluginError, PluginFactory, Registry, decode_args, lower_camel,
 };
-pub use runner::{Framework, MAX_PERMIT_TIMEOUT, NodeScoreDetail, ScoredNode, implements};
+pub use runner::{
+    Framework, MAX_PERMIT_TIMEOUT, NodeScoreDetail, PreFilterOutcome, ScoredNode, implements,
+};
 pub use status::{Code, Status};
 pub use types::{
     ExtensionPoint, NodeToStatus, PodsToActivate, PostFilterResult, PreFilterResult, QueuedPodInfo,

@@ -4,7 +4,7 @@
 //! Filter and Score run per node on a dedicated thread pool of `parallelism` threads.
 //! Everything else runs on the caller's task.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,27 @@ pub struct ScoredNode {
     pub node: Arc<NodeInfo>,
     pub scores: Vec<NodeScoreDetail>,
     pub total: i64,
+}
+
+/// What PreFilter decided for one pod.
+#[derive(Debug, Clone)]
+pub struct PreFilterOutcome {
+    /// The merged PreFilterResult of the plugins that narrowed the candidates; `None`
+    /// when every node stays a candidate.
+    pub result: Option<PreFilterResult>,
+    /// Success, or the first rejection or error.
+    pub status: Status,
+    /// The plugins whose PreFilterResult narrowed the candidates (upstream's
+    /// `pluginsWithNodes`), sorted.
+    pub narrowing: BTreeSet<String>,
+}
+
+impl PreFilterOutcome {
+    /// The narrowing plugins as upstream prints a sorted string set: `[A B]`.
+    pub fn narrowing_list(&self) -> String {
+        let names: Vec<&str> = self.narrowing.iter().map(String::as_str).collect();
+        format!("[{}]", names.join(" "))
+    }
 }
 
 /// The instantiated plugins of one profile.
@@ -145,10 +166,10 @@ impl Framework {
         state: &mut CycleState,
         pod: &PodInfo,
         snapshot: &Snapshot,
-    ) -> (Option<PreFilterResult>, Status) {
+    ) -> PreFilterOutcome {
         let start = Instant::now();
         let out = self.run_pre_filter_unobserved(state, pod, snapshot).await;
-        self.observe(ExtensionPoint::PreFilter, out.1.code(), start);
+        self.observe(ExtensionPoint::PreFilter, out.status.code(), start);
         out
     }
 
@@ -327,9 +348,12 @@ impl Framework {
         state: &mut CycleState,
         pod: &PodInfo,
         snapshot: &Snapshot,
-    ) -> (Option<PreFilterResult>, Status) {
-        let mut result: Option<PreFilterResult> = None;
-        let mut narrowing = Vec::new();
+    ) -> PreFilterOutcome {
+        let mut outcome = PreFilterOutcome {
+            result: None,
+            status: Status::success(),
+            narrowing: BTreeSet::new(),
+        };
         for plugin in self.plugins(ExtensionPoint::PreFilter) {
             let Some(pf) = plugin.as_pre_filter() else {
                 continue;
@@ -340,32 +364,34 @@ impl Framework {
                 continue;
             }
             if !status.is_success() {
-                return (None, plugin_failure("PreFilter", plugin.name(), status));
+                outcome.result = None;
+                outcome.status = plugin_failure("PreFilter", plugin.name(), status);
+                return outcome;
             }
-            if let Some(r) = r.filter(|r| r.node_names.is_some()) {
-                narrowing.push(plugin.name().to_string());
-                result = Some(match result {
-                    None => r,
-                    Some(prev) => prev.merge(&r),
-                });
-                if result
-                    .as_ref()
-                    .and_then(|r| r.node_names.as_ref())
-                    .is_some_and(|n| n.is_empty())
-                {
-                    let message = if narrowing.len() == 1 {
-                        format!("node(s) didn't satisfy plugin {}", narrowing[0])
-                    } else {
-                        format!("node(s) didn't satisfy plugin(s) {narrowing:?} simultaneously")
-                    };
-                    return (
-                        None,
-                        Status::unresolvable(message).with_plugin(plugin.name()),
-                    );
-                }
+            let Some(r) = r.filter(|r| r.node_names.is_some()) else {
+                continue;
+            };
+            outcome.narrowing.insert(plugin.name().to_string());
+            let merged = match outcome.result.take() {
+                None => r,
+                Some(prev) => prev.merge(&r),
+            };
+            let none_left = merged.node_names.as_ref().is_some_and(|n| n.is_empty());
+            outcome.result = Some(merged);
+            if none_left {
+                let message = if outcome.narrowing.len() == 1 {
+                    format!("node(s) didn't satisfy plugin {}", plugin.name())
+                } else {
+                    format!(
+                        "node(s) didn't satisfy plugin(s) {} simultaneously",
+                        outcome.narrowing_list()
+                    )
+                };
+                outcome.status = Status::unresolvable(message).with_plugin(plugin.name());
+                return outcome;
             }
         }
-        (result, Status::success())
+        outcome
     }
 
     fn run_filter_unobserved(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {

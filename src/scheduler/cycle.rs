@@ -54,10 +54,18 @@ pub(super) async fn schedule_pod(
     }
     let mut diagnosis = record.then(CycleDiagnosis::default);
     state.set_node_count(all_nodes.len());
-    let (pre_result, status) = fwk.run_pre_filter(state, pod, snapshot).await;
+    let pre_filter = fwk.run_pre_filter(state, pod, snapshot).await;
+    let status = pre_filter.status.clone();
     if !status.is_success() {
         if !status.is_rejected() {
             return Err(Failure::error(&status));
+        }
+        // Every node shares the PreFilter's verdict (upstream's absent-nodes status).
+        if let Some(d) = diagnosis.as_mut() {
+            d.filtered = all_nodes
+                .iter()
+                .map(|n| (n.name().to_string(), status.clone()))
+                .collect();
         }
         let fit = FitError {
             num_all_nodes: all_nodes.len(),
@@ -72,25 +80,33 @@ pub(super) async fn schedule_pod(
     }
 
     let mut statuses = NodeToStatus::default();
-    let candidates: Vec<Arc<NodeInfo>> =
-        match pre_result.as_ref().and_then(|r| r.node_names.as_ref()) {
-            None => all_nodes.to_vec(),
-            Some(names) => {
-                let plugins: Vec<&str> = fwk
-                    .plugins(crate::framework::ExtensionPoint::PreFilter)
-                    .iter()
-                    .map(|p| p.name())
-                    .collect();
-                statuses.absent = Some(Status::unresolvable(format!(
-                    "node(s) didn't satisfy plugin(s) {plugins:?}"
-                )));
-                all_nodes
-                    .iter()
-                    .filter(|n| names.contains(n.name()))
-                    .cloned()
-                    .collect()
+    let candidates: Vec<Arc<NodeInfo>> = match pre_filter
+        .result
+        .as_ref()
+        .and_then(|r| r.node_names.as_ref())
+    {
+        None => all_nodes.to_vec(),
+        Some(names) => {
+            let excluded = Status::unresolvable(format!(
+                "node(s) didn't satisfy plugin(s) {}",
+                pre_filter.narrowing_list()
+            ));
+            if let Some(d) = diagnosis.as_mut() {
+                d.filtered.extend(
+                    all_nodes
+                        .iter()
+                        .filter(|n| !names.contains(n.name()))
+                        .map(|n| (n.name().to_string(), excluded.clone())),
+                );
             }
-        };
+            statuses.absent = Some(excluded);
+            all_nodes
+                .iter()
+                .filter(|n| names.contains(n.name()))
+                .cloned()
+                .collect()
+        }
+    };
     let feasible = find_feasible(
         fwk,
         state,

@@ -48,8 +48,11 @@ pub struct ProfileInstance {
 /// Per-node verdicts and scores of one attempt.
 #[derive(Debug, Clone, Default)]
 pub struct CycleDiagnosis {
-    /// Every evaluated node, in evaluation order, with its Filter status (Success when
-    /// feasible).
+    /// Every node the attempt decided on, with its status (Success when feasible): the
+    /// nodes PreFilter rejected or left out of its PreFilterResult first, in snapshot
+    /// order, with the PreFilter's verdict; then the nodes Filter evaluated, in evaluation
+    /// order. Nodes beyond `percentageOfNodesToScore`'s cut were not evaluated and are
+    /// not listed.
     pub filtered: Vec<(String, Status)>,
     /// Scores of the feasible nodes (empty when fewer than two were feasible, as upstream
     /// skips scoring then).
