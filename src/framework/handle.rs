@@ -49,3 +49,11 @@ pub struct Handle {
     /// [`PluginHealth`].
     pub health: Arc<PluginHealth>,
 }
+
+impl Handle {
+    /// The shared worker pool of this instance's `parallelism`, for plugins that spread
+    /// per-node work over threads (see [`parallel`](super::parallel)).
+    pub fn pool(&self) -> Result<Arc<rayon::ThreadPool>, String> {
+        super::parallel::pool(self.parallelism)
+    }
+}

@@ -8,6 +8,7 @@ mod handle;
 pub mod health;
 pub mod interface;
 mod observer;
+pub mod parallel;
 pub mod profile;
 mod registry;
 mod runner;

@@ -1,7 +1,8 @@
 //! The Framework runner: the plugins of one profile, instantiated, and the functions that
 //! call them at each extension point with upstream's status semantics.
 //!
-//! Filter and Score run per node on a dedicated thread pool of `parallelism` threads.
+//! Filter and Score run per node on the shared worker pool of `parallelism` threads
+//! ([`parallel`](super::parallel)).
 //! Everything else runs on the caller's task.
 
 use std::collections::{BTreeSet, HashMap};
@@ -62,7 +63,7 @@ pub struct Framework {
     profile_name: String,
     resolved: ResolvedProfile,
     handle: Handle,
-    pool: rayon::ThreadPool,
+    pool: Arc<rayon::ThreadPool>,
     by_point: HashMap<ExtensionPoint, Vec<Arc<dyn Plugin>>>,
     score_weights: Vec<i64>,
     observer: Option<Arc<dyn Observer>>,
@@ -136,14 +137,10 @@ impl Framework {
             .iter()
             .map(|n| i64::from(resolved.score_weights.get(n).copied().unwrap_or(1)))
             .collect();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(handle.parallelism.max(1))
-            .thread_name(|i| format!("berth-filter-{i}"))
-            .build()
-            .map_err(|e| PluginError::Init {
-                plugin: "framework".into(),
-                message: format!("cannot start the filter thread pool: {e}"),
-            })?;
+        let pool = handle.pool().map_err(|message| PluginError::Init {
+            plugin: "framework".into(),
+            message,
+        })?;
         Ok(Framework {
             profile_name: profile_name.to_string(),
             resolved,

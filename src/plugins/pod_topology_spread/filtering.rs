@@ -134,30 +134,32 @@ impl PodTopologySpread {
         let required = RequiredNodeAffinity::new(&pod.pod);
         let namespace = pod.namespace();
         // (constraint index, domain, matching pods) for each eligible node.
-        let counts: Vec<(usize, &str, i64)> = nodes
-            .par_iter()
-            .flat_map_iter(|info| {
-                let node = info
-                    .node()
-                    .filter(|n| node_has_all_topology_keys(node_labels(n), &constraints));
-                node.into_iter().flat_map(|node| {
-                    let labels = node_labels(node);
-                    constraints
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, c)| c.includes_node(&pod.pod, node, &required))
-                        .map(|(i, c)| {
-                            let value = labels.get(&c.topology_key).map_or("", String::as_str);
-                            (
-                                i,
-                                value,
-                                count_matching_pods(&info.pods, &c.selector, namespace),
-                            )
-                        })
-                        .collect::<Vec<_>>()
+        let counts: Vec<(usize, &str, i64)> = self.on_pool(|| {
+            nodes
+                .par_iter()
+                .flat_map_iter(|info| {
+                    let node = info
+                        .node()
+                        .filter(|n| node_has_all_topology_keys(node_labels(n), &constraints));
+                    node.into_iter().flat_map(|node| {
+                        let labels = node_labels(node);
+                        constraints
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, c)| c.includes_node(&pod.pod, node, &required))
+                            .map(|(i, c)| {
+                                let value = labels.get(&c.topology_key).map_or("", String::as_str);
+                                (
+                                    i,
+                                    value,
+                                    count_matching_pods(&info.pods, &c.selector, namespace),
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                    })
                 })
-            })
-            .collect();
+                .collect()
+        });
         let mut tp_value_to_match_num = vec![HashMap::new(); constraints.len()];
         for (i, value, count) in counts {
             *tp_value_to_match_num[i]

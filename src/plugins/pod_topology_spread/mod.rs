@@ -272,6 +272,9 @@ pub struct PodTopologySpread {
     /// `defaultingType: System`: nodes missing the zone label still get hostname scoring.
     system_defaulted: bool,
     default_selector: Option<DefaultSelectorFn>,
+    /// The profile's worker pool for per-node domain counting; `None` (a plugin built
+    /// with [`PodTopologySpread::new`] alone, in tests) counts on rayon's global pool.
+    pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 impl PodTopologySpread {
@@ -290,6 +293,21 @@ impl PodTopologySpread {
             default_constraints,
             system_defaulted,
             default_selector: None,
+            pool: None,
+        }
+    }
+
+    /// Counts domains on `pool` (the profile's `--parallelism`).
+    pub fn with_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// Runs per-node work (`par_iter` inside `work`) on the profile's pool.
+    fn on_pool<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        match &self.pool {
+            Some(pool) => pool.install(work),
+            None => work(),
         }
     }
 
@@ -385,7 +403,12 @@ impl PluginFactory for PodTopologySpread {
 
     fn build(args: PodTopologySpreadArgs, handle: &Handle) -> Result<Self, PluginError> {
         let workloads = handle.workloads.clone();
+        let pool = handle.pool().map_err(|message| PluginError::Init {
+            plugin: Self::NAME.into(),
+            message,
+        })?;
         Ok(PodTopologySpread::new(args)
-            .with_default_selector(Arc::new(move |pod| Some(workloads.default_selector(pod)))))
+            .with_default_selector(Arc::new(move |pod| Some(workloads.default_selector(pod))))
+            .with_pool(pool))
     }
 }

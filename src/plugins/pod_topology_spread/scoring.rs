@@ -133,33 +133,37 @@ impl PreScorePlugin for PodTopologySpread {
         let state_ref = &pre_score;
         let required = &required;
         // (constraint index, domain, matching pods) over every node in a counted domain.
-        let counts: Vec<(usize, String, i64)> = all_nodes
-            .par_iter()
-            .flat_map_iter(|info| {
-                let node = info.node().filter(|n| {
-                    !require_all_topologies
-                        || node_has_all_topology_keys(node_labels(n), &state_ref.constraints)
-                });
-                node.into_iter().flat_map(move |node| {
-                    let labels = node_labels(node);
-                    state_ref
-                        .constraints
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, c)| c.includes_node(&pod.pod, node, required))
-                        .filter_map(|(i, c)| {
-                            let value = labels.get(&c.topology_key).cloned().unwrap_or_default();
-                            state_ref.topology_value_to_pod_counts[i]
-                                .contains_key(&value)
-                                .then(|| {
-                                    let n = count_matching_pods(&info.pods, &c.selector, namespace);
-                                    (i, value, n)
-                                })
-                        })
-                        .collect::<Vec<_>>()
+        let counts: Vec<(usize, String, i64)> = self.on_pool(|| {
+            all_nodes
+                .par_iter()
+                .flat_map_iter(|info| {
+                    let node = info.node().filter(|n| {
+                        !require_all_topologies
+                            || node_has_all_topology_keys(node_labels(n), &state_ref.constraints)
+                    });
+                    node.into_iter().flat_map(move |node| {
+                        let labels = node_labels(node);
+                        state_ref
+                            .constraints
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, c)| c.includes_node(&pod.pod, node, required))
+                            .filter_map(|(i, c)| {
+                                let value =
+                                    labels.get(&c.topology_key).cloned().unwrap_or_default();
+                                state_ref.topology_value_to_pod_counts[i]
+                                    .contains_key(&value)
+                                    .then(|| {
+                                        let n =
+                                            count_matching_pods(&info.pods, &c.selector, namespace);
+                                        (i, value, n)
+                                    })
+                            })
+                            .collect::<Vec<_>>()
+                    })
                 })
-            })
-            .collect();
+                .collect()
+        });
         for (i, value, count) in counts {
             *pre_score.topology_value_to_pod_counts[i]
                 .entry(value)
