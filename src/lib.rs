@@ -14,10 +14,13 @@
 //! 5. [`plugins`] — one module per plugin, plus shared helpers.
 //! 6. [`scheduler`] — the scheduling cycle and the binding cycle, failure reporting.
 //! 7. [`simulate`] — an adapter that runs all of the above against a cluster read from YAML.
+//! 8. [`operator`] — the other adapter: watches, the scheduling loop, the binder, the
+//!    profile and PodGroup controllers, leader election (`berth run`).
 //!
 //! The core (`cluster`, `queue`, `framework`, `plugins`, `scheduler`) takes k8s-openapi
-//! types in and returns decisions; it performs no Kubernetes I/O. Adapters (`simulate`, and
-//! later the operator) provide the binder and the event sources.
+//! types in and returns decisions; it performs no Kubernetes I/O. The adapters (`simulate`
+//! and `operator`) provide the binder and the event sources. `docs/architecture.md` is the
+//! contract these modules follow.
 
 pub mod api;
 pub mod cli;

@@ -604,8 +604,8 @@ fn unbounded_lists(schema: &Value, pointer: &str, found: &mut Vec<String>) {
 /// Lists that may stay unbounded: k8s-openapi's own types embedded in plugin args — the
 /// NodeAffinity of NodeAffinity's `addedAffinity`, and the LabelSelector of a
 /// PodTopologySpread default constraint (which a CEL rule forbids outright). No CEL rule
-/// iterates them, so they cost the API server's CEL budget nothing (DESIGN §2 asks for
-/// maxItems on lists CEL iterates).
+/// iterates them, so they cost the API server's CEL budget nothing (docs/architecture.md
+/// §2 asks for maxItems on lists CEL iterates).
 const UNBOUNDED_ALLOWED: [&str; 2] = [
     "/properties/spec/properties/pluginConfig/properties/nodeAffinity/properties/addedAffinity/",
     "/properties/spec/properties/pluginConfig/properties/podTopologySpread/properties/defaultConstraints/items/properties/labelSelector/",

@@ -1,6 +1,6 @@
 //! Plugin health: how a plugin running in its documented fallback says so.
 //!
-//! A plugin whose outside source is down (the Prometheus plugins of DESIGN.md §5) keeps
+//! A plugin whose outside source is down (the Prometheus plugins, docs/metrics-plugins.md) keeps
 //! scheduling in a degraded mode: it scores every node equally. It reports that through
 //! the [`PluginHealth`] of its profile instance, which the framework hands it in
 //! [`super::Handle`]. The operator turns the report into the profile's `Degraded`

@@ -1,5 +1,5 @@
 //! Status conditions of berth's resources: the stable condition types and reasons of a
-//! `SchedulerProfile` (DESIGN.md §2), and the merge of freshly computed conditions into
+//! `SchedulerProfile` (docs/architecture.md §2), and the merge of freshly computed conditions into
 //! the ones already stored, with the `metav1.Condition` conventions: `lastTransitionTime`
 //! moves only when a condition's status flips, `observedGeneration` says which spec the
 //! condition was computed from, and conditions of types this controller does not own are
@@ -15,7 +15,7 @@ pub const READY: &str = "Ready";
 /// The instance runs, but some plugin is in its documented fallback.
 pub const DEGRADED: &str = "Degraded";
 
-/// Condition reasons: stable strings, part of the API (DESIGN.md §2).
+/// Condition reasons: stable strings, part of the API (docs/architecture.md §2).
 pub mod reason {
     /// Accepted True.
     pub const VALID: &str = "Valid";

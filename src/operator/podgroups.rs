@@ -1,4 +1,4 @@
-//! The PodGroup controller (DESIGN.md §2): the status of every PodGroup, computed from its
+//! The PodGroup controller (docs/architecture.md §2): the status of every PodGroup, computed from its
 //! member pods, and the implicit PodGroups of pods that ask for one.
 //!
 //! # Members

@@ -1,4 +1,4 @@
-//! The SchedulerProfile controller (DESIGN.md §6): every profile is validated as the API
+//! The SchedulerProfile controller (docs/architecture.md §6): every profile is validated as the API
 //! server and `berth simulate` validate it, resolved, instantiated as a [`Framework`] and
 //! handed to the scheduling loop ([`ProfileCommand::Upsert`], a hot swap when the
 //! scheduler name is already served); profiles that are rejected, renamed or deleted are
@@ -695,7 +695,7 @@ fn accepted_condition(
 }
 
 /// The Degraded condition, from what the instance's plugins report through their
-/// [`PluginHealth`] (DESIGN.md §5: a metrics plugin whose Prometheus is down scores
+/// [`PluginHealth`] (docs/metrics-plugins.md: a metrics plugin whose Prometheus is down scores
 /// neutrally and says so). Every report's change retriggers a reconcile, so the condition
 /// follows the plugins within one reconcile. Several degraded plugins: the first one's
 /// reason, every message.

@@ -1,6 +1,6 @@
 //! QOSSort: a QueueSort that orders by pod priority (higher first), then by QoS class
 //! (Guaranteed, then Burstable, then BestEffort), then by the time the pod was queued
-//! (earlier first). DESIGN.md §5.
+//! (earlier first).
 //!
 //! The QoS class is upstream's `GetPodQOS` (`pkg/apis/core/helper/qos`): `status.qosClass`
 //! when the kubelet/API server has set it, else computed from the pod's resources:

@@ -176,7 +176,7 @@ mod tests {
 
     #[test]
     fn fit_error_messages_follow_upstream_format() {
-        // The message shape of DESIGN.md §4 and upstream `FitError.Error()`.
+        // Upstream `FitError.Error()`'s message shape (docs/architecture.md §4).
         let mut statuses = NodeToStatus::default();
         for n in ["a", "b"] {
             statuses.statuses.insert(

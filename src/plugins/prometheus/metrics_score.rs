@@ -1,5 +1,5 @@
 //! MetricsScore: ranks nodes by any PromQL instant-vector queries, and optionally rejects
-//! nodes whose value crosses a threshold (DESIGN.md §5).
+//! nodes whose value crosses a threshold.
 //!
 //! - **PreFilter** runs every metric's query once for the cycle when some metric has a
 //!   threshold (`filterAbove`/`filterBelow`), and keeps the answers in the `CycleState`;

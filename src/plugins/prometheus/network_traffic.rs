@@ -1,5 +1,5 @@
 //! NetworkTraffic: prefers nodes that receive little network traffic, measured by
-//! Prometheus (DESIGN.md §5), in the manner of the scheduler-plugins NetworkTraffic sample
+//! Prometheus, in the manner of the scheduler-plugins NetworkTraffic sample
 //! plugin, with one query for all nodes instead of one per node.
 //!
 //! - **PreScore** runs [`DEFAULT_QUERY`] (or the `query` override) once for the cycle:
