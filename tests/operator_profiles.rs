@@ -83,6 +83,7 @@ impl Harness {
             binder: Arc::new(NoBinder),
             observer: None,
             parallelism: 1,
+            serve_default_scheduler: false,
             reporter: Reporter {
                 controller: "berth".into(),
                 instance: Some("test".into()),
