@@ -1,6 +1,6 @@
 //! Plugins that rank (and filter) nodes by what Prometheus measures on them, not by what
 //! pods request: a node saturated by network traffic looks empty to NodeResourcesFit.
-//! DESIGN.md §5; the user guide is `docs/metrics-plugins.md`.
+//! The user guide is `docs/metrics-plugins.md`.
 //!
 //! Data flows through these modules in this order:
 //!
