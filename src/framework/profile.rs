@@ -2,7 +2,7 @@
 //! list of every extension point, following upstream's rules exactly.
 //!
 //! Upstream (v1 config) keeps the default plugin set as one `multiPoint` list. Resolution
-//! happens in two steps, as in kube-scheduler:
+//! takes kube-scheduler's two steps, then one of berth's own:
 //!
 //! 1. **Merge** (`mergePluginSet`): the user's `multiPoint` set is merged into the default
 //!    `multiPoint` list. `disabled: [{name: "*"}]` drops every default; a disabled default
@@ -18,7 +18,6 @@
 //!    multiPoint expansion there entirely. So "disable X at a point, then enable X there"
 //!    moves X after the multiPoint plugins, while merely re-listing X at the point moves it
 //!    to the front.
-//!
 //! 3. **Couple** (berth's own rule; upstream has none): a plugin whose Filter reads what
 //!    its own PreFilter wrote into the `CycleState`, or whose Score reads what its PreScore
 //!    wrote, declares so in the registry ([`crate::framework::Coupling`]). Wherever such a
@@ -287,7 +286,7 @@ fn couple_pre_points(
     }
 }
 
-/// Where `name` was enabled at `point`: the field path of the entry, or the default set.
+/// Where `name` was enabled at `point`: the field path of its entry, or the default set.
 fn enabled_by(plugins: &Plugins, point: ExtensionPoint, name: &str) -> String {
     let position = |set: Option<&PluginSet>| {
         set.and_then(|set| set.enabled.iter().position(|p| p.name == name))
@@ -297,7 +296,7 @@ fn enabled_by(plugins: &Plugins, point: ExtensionPoint, name: &str) -> String {
     } else if let Some(i) = position(plugins.multi_point.as_ref()) {
         format!("spec.plugins.multiPoint.enabled[{i}].name")
     } else {
-        "the default plugin set".to_string()
+        "from the default plugin set".to_string()
     }
 }
 
