@@ -530,10 +530,15 @@ async fn coupled_pre_points_show_in_the_status() {
     )
     .await;
     assert_eq!(h.next_command().await, "Upsert(score-only)");
-    let status = h.wait_status("score-only", "Accepted and Ready", running).await;
+    let status = h
+        .wait_status("score-only", "Accepted and Ready", running)
+        .await;
     let plugins = status.plugins.expect("effective plugins in the status");
     assert_eq!(plugins.score.len(), 1, "{:?}", plugins.score);
-    assert_eq!(plugins.pre_score.last().map(String::as_str), Some("NetworkTraffic"));
+    assert_eq!(
+        plugins.pre_score.last().map(String::as_str),
+        Some("NetworkTraffic")
+    );
 
     h.create(
         "unscored",
@@ -546,7 +551,9 @@ async fn coupled_pre_points_show_in_the_status() {
         }),
     )
     .await;
-    let status = h.wait_status("unscored", "Accepted and Ready", running).await;
+    let status = h
+        .wait_status("unscored", "Accepted and Ready", running)
+        .await;
     let accepted = condition(&status, "Accepted").expect("Accepted");
     assert!(
         accepted.message.contains(
@@ -574,10 +581,11 @@ async fn coupled_pre_points_show_in_the_status() {
         .await;
     let accepted = condition(&status, "Accepted").expect("Accepted");
     assert!(
-        accepted
+        accepted.message.starts_with(
+            "spec.plugins.preScore.disabled[0].name: Invalid value: \"NetworkTraffic\""
+        ) && accepted
             .message
-            .starts_with("spec.plugins.preScore.disabled[0].name: Invalid value: \"NetworkTraffic\"")
-            && accepted.message.contains("spec.plugins.score.enabled[0].name"),
+            .contains("spec.plugins.score.enabled[0].name"),
         "{}",
         accepted.message
     );
