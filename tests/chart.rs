@@ -196,6 +196,11 @@ fn default_deployment_runs_two_electing_replicas_named_by_the_downward_api() {
     assert!(args.contains(&"--leader-elect".to_string()), "{args:?}");
     assert_eq!(manifests.flag("lease-name").as_deref(), Some("berth"));
     assert_eq!(manifests.flag("log-format").as_deref(), Some("json"));
+    // kube-scheduler keeps `default-scheduler` unless the values say it is disabled.
+    assert!(
+        !args.contains(&"--serve-default-scheduler".to_string()),
+        "{args:?}"
+    );
 
     // The image's entrypoint (`/berth run`) runs, from the image of the chart's
     // appVersion; the Lease's namespace and the replica's identity come from the
@@ -358,6 +363,13 @@ fn all_features_render_every_optional_object_wired_to_the_deployment() {
         Some("[::]:18080")
     );
     assert_eq!(manifests.flag("parallelism").as_deref(), Some("4"));
+    assert!(
+        manifests
+            .args()
+            .contains(&"--serve-default-scheduler".to_string()),
+        "serveDefaultScheduler: true passes the flag: {:?}",
+        manifests.args()
+    );
     assert_probes(&manifests, 18080);
     let pod = &deployment["spec"]["template"]["spec"];
     assert_eq!(pod["imagePullSecrets"][0]["name"], "registry-credentials");
@@ -479,6 +491,7 @@ fn values_schema_rejects_unknown_keys_and_invalid_values() {
         ("logFormat=yaml", "logFormat"),
         ("podAntiAffinity=sometimes", "podAntiAffinity"),
         ("metrics.port=70000", "port"),
+        ("serveDefaultScheduler=maybe", "serveDefaultScheduler"),
         ("profiles[0].name=Not_A_Name", "name"),
     ] {
         let stderr = helm

@@ -83,6 +83,7 @@ impl Harness {
             binder: Arc::new(NoBinder),
             observer: None,
             parallelism: 1,
+            serve_default_scheduler: false,
             reporter: Reporter {
                 controller: "berth".into(),
                 instance: Some("test".into()),
@@ -510,5 +511,83 @@ async fn transition_times_move_only_for_the_condition_that_flips() {
     assert_eq!(time(&after, "Degraded"), time(&before, "Degraded"));
     assert!(time(&after, "Ready") > time(&before, "Ready"));
     assert_eq!(h.status_writes(), 2);
+    h.stop().await;
+}
+
+/// Issue 13, item 1: the profile status shows the PreScore resolution couples to a
+/// score-only plugin, a PreScore kept from its Score is a warning in the Accepted
+/// message, and disabling a coupled PreScore by name is a rejection naming both entries.
+#[tokio::test]
+async fn coupled_pre_points_show_in_the_status() {
+    let mut h = Harness::start(true, true).await;
+    let network = json!({"prometheusAddress": "http://prometheus.monitoring:9090"});
+    h.create(
+        "score-only",
+        json!({
+            "plugins": {"score": {"enabled": [{"name": "NetworkTraffic", "weight": 10}], "disabled": [{"name": "*"}]}},
+            "pluginConfig": {"networkTraffic": network},
+        }),
+    )
+    .await;
+    assert_eq!(h.next_command().await, "Upsert(score-only)");
+    let status = h
+        .wait_status("score-only", "Accepted and Ready", running)
+        .await;
+    let plugins = status.plugins.expect("effective plugins in the status");
+    assert_eq!(plugins.score.len(), 1, "{:?}", plugins.score);
+    assert_eq!(
+        plugins.pre_score.last().map(String::as_str),
+        Some("NetworkTraffic")
+    );
+
+    h.create(
+        "unscored",
+        json!({
+            "plugins": {
+                "multiPoint": {"enabled": [{"name": "NetworkTraffic"}]},
+                "score": {"enabled": [{"name": "NodeResourcesFit"}], "disabled": [{"name": "*"}]},
+            },
+            "pluginConfig": {"networkTraffic": network},
+        }),
+    )
+    .await;
+    let status = h
+        .wait_status("unscored", "Accepted and Ready", running)
+        .await;
+    let accepted = condition(&status, "Accepted").expect("Accepted");
+    assert!(
+        accepted.message.contains(
+            "warnings: spec.plugins.score.disabled[0].name: NetworkTraffic runs at PreScore but not at Score"
+        ),
+        "{}",
+        accepted.message
+    );
+
+    h.create(
+        "contradiction",
+        json!({
+            "plugins": {
+                "preScore": {"disabled": [{"name": "NetworkTraffic"}]},
+                "score": {"enabled": [{"name": "NetworkTraffic"}]},
+            },
+            "pluginConfig": {"networkTraffic": network},
+        }),
+    )
+    .await;
+    let status = h
+        .wait_status("contradiction", "Accepted=False", |s| {
+            has(s, "Accepted", "False", "InvalidPluginConfig")
+        })
+        .await;
+    let accepted = condition(&status, "Accepted").expect("Accepted");
+    assert!(
+        accepted.message.starts_with(
+            "spec.plugins.preScore.disabled[0].name: Invalid value: \"NetworkTraffic\""
+        ) && accepted
+            .message
+            .contains("spec.plugins.score.enabled[0].name"),
+        "{}",
+        accepted.message
+    );
     h.stop().await;
 }

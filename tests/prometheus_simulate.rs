@@ -8,6 +8,11 @@
 //!
 //! The simulator runs as the real binary (`berth simulate -o json --explain`), as a user
 //! runs it. Without the binaries the tests skip loudly, unless `CI=true`.
+//!
+//! Issue 13, item 1: the tutorial's score-only configuration
+//! (`tests/prometheus/network-traffic-tutorial.yaml`), converted with `berth convert` and
+//! used as is, ranks nodes by their receive rates, as the profile resolution now runs
+//! NetworkTraffic's PreScore (where it queries) wherever its Score runs.
 
 #[path = "support/prometheus.rs"]
 mod prometheus;
@@ -79,6 +84,24 @@ fn plugin_scores(pod: &Value, plugin: &str) -> Vec<(String, i64)> {
         .collect();
     scores.sort();
     scores
+}
+
+/// `berth convert -f <fixture>`'s stdout, with the tutorial's Prometheus address
+/// replaced by `address`.
+fn convert_tutorial(fixture: &str, address: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(fixture);
+    let output = Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["convert", "-f"])
+        .arg(&path)
+        .output()
+        .expect("running berth convert");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success() && stdout.contains("http://10.0.0.5:9090"),
+        "berth convert {fixture}: stdout {stdout}\nstderr {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout.replace("http://10.0.0.5:9090", address)
 }
 
 fn temp_dir(test: &str) -> tempdir::Dir {
@@ -283,5 +306,44 @@ fn with_prometheus_down_every_pod_is_scheduled_and_the_plugin_is_reported_degrad
                 .as_str()
                 .is_some_and(|m| m.contains(&format!("127.0.0.1:{port}")))),
         "{report:#}"
+    );
+}
+
+#[test]
+fn the_converted_score_only_tutorial_ranks_nodes_busiest_0_idle_100() {
+    if !prometheus::installed_or_skip("the_converted_score_only_tutorial") {
+        return;
+    }
+    let rates = [("node-a", 200000.0), ("node-b", 100000.0), ("node-c", 0.0)];
+    let prom =
+        Prometheus::start(&prometheus::network_traffic(&rates)).expect("starting Prometheus");
+    let profile = convert_tutorial(
+        "tests/prometheus/network-traffic-tutorial.yaml",
+        &prom.address(),
+    );
+    let dir = temp_dir("tutorial");
+    let input = format!(
+        "{profile}\n---\n{}{}",
+        nodes(),
+        pod("web-0", "network-aware", "")
+    );
+    let (report, code) = simulate(dir.path(), &input);
+
+    assert_eq!(code, 0, "{report:#}");
+    let web = pod_report(&report, "web-0");
+    assert_eq!(web["result"], "Scheduled", "{web:#}");
+    assert_eq!(web["node"], "node-c", "the idle node: {web:#}");
+    assert_eq!(
+        plugin_scores(web, "NetworkTraffic"),
+        [
+            ("node-a".to_string(), 0),
+            ("node-b".to_string(), 50),
+            ("node-c".to_string(), 100),
+        ],
+        "busiest node 0, idle node 100: 100 - value * 100 / 200000"
+    );
+    assert!(
+        report["degraded"].as_array().is_none_or(Vec::is_empty),
+        "NetworkTraffic reported itself degraded with Prometheus up: {report:#}"
     );
 }

@@ -41,6 +41,12 @@ pub struct RunArgs {
     /// Seed of the random tie-break among equally scored nodes.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Serve SchedulerProfiles whose scheduler name is `default-scheduler`. Only for
+    /// clusters whose own kube-scheduler is disabled: otherwise both would bind the same
+    /// pods, each blind to the other's placements. Without it such profiles are refused
+    /// (Accepted=False, reason ReservedSchedulerName).
+    #[arg(long, env = "BERTH_SERVE_DEFAULT_SCHEDULER")]
+    pub serve_default_scheduler: bool,
 }
 
 pub fn run(args: RunArgs, registry: Registry) -> ExitCode {
@@ -64,6 +70,7 @@ pub fn run(args: RunArgs, registry: Registry) -> ExitCode {
             })
             .max(1),
         seed: args.seed,
+        serve_default_scheduler: args.serve_default_scheduler,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

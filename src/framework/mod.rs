@@ -24,7 +24,7 @@ pub use interface::*;
 pub use observer::Observer;
 pub use profile::{ProfileConfig, ResolvedProfile, resolve};
 pub use registry::{
-    ArgsSpec, DefaultPlugin, FieldError, FieldErrorKind, NoArgs, PluginArgs, PluginEntry,
+    ArgsSpec, Coupling, DefaultPlugin, FieldError, FieldErrorKind, NoArgs, PluginArgs, PluginEntry,
     PluginError, PluginFactory, Registry, decode_args, lower_camel,
 };
 pub use runner::{

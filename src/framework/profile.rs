@@ -2,7 +2,7 @@
 //! list of every extension point, following upstream's rules exactly.
 //!
 //! Upstream (v1 config) keeps the default plugin set as one `multiPoint` list. Resolution
-//! happens in two steps, as in kube-scheduler:
+//! takes kube-scheduler's two steps, then one of berth's own:
 //!
 //! 1. **Merge** (`mergePluginSet`): the user's `multiPoint` set is merged into the default
 //!    `multiPoint` list. `disabled: [{name: "*"}]` drops every default; a disabled default
@@ -18,6 +18,26 @@
 //!    multiPoint expansion there entirely. So "disable X at a point, then enable X there"
 //!    moves X after the multiPoint plugins, while merely re-listing X at the point moves it
 //!    to the front.
+//! 3. **Couple** (berth's own rule; upstream has none): a plugin whose Filter reads what
+//!    its own PreFilter wrote into the `CycleState`, or whose Score reads what its PreScore
+//!    wrote, declares so in the registry ([`crate::framework::Coupling`]). Wherever such a
+//!    plugin ends up at Filter (Score) after expansion, it also runs at PreFilter
+//!    (PreScore): without it, upstream's plugins fail every pod with an internal error and
+//!    the metrics plugins score every node the same, which is what the tutorials'
+//!    `score: {enabled: [{name: NetworkTraffic}], disabled: [{name: "*"}]}` did. The added
+//!    pre-points come after the pre-point's other plugins, in the order of the point that
+//!    needs them, so the lists the user wrote keep their order; the default set enables
+//!    every plugin at all its points, so default profiles are unchanged. A profile that
+//!    disables the plugin at the pre-point *by name* asked for the impossible and is
+//!    rejected, with the error naming the disabling entry and where the plugin was enabled;
+//!    `disabled: [{name: "*"}]` at the pre-point only drops the defaults and does not stop
+//!    the coupling.
+//!
+//! The reverse is legal but useless: a plugin the profile enables (in `multiPoint` or at
+//! `preScore`) that runs at PreScore but not at Score (`score.disabled`) computes, or for
+//! the metrics plugins queries Prometheus, for nothing. That is a warning. Default
+//! plugins left at PreScore by `score.disabled: [{name: "*"}]` are not warned about: the
+//! profile did not ask for them, and upstream runs their PreScore the same way.
 //!
 //! Score weights come from the point's own `enabled` entry when present, else from the
 //! multiPoint entry; a missing weight means 1.
@@ -25,7 +45,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
-use crate::api::{EffectivePlugins, PluginRef, PluginSet, SchedulerProfileSpec, WeightedPlugin};
+use crate::api::{
+    EffectivePlugins, PluginRef, PluginSet, Plugins, SchedulerProfileSpec, WeightedPlugin,
+};
 
 use super::{ExtensionPoint, FieldError, Registry};
 
@@ -136,6 +158,8 @@ pub fn resolve(
         }
         resolved.points.insert(point, names);
     }
+    couple_pre_points(registry, &plugins, &mut resolved, &mut errors);
+    warn_pre_score_without_score(registry, &plugins, &mut resolved);
 
     check_cardinality(&resolved, &mut errors);
     resolved.percentage_of_nodes_to_score = spec.percentage_of_nodes_to_score;
@@ -223,6 +247,95 @@ fn expand(
         .chain(last)
         .map(str::to_string)
         .collect()
+}
+
+/// Step 3 of the module docs: every coupled pre-point runs, or the profile is rejected.
+fn couple_pre_points(
+    registry: &Registry,
+    plugins: &Plugins,
+    resolved: &mut ResolvedProfile,
+    errors: &mut Vec<FieldError>,
+) {
+    for point in ExtensionPoint::ALL {
+        for name in resolved.plugins_at(point).to_vec() {
+            let Some(pre_point) = registry.get(&name).and_then(|e| e.pre_point_of(point)) else {
+                continue;
+            };
+            if resolved.plugins_at(pre_point).contains(&name) {
+                continue;
+            }
+            let disabled_at = plugins
+                .at(pre_point)
+                .and_then(|set| set.disabled.iter().position(|p| p.name == name));
+            match disabled_at {
+                Some(i) => errors.push(FieldError::invalid(
+                    format!("spec.plugins.{}.disabled[{i}].name", pre_point.field_name()),
+                    &serde_json::Value::from(name.as_str()),
+                    format!(
+                        "{name} runs at {point} ({}) and its {point} reads what its \
+                         {pre_point} computes in the same cycle; do not disable it at {}, or \
+                         disable it at {} as well",
+                        enabled_by(plugins, point, &name),
+                        pre_point.field_name(),
+                        point.field_name(),
+                    ),
+                )),
+                None => resolved.points.entry(pre_point).or_default().push(name),
+            }
+        }
+    }
+}
+
+/// Where `name` was enabled at `point`: the field path of its entry, or the default set.
+fn enabled_by(plugins: &Plugins, point: ExtensionPoint, name: &str) -> String {
+    let position = |set: Option<&PluginSet>| {
+        set.and_then(|set| set.enabled.iter().position(|p| p.name == name))
+    };
+    if let Some(i) = position(plugins.at(point)) {
+        format!("spec.plugins.{}.enabled[{i}].name", point.field_name())
+    } else if let Some(i) = position(plugins.multi_point.as_ref()) {
+        format!("spec.plugins.multiPoint.enabled[{i}].name")
+    } else {
+        "from the default plugin set".to_string()
+    }
+}
+
+/// The warning of the module docs: a plugin the profile enables runs its PreScore for a
+/// Score that never runs.
+fn warn_pre_score_without_score(
+    registry: &Registry,
+    plugins: &Plugins,
+    resolved: &mut ResolvedProfile,
+) {
+    let listed = |set: Option<&PluginSet>, name: &str| {
+        set.is_some_and(|set| set.enabled.iter().any(|p| p.name == name))
+    };
+    let score = plugins.at(ExtensionPoint::Score);
+    let mut warnings = Vec::new();
+    for name in resolved.plugins_at(ExtensionPoint::PreScore) {
+        let scores = registry
+            .get(name)
+            .is_some_and(|e| e.implements(ExtensionPoint::Score));
+        let asked_for = listed(plugins.multi_point.as_ref(), name)
+            || listed(plugins.at(ExtensionPoint::PreScore), name);
+        if !scores || !asked_for || resolved.plugins_at(ExtensionPoint::Score).contains(name) {
+            continue;
+        }
+        let disabled = score.and_then(|set| {
+            let by_name = set.disabled.iter().position(|p| &p.name == name);
+            by_name.or_else(|| set.disabled.iter().position(|p| p.name == "*"))
+        });
+        let path = match disabled {
+            Some(i) => format!("spec.plugins.score.disabled[{i}].name"),
+            None => enabled_by(plugins, ExtensionPoint::PreScore, name),
+        };
+        warnings.push(format!(
+            "{path}: {name} runs at PreScore but not at Score, so what its PreScore computes \
+             (for a metrics plugin, a Prometheus query per pod) is never used; enable it at \
+             score, or disable it at preScore as well"
+        ));
+    }
+    resolved.warnings.extend(warnings);
 }
 
 /// Checks names, points, duplicates and weights of one `spec.plugins.<field>` set.
@@ -418,11 +531,16 @@ fn resolve_args(
 mod tests {
     use super::*;
     use crate::api::Plugins;
-    use crate::framework::{DefaultPlugin, Handle, NoArgs, Plugin, PluginError, PluginFactory};
+    use crate::framework::{
+        Coupling, DefaultPlugin, Handle, NoArgs, Plugin, PluginError, PluginFactory,
+    };
     use ExtensionPoint::*;
 
     macro_rules! fake_plugin {
         ($ty:ident, [$($point:ident),*]) => {
+            fake_plugin!($ty, [$($point),*], []);
+        };
+        ($ty:ident, [$($point:ident),*], [$($coupling:ident),*]) => {
             struct $ty;
             impl Plugin for $ty {
                 fn name(&self) -> &str {
@@ -432,6 +550,7 @@ mod tests {
             impl PluginFactory for $ty {
                 const NAME: &'static str = stringify!($ty);
                 const POINTS: &'static [ExtensionPoint] = &[$($point),*];
+                const COUPLINGS: &'static [Coupling] = &[$(Coupling::$coupling),*];
                 type Args = NoArgs;
                 fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
                     Ok($ty)
@@ -442,10 +561,15 @@ mod tests {
 
     fake_plugin!(Sort, [QueueSort]);
     fake_plugin!(OtherSort, [QueueSort]);
-    fake_plugin!(FilterA, [PreFilter, Filter]);
+    fake_plugin!(FilterA, [PreFilter, Filter], [FilterNeedsPreFilter]);
     fake_plugin!(FilterB, [Filter, Score]);
-    fake_plugin!(ScoreC, [PreScore, Score]);
+    fake_plugin!(ScoreC, [PreScore, Score], [ScoreNeedsPreScore]);
     fake_plugin!(Custom, [Filter, Score]);
+    // Shaped like NetworkTraffic (Score reads PreScore's query) and NodePorts.
+    fake_plugin!(Metered, [PreScore, Score], [ScoreNeedsPreScore]);
+    fake_plugin!(Ported, [PreFilter, Filter], [FilterNeedsPreFilter]);
+    // Recomputes in Score what PreScore would have given, as NodeAffinity does.
+    fake_plugin!(Lenient, [PreScore, Score]);
     fake_plugin!(Binder1, [Bind]);
     fake_plugin!(Binder2, [Bind]);
 
@@ -458,6 +582,9 @@ mod tests {
             .register::<FilterB>()
             .register::<ScoreC>()
             .register::<Custom>()
+            .register::<Metered>()
+            .register::<Ported>()
+            .register::<Lenient>()
             .register::<Binder1>()
             .register::<Binder2>();
         r.set_defaults(vec![
@@ -500,7 +627,9 @@ mod tests {
         assert_eq!(names(&r, QueueSort), ["Sort"]);
         assert_eq!(names(&r, PreFilter), ["FilterA"]);
         assert_eq!(names(&r, Filter), ["FilterA", "FilterB"]);
+        assert_eq!(names(&r, PreScore), ["ScoreC"]);
         assert_eq!(names(&r, Score), ["FilterB", "ScoreC"]);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
         assert_eq!(names(&r, Bind), ["Binder1"]);
         assert_eq!(r.score_weights["FilterB"], 3);
         assert_eq!(r.score_weights["ScoreC"], 2);
@@ -699,5 +828,259 @@ mod tests {
             ok.backoff,
             (Duration::from_secs(1), Duration::from_secs(10))
         );
+    }
+
+    #[test]
+    fn coupled_pre_points_are_added_table() {
+        struct Case {
+            name: &'static str,
+            plugins: Plugins,
+            point: ExtensionPoint,
+            want: &'static [&'static str],
+        }
+        let cases = [
+            Case {
+                name: "the tutorials' score-only shape gets its PreScore, after the point's own plugins",
+                plugins: Plugins {
+                    score: set(&[("Metered", None)], &["*"]),
+                    ..Default::default()
+                },
+                point: PreScore,
+                want: &["ScoreC", "Metered"],
+            },
+            Case {
+                name: "and runs at Score alone",
+                plugins: Plugins {
+                    score: set(&[("Metered", None)], &["*"]),
+                    ..Default::default()
+                },
+                point: Score,
+                want: &["Metered"],
+            },
+            Case {
+                name: "a filter-only plugin gets its PreFilter",
+                plugins: Plugins {
+                    filter: set(&[("Ported", None)], &[]),
+                    ..Default::default()
+                },
+                point: PreFilter,
+                want: &["FilterA", "Ported"],
+            },
+            Case {
+                name: "a star at the pre-point drops the defaults there but not the coupling",
+                plugins: Plugins {
+                    pre_score: set(&[], &["*"]),
+                    score: set(&[("Metered", None)], &[]),
+                    ..Default::default()
+                },
+                point: PreScore,
+                want: &["ScoreC", "Metered"],
+            },
+            Case {
+                name: "added pre-points follow the order of the point that needs them",
+                plugins: Plugins {
+                    pre_score: set(&[], &["*"]),
+                    score: set(&[("Metered", None), ("ScoreC", None)], &["*"]),
+                    ..Default::default()
+                },
+                point: PreScore,
+                want: &["Metered", "ScoreC"],
+            },
+            Case {
+                name: "a pre-point the user listed keeps its place",
+                plugins: Plugins {
+                    pre_score: set(&[("Metered", None)], &[]),
+                    score: set(&[("Metered", None)], &[]),
+                    ..Default::default()
+                },
+                point: PreScore,
+                want: &["ScoreC", "Metered"],
+            },
+            Case {
+                name: "a plugin that recomputes in Score is not coupled",
+                plugins: Plugins {
+                    score: set(&[("Lenient", None)], &["*"]),
+                    ..Default::default()
+                },
+                point: PreScore,
+                want: &["ScoreC"],
+            },
+        ];
+        for case in cases {
+            let r = resolve(&spec(case.plugins), &registry())
+                .unwrap_or_else(|e| panic!("{}: {e:?}", case.name));
+            assert_eq!(names(&r, case.point), case.want, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn the_effective_list_shows_the_coupled_pre_point() {
+        let r = resolve(
+            &spec(Plugins {
+                score: set(&[("Metered", Some(5))], &["*"]),
+                ..Default::default()
+            }),
+            &registry(),
+        )
+        .unwrap();
+        let effective = r.effective();
+        assert_eq!(effective.pre_score, ["ScoreC", "Metered"]);
+        assert_eq!(
+            effective.score,
+            [WeightedPlugin {
+                name: "Metered".into(),
+                weight: 5
+            }]
+        );
+    }
+
+    #[test]
+    fn disabling_a_coupled_pre_point_by_name_is_rejected_table() {
+        struct Case {
+            name: &'static str,
+            plugins: Plugins,
+            path: &'static str,
+            value: &'static str,
+            enabled_by: &'static str,
+        }
+        let cases = [
+            Case {
+                name: "enabled at score, disabled at preScore",
+                plugins: Plugins {
+                    pre_score: set(&[], &["Metered"]),
+                    score: set(&[("Metered", None)], &["*"]),
+                    ..Default::default()
+                },
+                path: "spec.plugins.preScore.disabled[0].name",
+                value: "\"Metered\"",
+                enabled_by: "spec.plugins.score.enabled[0].name",
+            },
+            Case {
+                name: "enabled through multiPoint, disabled at preFilter",
+                plugins: Plugins {
+                    multi_point: set(&[("Custom", None), ("Ported", None)], &[]),
+                    pre_filter: set(&[], &["FilterA", "Ported"]),
+                    filter: set(&[], &["FilterA"]),
+                    ..Default::default()
+                },
+                path: "spec.plugins.preFilter.disabled[1].name",
+                value: "\"Ported\"",
+                enabled_by: "spec.plugins.multiPoint.enabled[1].name",
+            },
+            Case {
+                name: "a default plugin disabled at its pre-point only",
+                plugins: Plugins {
+                    pre_score: set(&[], &["ScoreC"]),
+                    ..Default::default()
+                },
+                path: "spec.plugins.preScore.disabled[0].name",
+                value: "\"ScoreC\"",
+                enabled_by: "the default plugin set",
+            },
+        ];
+        for case in cases {
+            let errors = resolve(&spec(case.plugins), &registry())
+                .err()
+                .unwrap_or_else(|| panic!("{}: accepted", case.name));
+            assert_eq!(errors.len(), 1, "{}: {errors:?}", case.name);
+            let error = &errors[0];
+            assert_eq!(error.path, case.path, "{}", case.name);
+            assert_eq!(error.value, case.value, "{}", case.name);
+            let shown = error.to_string();
+            assert!(
+                shown.starts_with(&format!("{}: Invalid value: {}: ", case.path, case.value))
+                    && shown.contains(case.enabled_by),
+                "{}: {shown}",
+                case.name
+            );
+        }
+    }
+
+    #[test]
+    fn disabling_the_point_as_well_is_accepted() {
+        let r = resolve(
+            &spec(Plugins {
+                pre_score: set(&[], &["ScoreC"]),
+                score: set(&[], &["ScoreC"]),
+                ..Default::default()
+            }),
+            &registry(),
+        )
+        .unwrap();
+        assert!(!r.plugins_at(PreScore).contains(&"ScoreC".to_string()));
+        assert!(!r.plugins_at(Score).contains(&"ScoreC".to_string()));
+    }
+
+    #[test]
+    fn pre_score_without_score_warns_table() {
+        struct Case {
+            name: &'static str,
+            plugins: Plugins,
+            want: &'static [&'static str],
+        }
+        let cases = [
+            Case {
+                name: "multiPoint plus score star",
+                plugins: Plugins {
+                    multi_point: set(&[("Metered", None)], &[]),
+                    score: set(&[("FilterB", None)], &["*"]),
+                    ..Default::default()
+                },
+                want: &[
+                    "spec.plugins.score.disabled[0].name: Metered runs at PreScore but not at Score",
+                ],
+            },
+            Case {
+                name: "multiPoint plus score disabled by name",
+                plugins: Plugins {
+                    multi_point: set(&[("Metered", None)], &[]),
+                    score: set(&[], &["FilterB", "Metered"]),
+                    ..Default::default()
+                },
+                want: &[
+                    "spec.plugins.score.disabled[1].name: Metered runs at PreScore but not at Score",
+                ],
+            },
+            Case {
+                name: "enabled at preScore only",
+                plugins: Plugins {
+                    pre_score: set(&[("Lenient", None)], &[]),
+                    ..Default::default()
+                },
+                want: &[
+                    "spec.plugins.preScore.enabled[0].name: Lenient runs at PreScore but not at Score",
+                ],
+            },
+            Case {
+                name: "defaults left at PreScore by a score star are not the profile's doing",
+                plugins: Plugins {
+                    score: set(&[("FilterB", None)], &["*"]),
+                    ..Default::default()
+                },
+                want: &[],
+            },
+            Case {
+                name: "multiPoint with its Score running",
+                plugins: Plugins {
+                    multi_point: set(&[("Metered", None)], &[]),
+                    ..Default::default()
+                },
+                want: &[],
+            },
+        ];
+        for case in cases {
+            let r = resolve(&spec(case.plugins), &registry())
+                .unwrap_or_else(|e| panic!("{}: {e:?}", case.name));
+            assert_eq!(
+                r.warnings.len(),
+                case.want.len(),
+                "{}: {:?}",
+                case.name,
+                r.warnings
+            );
+            for (warning, want) in r.warnings.iter().zip(case.want) {
+                assert!(warning.starts_with(want), "{}: {warning}", case.name);
+            }
+        }
     }
 }

@@ -252,10 +252,45 @@ pub trait PluginFactory: Plugin + Sized {
     /// One sentence saying what the plugin does, shown by `berth plugins`; empty when the
     /// plugin does not describe itself.
     const DESCRIPTION: &'static str = "";
+    /// The points whose calls read what the plugin's own pre-point wrote into the
+    /// `CycleState` (see [`Coupling`]). Profile resolution runs the pre-point wherever the
+    /// point runs. Leave a point out when it recomputes the state itself when it is
+    /// missing, as upstream's NodeAffinity and NodeResourcesFit Score do.
+    const COUPLINGS: &'static [Coupling] = &[];
     type Args: PluginArgs;
 
     /// Builds the plugin from defaulted, validated args.
     fn build(args: Self::Args, handle: &Handle) -> Result<Self, PluginError>;
+}
+
+/// A point of a plugin that cannot work without the plugin's own pre-point in the same
+/// cycle: upstream's plugins keep what PreFilter or PreScore computed in the `CycleState`
+/// and read it back in Filter or Score, failing (or, for berth's metrics plugins, scoring
+/// neutrally) when it is not there. Declared per plugin in [`PluginFactory::COUPLINGS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Coupling {
+    /// Filter reads the state PreFilter writes.
+    FilterNeedsPreFilter,
+    /// Score reads the state PreScore writes.
+    ScoreNeedsPreScore,
+}
+
+impl Coupling {
+    /// The point that needs the state (Filter or Score).
+    pub fn point(self) -> ExtensionPoint {
+        match self {
+            Coupling::FilterNeedsPreFilter => ExtensionPoint::Filter,
+            Coupling::ScoreNeedsPreScore => ExtensionPoint::Score,
+        }
+    }
+
+    /// The point that writes it (PreFilter or PreScore).
+    pub fn pre_point(self) -> ExtensionPoint {
+        match self {
+            Coupling::FilterNeedsPreFilter => ExtensionPoint::PreFilter,
+            Coupling::ScoreNeedsPreScore => ExtensionPoint::PreScore,
+        }
+    }
 }
 
 /// Why a plugin could not be built from its args.
@@ -368,6 +403,8 @@ pub struct PluginEntry {
     /// One sentence saying what the plugin does ([`PluginFactory::DESCRIPTION`]); may be
     /// empty.
     pub description: &'static str,
+    /// Points that need the plugin's own pre-point ([`PluginFactory::COUPLINGS`]).
+    pub couplings: &'static [Coupling],
     /// `None` for plugins without args.
     pub args: Option<ArgsSpec>,
     build: Arc<BuildFn>,
@@ -380,6 +417,7 @@ impl PluginEntry {
             name: P::NAME,
             points: P::POINTS,
             description: P::DESCRIPTION,
+            couplings: P::COUPLINGS,
             args: P::Args::HAS_ARGS.then(ArgsSpec::of::<P::Args>),
             build: Arc::new(|value, path, handle| {
                 let args = decode_args::<P::Args>(value, path).map_err(|errors| {
@@ -400,6 +438,14 @@ impl PluginEntry {
 
     pub fn implements(&self, point: ExtensionPoint) -> bool {
         self.points.contains(&point)
+    }
+
+    /// The pre-point that must run wherever `point` runs, if `point` needs one.
+    pub fn pre_point_of(&self, point: ExtensionPoint) -> Option<ExtensionPoint> {
+        self.couplings
+            .iter()
+            .find(|coupling| coupling.point() == point)
+            .map(|coupling| coupling.pre_point())
     }
 
     /// Builds an instance from (possibly absent) args; `path` names the args in errors.
@@ -517,5 +563,18 @@ mod tests {
         assert_eq!(lower_camel("NodeResourcesFit"), "nodeResourcesFit");
         assert_eq!(lower_camel("QOSSort"), "qosSort");
         assert_eq!(lower_camel("DefaultBinder"), "defaultBinder");
+    }
+
+    #[test]
+    fn couplings_name_points_the_plugin_implements() {
+        for entry in crate::plugins::default_registry().entries() {
+            for coupling in entry.couplings {
+                assert!(
+                    entry.implements(coupling.point()) && entry.implements(coupling.pre_point()),
+                    "{}: {coupling:?}",
+                    entry.name
+                );
+            }
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! Status conditions of berth's resources: the stable condition types and reasons of a
-//! `SchedulerProfile` (docs/architecture.md §2), and the merge of freshly computed conditions into
+//! `SchedulerProfile` (documented for users in `docs/operator.md`), and the merge of freshly computed conditions into
 //! the ones already stored, with the `metav1.Condition` conventions: `lastTransitionTime`
 //! moves only when a condition's status flips, `observedGeneration` says which spec the
 //! condition was computed from, and conditions of types this controller does not own are
@@ -15,7 +15,7 @@ pub const READY: &str = "Ready";
 /// The instance runs, but some plugin is in its documented fallback.
 pub const DEGRADED: &str = "Degraded";
 
-/// Condition reasons: stable strings, part of the API (docs/architecture.md §2).
+/// Condition reasons: stable strings, part of the API.
 pub mod reason {
     /// Accepted True.
     pub const VALID: &str = "Valid";
@@ -25,6 +25,9 @@ pub mod reason {
     pub const UNKNOWN_PLUGIN: &str = "UnknownPlugin";
     /// Accepted False: an older valid profile serves the same scheduler name.
     pub const DUPLICATE_SCHEDULER_NAME: &str = "DuplicateSchedulerName";
+    /// Accepted False: the profile claims `default-scheduler`, which kube-scheduler serves,
+    /// and berth runs without `--serve-default-scheduler`.
+    pub const RESERVED_SCHEDULER_NAME: &str = "ReservedSchedulerName";
     /// Accepted False: the profile is valid but a plugin factory failed.
     pub const PLUGIN_INIT_FAILED: &str = "PluginInitFailed";
     /// Ready True.

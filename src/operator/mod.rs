@@ -56,6 +56,9 @@ pub struct OperatorConfig {
     pub parallelism: usize,
     /// Seed of the tie-break among equally scored nodes.
     pub seed: u64,
+    /// Accept profiles serving `default-scheduler` (`--serve-default-scheduler`), for
+    /// clusters whose own kube-scheduler is disabled.
+    pub serve_default_scheduler: bool,
 }
 
 /// Why the operator could not start.
@@ -168,6 +171,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         binder,
         observer: Some(observer),
         parallelism: config.parallelism,
+        serve_default_scheduler: config.serve_default_scheduler,
         reporter: kube::runtime::events::Reporter {
             controller: "berth".into(),
             instance: Some(config.lease.identity.clone()),

@@ -1,4 +1,4 @@
-//! The SchedulerProfile controller (docs/architecture.md §6): every profile is validated as the API
+//! The SchedulerProfile controller: every profile is validated as the API
 //! server and `berth simulate` validate it, resolved, instantiated as a [`Framework`] and
 //! handed to the scheduling loop ([`ProfileCommand::Upsert`], a hot swap when the
 //! scheduler name is already served); profiles that are rejected, renamed or deleted are
@@ -29,6 +29,14 @@
 //!   down are caught by its relist (instances of profiles absent from the list stop);
 //! - one profile's decision changes which profile serves a scheduler name (a takeover,
 //!   a rename, a rejection), so the other claimants update their status.
+//!
+//! # `default-scheduler` is reserved
+//!
+//! A profile serving `default-scheduler` (what `berth convert` makes of an ordinary
+//! KubeSchedulerConfiguration) would have berth bind the pods kube-scheduler binds, each
+//! scheduler blind to the other's placements, so it is refused (`ReservedSchedulerName`)
+//! unless berth runs with `--serve-default-scheduler`, for clusters whose own
+//! kube-scheduler is disabled. `berth simulate` has no second scheduler and serves it.
 //!
 //! Because the two watches are independent, a deleted profile may still be in the
 //! controller's store for a moment; the deletion watch leaves a short-lived tombstone
@@ -68,6 +76,8 @@ const RESYNC: Duration = Duration::from_secs(300);
 /// Retry interval of a profile whose plugins failed to initialise: the cause (a plugin's
 /// dependency) may go away without the profile changing.
 const PLUGIN_INIT_RETRY: Duration = Duration::from_secs(30);
+/// The scheduler name kube-scheduler serves; see the module docs.
+pub const RESERVED_SCHEDULER_NAME: &str = "default-scheduler";
 /// Error backoff: 1 s doubling to this.
 const MAX_ERROR_BACKOFF: Duration = Duration::from_secs(60);
 /// How long a deleted profile's uid is remembered (see the module docs).
@@ -92,6 +102,8 @@ pub struct ProfileContext {
     pub observer: Option<Arc<dyn Observer>>,
     /// Worker threads per instance for per-node Filter and Score.
     pub parallelism: usize,
+    /// Accept profiles serving [`RESERVED_SCHEDULER_NAME`] (`--serve-default-scheduler`).
+    pub serve_default_scheduler: bool,
     /// The controller name (and replica) events are reported as.
     pub reporter: Reporter,
     /// Metrics hook: called after every reconcile with whether it succeeded and how long
@@ -334,7 +346,11 @@ impl Planner<'_> {
         {
             return verdict.clone();
         }
-        let verdict = Arc::new(validate(&self.validator, object, id));
+        let mut verdict = validate(&self.validator, object, id);
+        if !self.ctx.serve_default_scheduler {
+            reserve_default_scheduler(&mut verdict, object);
+        }
+        let verdict = Arc::new(verdict);
         memory.verdicts.insert(id.uid.clone(), verdict.clone());
         verdict
     }
@@ -640,6 +656,28 @@ fn validate(validator: &ProfileValidator<'_>, object: &DynamicObject, id: &Ident
     }
 }
 
+/// Refuses a valid profile serving [`RESERVED_SCHEDULER_NAME`]; see the module docs.
+fn reserve_default_scheduler(verdict: &mut Verdict, object: &DynamicObject) {
+    if verdict.scheduler_name != RESERVED_SCHEDULER_NAME || verdict.outcome.is_err() {
+        return;
+    }
+    let path = if object.data.pointer("/spec/schedulerName").is_some() {
+        "spec.schedulerName"
+    } else {
+        "metadata.name"
+    };
+    verdict.outcome = Err(Rejection {
+        reason: reason::RESERVED_SCHEDULER_NAME,
+        message: format!(
+            "{path}: Forbidden: {RESERVED_SCHEDULER_NAME:?} is served by the cluster's own \
+             kube-scheduler, and two schedulers binding the same pods overcommit nodes; set \
+             spec.schedulerName to a name of berth's own (and the same schedulerName in the \
+             pods berth should schedule), or, if the cluster's kube-scheduler is disabled, \
+             run berth with --serve-default-scheduler (Helm value serveDefaultScheduler: true)"
+        ),
+    });
+}
+
 /// `UnknownPlugin` when any error is about a plugin name (an unsupported value at
 /// `spec.plugins.<point>.enabled[i].name` or `disabled[i].name`), else
 /// `InvalidPluginConfig`; the message lists every error.
@@ -695,7 +733,7 @@ fn accepted_condition(
 }
 
 /// The Degraded condition, from what the instance's plugins report through their
-/// [`PluginHealth`] (docs/metrics-plugins.md: a metrics plugin whose Prometheus is down scores
+/// [`PluginHealth`] (a metrics plugin whose Prometheus is down scores
 /// neutrally and says so). Every report's change retriggers a reconcile, so the condition
 /// follows the plugins within one reconcile. Several degraded plugins: the first one's
 /// reason, every message.
@@ -991,6 +1029,102 @@ mod tests {
     use super::*;
     use crate::api::EffectivePlugins;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+    #[test]
+    fn default_scheduler_is_reserved_table() {
+        struct Case {
+            name: &'static str,
+            metadata_name: &'static str,
+            spec: Value,
+            valid: bool,
+            want: Option<&'static str>,
+        }
+        let cases = [
+            Case {
+                name: "named after it",
+                metadata_name: "default-scheduler",
+                spec: serde_json::json!({}),
+                valid: true,
+                want: Some("metadata.name: Forbidden: \"default-scheduler\""),
+            },
+            Case {
+                name: "claimed in spec.schedulerName",
+                metadata_name: "converted",
+                spec: serde_json::json!({"schedulerName": "default-scheduler"}),
+                valid: true,
+                want: Some("spec.schedulerName: Forbidden: \"default-scheduler\""),
+            },
+            Case {
+                name: "another name",
+                metadata_name: "default-scheduler",
+                spec: serde_json::json!({"schedulerName": "berth"}),
+                valid: true,
+                want: None,
+            },
+            Case {
+                name: "an invalid profile keeps its own rejection",
+                metadata_name: "default-scheduler",
+                spec: serde_json::json!({}),
+                valid: false,
+                want: None,
+            },
+        ];
+        for case in cases {
+            let mut object = DynamicObject::new(
+                case.metadata_name,
+                &ApiResource::erase::<SchedulerProfile>(&()),
+            );
+            object.data = serde_json::json!({"spec": case.spec});
+            let scheduler_name = case.spec["schedulerName"]
+                .as_str()
+                .unwrap_or(case.metadata_name);
+            let mut verdict = Verdict {
+                generation: 1,
+                scheduler_name: scheduler_name.to_string(),
+                outcome: if case.valid {
+                    Ok(Valid {
+                        resolved: ResolvedProfile::default(),
+                        warnings: Vec::new(),
+                    })
+                } else {
+                    Err(Rejection {
+                        reason: reason::INVALID_PLUGIN_CONFIG,
+                        message: "bad".into(),
+                    })
+                },
+            };
+            reserve_default_scheduler(&mut verdict, &object);
+            match (case.want, &verdict.outcome) {
+                (None, Ok(_)) => assert!(case.valid, "{}", case.name),
+                (None, Err(rejection)) => {
+                    assert!(!case.valid, "{}: {}", case.name, rejection.message);
+                    assert_eq!(rejection.reason, reason::INVALID_PLUGIN_CONFIG);
+                }
+                (Some(prefix), Err(rejection)) => {
+                    assert_eq!(
+                        rejection.reason,
+                        reason::RESERVED_SCHEDULER_NAME,
+                        "{}",
+                        case.name
+                    );
+                    assert!(
+                        rejection.message.starts_with(prefix),
+                        "{}: {}",
+                        case.name,
+                        rejection.message
+                    );
+                    assert!(
+                        rejection.message.contains("--serve-default-scheduler")
+                            && rejection.message.contains("serveDefaultScheduler"),
+                        "{}: the message says how to opt in: {}",
+                        case.name,
+                        rejection.message
+                    );
+                }
+                (Some(_), Ok(_)) => panic!("{}: accepted", case.name),
+            }
+        }
+    }
 
     #[test]
     fn degraded_follows_the_plugins_reports() {

@@ -13,8 +13,8 @@ use async_trait::async_trait;
 
 use crate::cluster::{HostPortInfo, NodeInfo, PodInfo, Snapshot};
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, ExtensionPoint, FilterPlugin, Handle,
-    NoArgs, Plugin, PluginError, PluginFactory, PreFilterPlugin, PreFilterResult, Status,
+    ActionType, ClusterEvent, Coupling, CycleState, EventResource, ExtensionPoint, FilterPlugin,
+    Handle, NoArgs, Plugin, PluginError, PluginFactory, PreFilterPlugin, PreFilterResult, Status,
 };
 
 /// Filter's reason when a requested host port is in use on the node (upstream
@@ -93,6 +93,8 @@ impl PluginFactory for NodePorts {
     const DESCRIPTION: &'static str =
         "Rejects nodes where a host port the pod asks for is already in use.";
     const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::PreFilter, ExtensionPoint::Filter];
+    // Filter reads the wanted ports PreFilter collected (an error without them).
+    const COUPLINGS: &'static [Coupling] = &[Coupling::FilterNeedsPreFilter];
     type Args = NoArgs;
 
     fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {

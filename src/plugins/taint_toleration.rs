@@ -19,9 +19,9 @@ use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 
 use crate::cluster::{NodeInfo, PodInfo};
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, ExtensionPoint, FilterPlugin, Handle,
-    MAX_NODE_SCORE, NoArgs, Plugin, PluginError, PluginFactory, PreScorePlugin, ScoreExtensions,
-    ScorePlugin, Status,
+    ActionType, ClusterEvent, Coupling, CycleState, EventResource, ExtensionPoint, FilterPlugin,
+    Handle, MAX_NODE_SCORE, NoArgs, Plugin, PluginError, PluginFactory, PreScorePlugin,
+    ScoreExtensions, ScorePlugin, Status,
 };
 use crate::plugins::helper::default_normalize_score;
 
@@ -150,6 +150,9 @@ impl PluginFactory for TaintToleration {
         ExtensionPoint::PreScore,
         ExtensionPoint::Score,
     ];
+    // Score reads the PreferNoSchedule tolerations PreScore collected (an error without
+    // them); Filter reads nothing.
+    const COUPLINGS: &'static [Coupling] = &[Coupling::ScoreNeedsPreScore];
     type Args = NoArgs;
 
     fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {

@@ -553,6 +553,8 @@ pub struct BerthOptions {
     /// `--leader-elect` with this identity (Lease `default/berth`, 4 s).
     pub leader_identity: Option<String>,
     pub seed: u64,
+    /// `--serve-default-scheduler`: accept profiles serving `default-scheduler`.
+    pub serve_default_scheduler: bool,
 }
 
 impl BerthOptions {
@@ -600,6 +602,9 @@ impl Berth {
             .arg(options.seed.to_string())
             .arg("--parallelism")
             .arg("2");
+        if options.serve_default_scheduler {
+            command.arg("--serve-default-scheduler");
+        }
         let name = match &options.leader_identity {
             Some(identity) => {
                 command

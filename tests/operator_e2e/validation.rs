@@ -5,6 +5,10 @@
 //! The test API server's own tests replay the whole corpus (`tests/profiles/invalid`);
 //! here a few representative files are sent while berth runs: a type error (schema), a
 //! CEL rule, an unknown field (strict decoding) and the semantic-only file.
+//!
+//! Issue 13, item 10: a profile serving `default-scheduler` is refused unless berth runs
+//! with `--serve-default-scheduler`, and served (pods without a schedulerName bound) with
+//! it.
 
 use std::time::Duration;
 
@@ -138,5 +142,93 @@ async fn invalid_profiles_are_rejected_with_422_and_semantic_errors_are_not_acce
         "bindings for a rejected profile's pod: {requests:?}"
     );
 
+    berth.terminate_cleanly().await;
+}
+
+/// A pod without `spec.schedulerName` (the API server defaults it to `default-scheduler`).
+fn unnamed_pod(name: &str) -> Value {
+    let mut pod = pod(name, "", "100m", "128Mi");
+    if let Some(spec) = pod["spec"].as_object_mut() {
+        spec.remove("schedulerName");
+    }
+    pod
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_default_scheduler_profile_is_refused_without_the_flag() {
+    let cluster = Cluster::start().await;
+    cluster.create_node(node("node-1", "4", "8Gi")).await;
+    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
+    berth.wait_ready().await;
+
+    // What `berth convert` makes of an ordinary KubeSchedulerConfiguration.
+    cluster
+        .create_profile(profile("default-scheduler", json!({})))
+        .await;
+    let refused = cluster
+        .wait_profile_condition(
+            "default-scheduler",
+            "Accepted",
+            "False",
+            Some("ReservedSchedulerName"),
+            WAIT,
+        )
+        .await;
+    let message = condition(&refused, "Accepted").expect("Accepted")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        message.contains("--serve-default-scheduler") && message.contains("serveDefaultScheduler"),
+        "the message says how to opt in: {message}"
+    );
+    assert!(
+        condition(&refused, "Ready").is_none_or(|c| c["status"] != "True"),
+        "a refused profile must not be Ready: {}",
+        refused["status"]
+    );
+
+    // The same plugins under a name of berth's own are served.
+    cluster
+        .create_profile(profile(
+            "converted",
+            json!({"schedulerName": "berth-default"}),
+        ))
+        .await;
+    cluster.wait_profile_ready("converted", WAIT).await;
+
+    // kube-scheduler's pods are left to kube-scheduler.
+    cluster.create_pod(unnamed_pod("kube-schedulers")).await;
+    cluster
+        .assert_stay_unbound(&["kube-schedulers"], Duration::from_secs(2))
+        .await;
+    assert!(cluster.binding_requests_for("kube-schedulers").is_empty());
+    berth.terminate_cleanly().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_default_scheduler_profile_is_served_with_the_flag() {
+    let cluster = Cluster::start().await;
+    cluster.create_node(node("node-1", "4", "8Gi")).await;
+    let mut berth = Berth::spawn(
+        &cluster,
+        BerthOptions {
+            serve_default_scheduler: true,
+            ..Default::default()
+        },
+    );
+    berth.wait_ready().await;
+
+    cluster
+        .create_profile(profile("default-scheduler", json!({})))
+        .await;
+    let ready = cluster.wait_profile_ready("default-scheduler", WAIT).await;
+    assert_eq!(
+        condition(&ready, "Accepted").expect("Accepted")["reason"],
+        "Valid"
+    );
+    cluster.create_pod(unnamed_pod("plain")).await;
+    let placed = cluster.wait_bound(&["plain"], WAIT).await;
+    assert_eq!(placed["plain"], "node-1");
     berth.terminate_cleanly().await;
 }

@@ -23,9 +23,9 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use berth::cluster::{NodeInfo, PodInfo, Snapshot};
 use berth::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, ExtensionPoint, FieldError, FilterPlugin,
-    Handle, Plugin, PluginArgs, PluginError, PluginFactory, PreBindPlugin, PreFilterExtensions,
-    PreFilterPlugin, PreFilterResult, Status,
+    ActionType, ClusterEvent, Coupling, CycleState, EventResource, ExtensionPoint, FieldError,
+    FilterPlugin, Handle, Plugin, PluginArgs, PluginError, PluginFactory, PreBindPlugin,
+    PreFilterExtensions, PreFilterPlugin, PreFilterResult, Status,
 };
 use berth::plugins::helper::qualified_name_errors;
 use schemars::JsonSchema;
@@ -251,6 +251,9 @@ impl PluginFactory for MaxPodsPerZone {
         ExtensionPoint::Filter,
         ExtensionPoint::PreBind,
     ];
+    // Filter reads the per-zone counts PreFilter computed: resolution runs PreFilter
+    // wherever a profile enables Filter.
+    const COUPLINGS: &'static [Coupling] = &[Coupling::FilterNeedsPreFilter];
     type Args = MaxPodsPerZoneArgs;
 
     fn build(args: MaxPodsPerZoneArgs, _: &Handle) -> Result<Self, PluginError> {

@@ -26,9 +26,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, ExtensionPoint, FieldError, FilterPlugin,
-    Handle, Plugin, PluginArgs, PluginError, PluginFactory, PreFilterExtensions, PreFilterPlugin,
-    PreFilterResult, PreScorePlugin, ScoreExtensions, ScorePlugin, Status,
+    ActionType, ClusterEvent, Coupling, CycleState, EventResource, ExtensionPoint, FieldError,
+    FilterPlugin, Handle, Plugin, PluginArgs, PluginError, PluginFactory, PreFilterExtensions,
+    PreFilterPlugin, PreFilterResult, PreScorePlugin, ScoreExtensions, ScorePlugin, Status,
 };
 
 pub use filtering::{
@@ -151,6 +151,10 @@ impl PluginFactory for InterPodAffinity {
         ExtensionPoint::PreScore,
         ExtensionPoint::Score,
     ];
+    // Filter and Score read the topology counts their pre-points computed (an error
+    // without them).
+    const COUPLINGS: &'static [Coupling] =
+        &[Coupling::FilterNeedsPreFilter, Coupling::ScoreNeedsPreScore];
     type Args = InterPodAffinityArgs;
 
     fn build(args: InterPodAffinityArgs, _: &Handle) -> Result<Self, PluginError> {

@@ -30,9 +30,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, ExtensionPoint, FieldError, FilterPlugin,
-    Handle, Plugin, PluginArgs, PluginError, PluginFactory, PreFilterPlugin, PreFilterResult,
-    PreScorePlugin, ScorePlugin, Status,
+    ActionType, ClusterEvent, Coupling, CycleState, EventResource, ExtensionPoint, FieldError,
+    FilterPlugin, Handle, Plugin, PluginArgs, PluginError, PluginFactory, PreFilterPlugin,
+    PreFilterResult, PreScorePlugin, ScorePlugin, Status,
 };
 use crate::plugins::helper::qualified_name_errors;
 
@@ -391,6 +391,9 @@ impl PluginFactory for NodeResourcesFit {
         ExtensionPoint::PreScore,
         ExtensionPoint::Score,
     ];
+    // Filter reads the requests PreFilter computed (an error without them); Score
+    // recomputes them when PreScore did not run, as upstream.
+    const COUPLINGS: &'static [Coupling] = &[Coupling::FilterNeedsPreFilter];
     type Args = NodeResourcesFitArgs;
 
     fn build(args: NodeResourcesFitArgs, _: &Handle) -> Result<Self, PluginError> {

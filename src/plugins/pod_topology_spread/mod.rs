@@ -36,8 +36,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::framework::{
-    ActionType, ClusterEvent, EventResource, ExtensionPoint, FieldError, FilterPlugin, Handle,
-    Plugin, PluginArgs, PluginError, PluginFactory, PreFilterPlugin, PreScorePlugin, ScorePlugin,
+    ActionType, ClusterEvent, Coupling, EventResource, ExtensionPoint, FieldError, FilterPlugin,
+    Handle, Plugin, PluginArgs, PluginError, PluginFactory, PreFilterPlugin, PreScorePlugin,
+    ScorePlugin,
 };
 use crate::plugins::helper::qualified_name_errors;
 use crate::plugins::node_resources::{QUALIFIED_NAME_MAX_LENGTH, QUALIFIED_NAME_PATTERN};
@@ -399,6 +400,10 @@ impl PluginFactory for PodTopologySpread {
         ExtensionPoint::PreScore,
         ExtensionPoint::Score,
     ];
+    // Filter and Score read the constraints and counts their pre-points computed (an
+    // error without them).
+    const COUPLINGS: &'static [Coupling] =
+        &[Coupling::FilterNeedsPreFilter, Coupling::ScoreNeedsPreScore];
     type Args = PodTopologySpreadArgs;
 
     fn build(args: PodTopologySpreadArgs, handle: &Handle) -> Result<Self, PluginError> {

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::{
-    CycleState, ExtensionPoint, FieldError, FilterPlugin, Handle, MAX_NODE_SCORE, Plugin,
+    Coupling, CycleState, ExtensionPoint, FieldError, FilterPlugin, Handle, MAX_NODE_SCORE, Plugin,
     PluginArgs, PluginError, PluginFactory, PreFilterPlugin, PreFilterResult, PreScorePlugin,
     ScorePlugin, Status,
 };
@@ -381,6 +381,10 @@ impl PluginFactory for MetricsScore {
         ExtensionPoint::PreScore,
         ExtensionPoint::Score,
     ];
+    // Filter reads the answers PreFilter fetched, Score the scores PreScore computed;
+    // without them no node is rejected and every node scores the same.
+    const COUPLINGS: &'static [Coupling] =
+        &[Coupling::FilterNeedsPreFilter, Coupling::ScoreNeedsPreScore];
     type Args = MetricsScoreArgs;
 
     fn build(args: MetricsScoreArgs, handle: &Handle) -> Result<Self, PluginError> {
@@ -419,10 +423,9 @@ impl PreFilterPlugin for MetricsScore {
 
 impl FilterPlugin for MetricsScore {
     fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+        // PreFilter runs wherever Filter runs (`COUPLINGS`) and skips, taking Filter with
+        // it, only without thresholds; no answers means nothing to reject.
         let Some(answers) = state.read::<MetricAnswers>() else {
-            self.health.misconfigured(|| {
-                "enabled at Filter but not at PreFilter, where it queries Prometheus, so filterAbove and filterBelow reject no node; enable it through multiPoint, or at preFilter as well".to_string()
-            });
             return Status::success();
         };
         let rejection = self
@@ -460,10 +463,8 @@ impl PreScorePlugin for MetricsScore {
 
 impl ScorePlugin for MetricsScore {
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        // PreScore runs wherever Score runs (`COUPLINGS`) and always writes the scores.
         let Some(scores) = state.read::<NodeScores>() else {
-            self.health.misconfigured(|| {
-                "enabled at Score but not at PreScore, where it queries Prometheus, so every node scores 50; enable it through multiPoint, or at preScore as well".to_string()
-            });
             return Ok(NEUTRAL_SCORE);
         };
         Ok(scores.0.get(node.name()).copied().unwrap_or(NEUTRAL_SCORE))
@@ -678,26 +679,6 @@ mod tests {
         state.write(MetricAnswers(vec![unreachable()]));
         let pod = PodInfo::new(Default::default()).expect("an empty pod");
         assert!(plugin.filter(&state, &pod, &nodes(&["a"])[0]).is_success());
-        // Nor without answers at all (PreFilter not enabled), which it reports.
-        assert!(
-            plugin
-                .filter(&CycleState::new(), &pod, &nodes(&["a"])[0])
-                .is_success()
-        );
-        let reported: Vec<(String, String)> = plugin
-            .health
-            .health
-            .degraded()
-            .into_iter()
-            .map(|d| (d.reason, d.message))
-            .collect();
-        assert_eq!(
-            reported,
-            [(
-                "ExtensionPointNotEnabled".to_string(),
-                "MetricsScore: enabled at Filter but not at PreFilter, where it queries Prometheus, so filterAbove and filterBelow reject no node; enable it through multiPoint, or at preFilter as well".to_string()
-            )]
-        );
     }
 
     #[test]

@@ -30,9 +30,9 @@
 //! [`PluginError::Init`](crate::framework::PluginError::Init) naming the file
 //! (`PluginInitFailed`), since no query could succeed without it.
 //!
-//! A profile that enables Score or Filter without the point that fetches for it (PreScore,
-//! PreFilter) gets neutral scores and no rejections, reported with reason
-//! [`EXTENSION_POINT_NOT_ENABLED`]; `multiPoint` enables every point.
+//! Score and Filter answer from what PreScore and PreFilter fetched; the plugins declare
+//! so ([`Coupling`](crate::framework::Coupling)), and profile resolution runs the
+//! fetching point wherever the answering one runs.
 
 pub mod args;
 pub mod client;
@@ -64,8 +64,8 @@ pub(crate) fn test_nodes(names: &[&str]) -> Vec<Arc<crate::cluster::NodeInfo>> {
         .collect()
 }
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use crate::framework::{MAX_NODE_SCORE, PluginHealth};
 
@@ -100,23 +100,13 @@ pub fn install_default_crypto_provider() {
 /// plugin neither favours nor penalises any node.
 pub const NEUTRAL_SCORE: i64 = MAX_NODE_SCORE / 2;
 
-/// The reason a metrics plugin reports when the profile enables one of its points
-/// without the async point that fetches for it (Score without PreScore, Filter without
-/// PreFilter), so that it can only score neutrally (or filter nothing).
-pub const EXTENSION_POINT_NOT_ENABLED: &str = "ExtensionPointNotEnabled";
-
 /// Reports a plugin's metrics as available or not to its profile's [`PluginHealth`], and
 /// logs the transitions (the health report itself is level-triggered and may be repeated
 /// every cycle).
-///
-/// A misconfiguration, once seen, sticks: the profile instance keeps its plugin points for
-/// its whole life, and a sticky report keeps a working query in one point from clearing
-/// the report of a point that cannot work, cycle after cycle.
 struct HealthReporter {
     plugin: &'static str,
     health: Arc<PluginHealth>,
     degraded: AtomicBool,
-    misconfigured: OnceLock<String>,
 }
 
 impl HealthReporter {
@@ -125,7 +115,6 @@ impl HealthReporter {
             plugin,
             health,
             degraded: AtomicBool::new(false),
-            misconfigured: OnceLock::new(),
         }
     }
 
@@ -133,10 +122,7 @@ impl HealthReporter {
         if self.degraded.swap(false, Ordering::SeqCst) {
             tracing::info!(plugin = self.plugin, "metrics available again");
         }
-        match self.misconfigured.get() {
-            Some(problem) => self.report(EXTENSION_POINT_NOT_ENABLED, problem),
-            None => self.health.set_healthy(self.plugin),
-        }
+        self.health.set_healthy(self.plugin);
     }
 
     /// `problem` is what failed, with the source's error; the report reads
@@ -149,26 +135,7 @@ impl HealthReporter {
                 "metrics unavailable: scoring nodes neutrally"
             );
         }
-        match self.misconfigured.get() {
-            Some(misconfigured) => {
-                self.report(METRICS_UNAVAILABLE, &format!("{problem}; {misconfigured}"))
-            }
-            None => self.report(METRICS_UNAVAILABLE, problem),
-        }
-    }
-
-    /// The profile enabled a point of the plugin without the point that fetches for it;
-    /// `problem` says which and what to do. Cheap after the first call.
-    fn misconfigured(&self, problem: impl FnOnce() -> String) {
-        if self.misconfigured.get().is_some() {
-            return;
-        }
-        if self.misconfigured.set(problem()).is_ok()
-            && let Some(problem) = self.misconfigured.get()
-        {
-            tracing::warn!(plugin = self.plugin, problem, "plugin misconfigured");
-            self.report(EXTENSION_POINT_NOT_ENABLED, problem);
-        }
+        self.report(METRICS_UNAVAILABLE, problem);
     }
 
     fn report(&self, reason: &str, problem: &str) {

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::{NodeInfo, PodInfo};
 use crate::framework::{
-    CycleState, ExtensionPoint, FieldError, Handle, MAX_NODE_SCORE, Plugin, PluginArgs,
+    Coupling, CycleState, ExtensionPoint, FieldError, Handle, MAX_NODE_SCORE, Plugin, PluginArgs,
     PluginError, PluginFactory, PreScorePlugin, ScoreExtensions, ScorePlugin, Status,
 };
 use crate::plugins::helper::default_normalize_score;
@@ -260,6 +260,9 @@ impl PluginFactory for NetworkTraffic {
     const NAME: &'static str = "NetworkTraffic";
     const DESCRIPTION: &'static str = "Prefers nodes receiving little network traffic, as Prometheus measures it from node_exporter (busiest node 0, idle node 100); scores every node equally when Prometheus is unavailable.";
     const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::PreScore, ExtensionPoint::Score];
+    // Score reads the receive rates PreScore fetched; without them every node would
+    // score the same.
+    const COUPLINGS: &'static [Coupling] = &[Coupling::ScoreNeedsPreScore];
     type Args = NetworkTrafficArgs;
 
     fn build(args: NetworkTrafficArgs, handle: &Handle) -> Result<Self, PluginError> {
@@ -331,14 +334,10 @@ impl ScoreExtensions for NetworkTraffic {
         _nodes: &[Arc<NodeInfo>],
         scores: &mut [i64],
     ) -> Status {
-        match state.read::<Bandwidth>() {
-            Some(bandwidth) if bandwidth.measured => {
-                return default_normalize_score(MAX_NODE_SCORE, true, scores);
-            }
-            Some(_) => {}
-            None => self.health.misconfigured(|| {
-                "enabled at Score but not at PreScore, where it queries Prometheus, so every node scores 50; enable it through multiPoint, or at preScore as well".to_string()
-            }),
+        // Resolution runs PreScore wherever Score runs (`COUPLINGS`), so only an
+        // unanswered query leaves the rates unmeasured.
+        if state.read::<Bandwidth>().is_some_and(|b| b.measured) {
+            return default_normalize_score(MAX_NODE_SCORE, true, scores);
         }
         scores.fill(NEUTRAL_SCORE);
         Status::success()
