@@ -36,7 +36,9 @@ pub const CONFIG_GROUP: &str = "kubescheduler.config.k8s.io";
 /// The kind `berth convert` reads.
 pub const CONFIG_KIND: &str = "KubeSchedulerConfiguration";
 /// The versions read, newest first; [`Version`] says how each one's defaults are kept.
-pub const CONFIG_VERSIONS: [&str; 6] = ["v1", "v1beta3", "v1beta2", "v1beta1", "v1alpha2", "v1alpha1"];
+pub const CONFIG_VERSIONS: [&str; 6] = [
+    "v1", "v1beta3", "v1beta2", "v1beta1", "v1alpha2", "v1alpha1",
+];
 /// The profile name upstream gives a profile without `schedulerName`.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 
@@ -560,7 +562,11 @@ impl<'a> Converter<'a> {
                 "profiles" if !single => profiles = Some(value),
                 "percentageOfNodesToScore" => {
                     globals.percentage_of_nodes_to_score = self.int32(value, key);
-                    self.copied_note(key, value, "spec.percentageOfNodesToScore of every profile that sets none");
+                    self.copied_note(
+                        key,
+                        value,
+                        "spec.percentageOfNodesToScore of every profile that sets none",
+                    );
                 }
                 "podInitialBackoffSeconds" => {
                     globals.pod_initial_backoff_seconds = self.int64(value, key);
@@ -593,7 +599,7 @@ impl<'a> Converter<'a> {
         match profiles.filter(|p| !is_empty(p)) {
             None if single => {}
             None => {
-                let profile = self.profile(&json!({}), "", &globals, &mut BTreeMap::new());
+                let profile = self.profile(&json!({}), "profiles", &globals, &mut BTreeMap::new());
                 converted.extend(profile.map(|p| ("profiles".to_string(), p)));
             }
             Some(Value::Array(items)) => {
@@ -848,10 +854,10 @@ impl<'a> Converter<'a> {
                 .plugin_config
                 .get("nodeResourcesFit")
                 .is_some_and(|args| args.get("scoringStrategy").is_some());
-            if !has_strategy {
-                if let Some(Value::Object(args)) = self.default_fit_args(strategy, path) {
-                    merge_args(&mut spec.plugin_config, "nodeResourcesFit", args);
-                }
+            if !has_strategy
+                && let Some(Value::Object(args)) = self.default_fit_args(strategy, path)
+            {
+                merge_args(&mut spec.plugin_config, "nodeResourcesFit", args);
             }
         }
         if let Some(weight) = self.hard_pod_affinity_weight {
@@ -869,7 +875,11 @@ impl<'a> Converter<'a> {
                 "hardPodAffinitySymmetricWeight",
                 format!(
                     "carried as InterPodAffinity args hardPodAffinityWeight: {weight}{}",
-                    if overridden { " (it wins over pluginConfig, as in v1alpha1)" } else { "" }
+                    if overridden {
+                        " (it wins over pluginConfig, as in v1alpha1)"
+                    } else {
+                        ""
+                    }
                 ),
             );
         }
@@ -1016,9 +1026,8 @@ impl<'a> Converter<'a> {
             }
             return None;
         }
-        let elsewhere = point.filter(|p| {
-            enabled && self.registry.get(&name).is_some_and(|e| !e.implements(*p))
-        });
+        let elsewhere = point
+            .filter(|p| enabled && self.registry.get(&name).is_some_and(|e| !e.implements(*p)));
         if let Some(point) = elsewhere {
             self.note(
                 format!("{path}.name"),

@@ -16,7 +16,9 @@ use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
 use crate::api::SchedulerProfile;
-use crate::api::convert::{ConvertError, ConvertOptions, Unsupported, convert, is_dns1123_subdomain};
+use crate::api::convert::{
+    ConvertError, ConvertOptions, Unsupported, convert, is_dns1123_subdomain,
+};
 use crate::framework::Registry;
 
 use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT, write_stdout};
@@ -131,7 +133,9 @@ fn convert_command(args: &ConvertArgs, registry: &Registry) -> u8 {
 
 /// `OLD=NEW`, both scheduler names; NEW must be able to name a SchedulerProfile.
 fn parse_rename(text: &str) -> Result<(String, String), String> {
-    let Some((old, new)) = text.split_once('=').filter(|(o, n)| !o.is_empty() && !n.is_empty())
+    let Some((old, new)) = text
+        .split_once('=')
+        .filter(|(o, n)| !o.is_empty() && !n.is_empty())
     else {
         return Err("expected OLD=NEW, e.g. default-scheduler=berth-default".into());
     };

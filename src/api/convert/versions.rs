@@ -259,9 +259,15 @@ const DROPPED_DEFAULTS: [(&str, &str); 3] = [
 /// Plugins upstream removed, and what replaced them.
 pub fn removed_upstream(plugin: &str) -> Option<&'static str> {
     match plugin {
-        "NodeLabel" => Some("upstream removed NodeLabel in v1beta2; use NodeAffinity with the profile's addedAffinity"),
-        "ServiceAffinity" => Some("upstream removed ServiceAffinity in v1beta2; use pod affinity or PodTopologySpread"),
-        "NodePreferAvoidPods" => Some("upstream removed NodePreferAvoidPods in v1beta2; taint the nodes instead"),
+        "NodeLabel" => Some(
+            "upstream removed NodeLabel in v1beta2; use NodeAffinity with the profile's addedAffinity",
+        ),
+        "ServiceAffinity" => Some(
+            "upstream removed ServiceAffinity in v1beta2; use pod affinity or PodTopologySpread",
+        ),
+        "NodePreferAvoidPods" => {
+            Some("upstream removed NodePreferAvoidPods in v1beta2; taint the nodes instead")
+        }
         "SelectorSpread" | "DefaultPodTopologySpread" => Some(
             "upstream replaced it with PodTopologySpread's system default constraints, which berth applies",
         ),
@@ -541,8 +547,9 @@ impl Converter<'_> {
                         self.unsupported(format!("{path}.name"), message);
                     }
                     None if point == ExtensionPoint::Score => {
-                        if let Some((_, why)) =
-                            DROPPED_DEFAULTS.iter().find(|(name, _)| *name == entry.name)
+                        if let Some((_, why)) = DROPPED_DEFAULTS
+                            .iter()
+                            .find(|(name, _)| *name == entry.name)
                         {
                             self.note(plugins_path, *why);
                         }
@@ -568,7 +575,11 @@ impl Converter<'_> {
                 if let Some(path) = &entry.path {
                     self.unsupported(
                         format!("{path}.name"),
-                        format!("plugin {:?} is enabled twice at {}", entry.name, point.field_name()),
+                        format!(
+                            "plugin {:?} is enabled twice at {}",
+                            entry.name,
+                            point.field_name()
+                        ),
                     );
                 }
                 continue;
@@ -714,14 +725,16 @@ impl Converter<'_> {
             }
         };
         args.remove("apiVersion");
-        if let Some(kind) = args.remove("kind") {
-            if kind.as_str() != Some(format!("{plugin}Args").as_str()) {
-                self.unsupported(
-                    format!("{args_path}.kind"),
-                    format!("args of kind {kind} do not belong to plugin {plugin} (expected {plugin}Args)"),
-                );
-                return None;
-            }
+        if let Some(kind) = args.remove("kind")
+            && kind.as_str() != Some(format!("{plugin}Args").as_str())
+        {
+            self.unsupported(
+                format!("{args_path}.kind"),
+                format!(
+                    "args of kind {kind} do not belong to plugin {plugin} (expected {plugin}Args)"
+                ),
+            );
+            return None;
         }
         if strategy_in_use != Some(strategy) {
             self.note(
@@ -741,11 +754,19 @@ impl Converter<'_> {
                 }
                 _ => self.unsupported(
                     format!("{args_path}.{key}"),
-                    format!("unknown field: {plugin}Args have only resources{}", if strategy == "RequestedToCapacityRatio" { " and shape" } else { "" }),
+                    format!(
+                        "unknown field: {plugin}Args have only resources{}",
+                        if strategy == "RequestedToCapacityRatio" {
+                            " and shape"
+                        } else {
+                            ""
+                        }
+                    ),
                 ),
             }
         }
-        if strategy == "RequestedToCapacityRatio" && !scoring.contains_key("requestedToCapacityRatio")
+        if strategy == "RequestedToCapacityRatio"
+            && !scoring.contains_key("requestedToCapacityRatio")
         {
             // Upstream's default shape of those versions: the emptier a node, the better.
             scoring.insert(
@@ -848,7 +869,10 @@ fn fit_strategy_of(name: &str, point: ExtensionPoint) -> Option<Option<&'static 
 
 /// A plugin enabled at Filter (Score) that has a PreFilter (PreScore) in berth runs it
 /// too: the older versions' pre-point lists predate several of berth's pre-points.
-fn couple_pre_points(converter: &Converter<'_>, targets: &mut BTreeMap<ExtensionPoint, Vec<Entry>>) {
+fn couple_pre_points(
+    converter: &Converter<'_>,
+    targets: &mut BTreeMap<ExtensionPoint, Vec<Entry>>,
+) {
     for (main, pre) in [
         (ExtensionPoint::Filter, ExtensionPoint::PreFilter),
         (ExtensionPoint::Score, ExtensionPoint::PreScore),
