@@ -1281,3 +1281,30 @@ fn a_converted_v1beta1_bin_packing_profile_packs_in_simulate() {
         "NodeResourcesMostAllocated (weight 5) packs onto the busier node: {packed}"
     );
 }
+
+#[test]
+fn the_binary_converts_every_version_fixture() {
+    for case in VERSION_CASES {
+        let version = case.version;
+        let path = fixture(&format!("{version}.yaml"));
+        let output = berth(&["convert", "-f", &path]);
+        assert_exit(&output, 0);
+        let profiles: Vec<Value> = profiles_of(&stdout(&output))
+            .iter()
+            .map(|p| serde_json::to_value(p).expect("profiles encode"))
+            .collect();
+        assert_eq!(profiles, expected_profiles(version), "{version}");
+        let notes = stderr(&output);
+        assert_eq!(
+            notes.lines().count(),
+            case.notes.len(),
+            "{version}: one line per note:\n{notes}"
+        );
+        assert!(
+            notes
+                .lines()
+                .all(|l| l.starts_with(&format!("note: {path}: document 0: "))),
+            "{version}: {notes}"
+        );
+    }
+}

@@ -2,10 +2,16 @@
 //! `berth convert` (documented in `docs/convert.md`).
 //!
 //! One SchedulerProfile comes out per `profiles[]` entry (or one `default-scheduler` profile
-//! when the configuration has none, as upstream defaults it):
+//! when the configuration has none, as upstream defaults it; v1alpha1's single scheduler,
+//! configured at the top level, is one profile too):
 //!
-//! - `schedulerName` becomes `metadata.name`; `plugins` is copied point by point, since the
-//!   SchedulerProfile uses the same shape and merge rules;
+//! - `schedulerName` becomes `metadata.name` (or the name [`ConvertOptions::renames`]
+//!   gives it); a kept `default-scheduler` gets a note, since `berth run` serves that name
+//!   only when told to;
+//! - `plugins`: v1 and v1beta3 are copied point by point, since the SchedulerProfile uses
+//!   the same shape and merge rules; the older versions listed other defaults point by
+//!   point, so their plugin lists are recomputed as that version ran them and written out
+//!   where berth's defaults differ (the `versions` submodule);
 //! - each `pluginConfig[]` entry becomes the typed `spec.pluginConfig.<lowerCamelName>`
 //!   property, without the `apiVersion`/`kind` upstream args carry, after translating
 //!   known foreign field names ([`ArgsTranslation`]) and decoding the args with the
@@ -13,11 +19,14 @@
 //! - the global `percentageOfNodesToScore` and backoff settings are copied into every
 //!   profile (a profile's own `percentageOfNodesToScore` wins, as upstream).
 //!
-//! What cannot be carried is collected as [`Unsupported`] items, each with its path in the
-//! input, and left out of the profiles: the caller decides whether that is fatal
-//! (`berth convert` fails unless `--skip-unsupported`). Lossless adjustments are
-//! reported as [`Note`]s. Input that is not a KubeSchedulerConfiguration at all (wrong kind,
-//! unknown apiVersion, a field of the wrong type) is a [`ConvertError`].
+//! Settings of the kube-scheduler process (leader election, client connection, bind
+//! addresses, parallelism) are [`Note`]s naming the `berth run` flag or Helm value that
+//! does the same, never errors: a configuration written for kube-scheduler carries them
+//! as a matter of course. What cannot be carried (an unknown plugin, an extender, a
+//! Policy) is collected as [`Unsupported`] items, each with its path in the input, and
+//! left out of the profiles: the caller decides whether that is fatal (`berth convert`
+//! fails unless `--skip-unsupported`). Input that is not a KubeSchedulerConfiguration at
+//! all (wrong kind, unknown apiVersion, a field of the wrong type) is a [`ConvertError`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

@@ -379,6 +379,12 @@ impl Converter<'_> {
                 }
                 Some(LegacyPoint::MultiPoint) => {
                     multi_point = self.legacy_set(set, &set_path, None);
+                    if !multi_point.disabled.is_empty() {
+                        self.note(
+                            format!("{set_path}.disabled"),
+                            "dropped: v1beta2 has no default multiPoint plugins, so there is nothing to disable",
+                        );
+                    }
                 }
                 Some(LegacyPoint::Unreserve) if !is_empty(set) => self.note(
                     set_path,
