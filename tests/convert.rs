@@ -1056,6 +1056,16 @@ fn what_a_version_cannot_say_or_berth_cannot_carry_is_reported() {
             "as NodeResourcesLeastAllocated already does",
         ),
         (
+            "RequestedToCapacityRatio without the shape v1beta1 required",
+            config(
+                "v1beta1",
+                json!({"profiles": [{"schedulerName": "a",
+                "plugins": {"score": {"disabled": [{"name": "NodeResourcesLeastAllocated"}], "enabled": [{"name": "RequestedToCapacityRatio"}]}}}]}),
+            ),
+            "profiles[0]",
+            "requestedToCapacityRatio",
+        ),
+        (
             "an out-of-tree plugin",
             config(
                 "v1alpha2",
@@ -1106,18 +1116,6 @@ fn legacy_args_take_berths_shapes() {
                 "type": "RequestedToCapacityRatio",
                 "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]},
                 "resources": [{"name": "cpu", "weight": 2}]}}),
-        ),
-        (
-            "RequestedToCapacityRatio without args takes that version's default shape",
-            config(
-                "v1beta1",
-                json!({"profiles": [{"schedulerName": "a",
-                "plugins": {"score": {"disabled": [{"name": "NodeResourcesLeastAllocated"}], "enabled": [{"name": "RequestedToCapacityRatio"}]}}}]}),
-            ),
-            "nodeResourcesFit",
-            json!({"scoringStrategy": {
-                "type": "RequestedToCapacityRatio",
-                "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]}}}),
         ),
         (
             "NodeResourcesFit's own args merge with the strategy",

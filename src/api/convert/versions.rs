@@ -771,15 +771,6 @@ impl Converter<'_> {
                 ),
             }
         }
-        if strategy == "RequestedToCapacityRatio"
-            && !scoring.contains_key("requestedToCapacityRatio")
-        {
-            // Upstream's default shape of those versions: the emptier a node, the better.
-            scoring.insert(
-                "requestedToCapacityRatio".into(),
-                json!({"shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]}),
-            );
-        }
         let converted = json!({"scoringStrategy": scoring});
         self.note(
             format!("{path}.name"),
@@ -821,10 +812,6 @@ impl Converter<'_> {
     pub(super) fn default_fit_args(&mut self, strategy: &str, path: &str) -> Option<Value> {
         match strategy {
             "LeastAllocated" => None,
-            "RequestedToCapacityRatio" => Some(json!({"scoringStrategy": {
-                "type": strategy,
-                "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]},
-            }})),
             _ => {
                 self.note(
                     path,
