@@ -4,8 +4,10 @@
 //!
 //! Exit codes (documented in `docs/convert.md`): 0 when every profile was written; 2 for
 //! input that cannot be read (malformed YAML, wrong kind, unknown apiVersion, a field of
-//! the wrong type) and, without `--skip-unsupported`, for anything berth cannot carry
-//! (then nothing is written); 1 for internal errors.
+//! the wrong type), for a `--rename` that names no converted profile and, without
+//! `--skip-unsupported`, for anything berth cannot carry (then nothing is written); 1 for
+//! internal errors. Notes (settings that belong to `berth run`, version defaults kept or
+//! left out, a `default-scheduler` profile) go to stderr and never change the exit code.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -281,6 +283,31 @@ mod tests {
         );
         for argv in [vec!["berth"], vec!["berth", "-f", "a", "-o", "table"]] {
             assert!(Cli::try_parse_from(&argv).is_err(), "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn rename_takes_old_equals_a_valid_new_name() {
+        let cases = [
+            (
+                "default-scheduler=berth-default",
+                Ok(("default-scheduler", "berth-default")),
+            ),
+            ("a=b.c", Ok(("a", "b.c"))),
+            ("default-scheduler", Err("expected OLD=NEW")),
+            ("=b", Err("expected OLD=NEW")),
+            ("a=", Err("expected OLD=NEW")),
+            ("a=Berth", Err("cannot name a SchedulerProfile")),
+            ("a=b=c", Err("cannot name a SchedulerProfile")),
+        ];
+        for (text, want) in cases {
+            match (parse_rename(text), want) {
+                (Ok((old, new)), Ok((want_old, want_new))) => {
+                    assert_eq!((old.as_str(), new.as_str()), (want_old, want_new), "{text}");
+                }
+                (Err(error), Err(fragment)) => assert!(error.contains(fragment), "{text}: {error}"),
+                (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
+            }
         }
     }
 
