@@ -511,7 +511,7 @@ fn library_rejects_what_is_not_a_scheduler_configuration() {
 // ---------------------------------------------------------------------------------------
 // The tutorial's NetworkTraffic args, with a stand-in NetworkTraffic plugin
 
-/// The args berth's NetworkTraffic plugin takes (DESIGN §5).
+/// The args berth's NetworkTraffic plugin takes.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 struct NetworkTrafficArgs {
