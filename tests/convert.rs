@@ -1066,6 +1066,13 @@ fn what_a_version_cannot_say_or_berth_cannot_carry_is_reported() {
             "requestedToCapacityRatio",
         ),
         (
+            "v1alpha1's scheduler without a QueueSort plugin",
+            json!({"apiVersion": "kubescheduler.config.k8s.io/v1alpha1", "kind": "KubeSchedulerConfiguration",
+                "schedulerName": "a", "plugins": {"queueSort": {"disabled": [{"name": "*"}]}}}),
+            "plugins",
+            "exactly one QueueSort plugin must be enabled",
+        ),
+        (
             "an out-of-tree plugin",
             config(
                 "v1alpha2",

@@ -601,7 +601,9 @@ impl<'a> Converter<'a> {
             let mut names = BTreeMap::new();
             let scheduler = Value::Object(scheduler);
             if let Some(profile) = self.profile(&scheduler, "", &globals, &mut names) {
-                converted.push((String::new(), profile));
+                // The scheduler has no path of its own; its plugins are what validation
+                // rejects.
+                converted.push(("plugins".to_string(), profile));
             }
             profiles = None;
         }
