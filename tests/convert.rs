@@ -1216,6 +1216,35 @@ fn rename_gives_converted_profiles_another_scheduler_name() {
     );
     assert!(!notes.contains("--serve-default-scheduler"), "{notes}");
 
+    // Renaming onto default-scheduler earns the same note as keeping it.
+    let options = ConvertOptions {
+        renames: [("bin-packing".to_string(), "default-scheduler".to_string())].into(),
+        ..ConvertOptions::default()
+    };
+    let config = read_config("tests/convert/v1beta1.yaml");
+    let conversion = convert(&config, &default_registry(), &options).expect("converts");
+    assert!(conversion.renamed.contains("bin-packing"));
+    let on_default: Vec<&str> = conversion
+        .notes
+        .iter()
+        .filter(|n| n.message.contains("--serve-default-scheduler"))
+        .map(|n| n.path.as_str())
+        .collect();
+    assert_eq!(
+        on_default,
+        ["profiles[0].schedulerName", "profiles[1].schedulerName"]
+    );
+    assert!(
+        conversion
+            .unsupported
+            .iter()
+            .any(|u| u.path == "profiles[1].schedulerName"
+                && u.message
+                    .contains("duplicate schedulerName \"default-scheduler\"")),
+        "{:?}",
+        conversion.unsupported
+    );
+
     let cases = [
         (
             vec!["--rename", "my-scheduler=b"],

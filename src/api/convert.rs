@@ -826,14 +826,22 @@ impl<'a> Converter<'a> {
         Some(profile_with_globals(&name, spec, globals))
     }
 
-    /// The name `--rename` gives the profile named `name`; the default scheduler's name,
-    /// kept, gets a note on what `berth run` does with it.
+    /// The name `--rename` gives the profile named `name`; a profile that ends up named
+    /// `default-scheduler` gets a note on what `berth run` does with it.
     fn renamed_to(&mut self, name: String, path: &str) -> String {
-        if let Some(new) = self.options.renames.get(&name) {
-            self.renamed.insert(name.clone());
-            self.note(path, format!("{name:?} renamed to {new:?}: pods select this profile with spec.schedulerName: {new}"));
-            return new.clone();
-        }
+        let name = match self.options.renames.get(&name) {
+            Some(new) => {
+                self.renamed.insert(name.clone());
+                self.note(
+                    path,
+                    format!(
+                        "{name:?} renamed to {new:?}: pods select this profile with spec.schedulerName: {new}"
+                    ),
+                );
+                new.clone()
+            }
+            None => name,
+        };
         if name == DEFAULT_SCHEDULER_NAME {
             self.note(
                 path,
