@@ -197,7 +197,21 @@ fn a_profiles_own_percentage_wins_over_the_global_one() {
 fn the_cli_writes_a_yaml_stream_that_simulate_accepts_and_that_takes_effect() {
     let output = berth(&["convert", "-f", &repo_file(EXAMPLE).to_string_lossy()]);
     assert_exit(&output, 0);
-    assert_eq!(stderr(&output), "");
+    // The global settings berth keeps per profile are the only things to note.
+    let notes: Vec<String> = stderr(&output)
+        .lines()
+        .map(|l| l.split(": ").nth(3).unwrap_or(l).to_string())
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "percentageOfNodesToScore",
+            "podInitialBackoffSeconds",
+            "podMaxBackoffSeconds"
+        ],
+        "{}",
+        stderr(&output)
+    );
     let yaml = stdout(&output);
     let converted = profiles_of(&yaml);
     let names: Vec<String> = converted.iter().map(|p| p.scheduler_name()).collect();
@@ -278,13 +292,10 @@ fn json_output_is_a_list_of_profiles() {
 }
 
 /// The unsupported items of tests/convert/unsupported.yaml, as `path: message start`.
-const UNSUPPORTED: [&str; 7] = [
-    "parallelism: parallelism configures the scheduler process, not a profile",
-    "leaderElection: leaderElection configures the scheduler process, not a profile",
-    "clientConnection: clientConnection configures the scheduler process, not a profile",
+const UNSUPPORTED: [&str; 4] = [
     "extenders[0]: berth does not call scheduler extenders",
-    "profiles[0].plugins.multiPoint.enabled[0].name: plugin \"CapacityScheduling\" is not registered in berth",
-    "profiles[0].pluginConfig[0].name: plugin \"CapacityScheduling\" is not registered in berth",
+    "profiles[0].plugins.multiPoint.enabled[0].name: plugin \"CapacityScheduling\" is not registered in berth, which has ",
+    "profiles[0].pluginConfig[0].name: plugin \"CapacityScheduling\" is not registered in berth, which has ",
     "profiles[1].pluginConfig[0].args.scoringStrategy.type: Unsupported value: \"MostAlocated\"",
 ];
 
@@ -305,11 +316,17 @@ fn unsupported_items_exit_2_naming_each_path_and_write_nothing() {
         );
     }
     assert!(
-        errors.contains("Helm values of the berth deployment"),
-        "process settings point at berth's own configuration:\n{errors}"
+        errors.contains("docs/writing-plugins.md") && errors.contains("NodeResourcesFit, "),
+        "an unknown plugin lists berth's and points to the plugin guide:\n{errors}"
     );
+    for setting in ["parallelism", "leaderElection", "clientConnection"] {
+        assert!(
+            errors.contains(&format!("note: {path}: document 0: {setting}: not carried")),
+            "process settings are notes, never errors:\n{errors}"
+        );
+    }
     assert!(
-        errors.contains("7 item(s) cannot be carried") && errors.contains("--skip-unsupported"),
+        errors.contains("4 item(s) cannot be carried") && errors.contains("--skip-unsupported"),
         "{errors}"
     );
     assert!(
@@ -356,7 +373,7 @@ fn skip_unsupported_drops_them_and_writes_the_rest() {
 }
 
 #[test]
-fn v1beta3_is_converted_with_v1_semantics() {
+fn v1beta3_multi_point_and_point_sets_resolve_as_in_v1() {
     let registry = default_registry();
     let conversion = convert_with(&registry, &read_config("tests/convert/v1beta3.yaml"));
     assert_eq!(conversion.unsupported, []);
@@ -393,23 +410,6 @@ fn v1beta3_is_converted_with_v1_semantics() {
 }
 
 #[test]
-fn v1beta2_is_converted_with_a_note_on_its_other_defaults() {
-    let mut config = read_config("tests/convert/v1beta3.yaml");
-    config["apiVersion"] = json!("kubescheduler.config.k8s.io/v1beta2");
-    let conversion = convert_with(&default_registry(), &config);
-    assert_eq!(conversion.unsupported, []);
-    assert_eq!(conversion.profiles.len(), 1);
-    assert!(
-        conversion
-            .notes
-            .iter()
-            .any(|n| n.path == "apiVersion" && n.message.contains("TaintToleration 3 instead of 1")),
-        "{:?}",
-        conversion.notes
-    );
-}
-
-#[test]
 fn unreadable_documents_exit_2_naming_file_and_document() {
     let path = fixture("not-a-config.yaml");
     let output = berth(&["convert", "-f", &path]);
@@ -418,7 +418,7 @@ fn unreadable_documents_exit_2_naming_file_and_document() {
     let errors = stderr(&output);
     assert!(
         errors.contains(&format!(
-            "error: {path}: document 1: apiVersion: Unsupported value: \"kubescheduler.config.k8s.io/v1beta1\""
+            "error: {path}: document 1: apiVersion: Unsupported value: \"componentconfig/v1alpha1\""
         )),
         "{errors}"
     );
@@ -429,8 +429,14 @@ fn unreadable_documents_exit_2_naming_file_and_document() {
         "{errors}"
     );
     assert!(
-        !errors.contains("document 0"),
+        !errors.contains(&format!("error: {path}: document 0")),
         "document 0 is valid:\n{errors}"
+    );
+    assert!(
+        errors.contains(&format!(
+            "note: {path}: document 0: profiles: profile \"default-scheduler\""
+        )),
+        "a configuration without profiles yields default-scheduler:\n{errors}"
     );
 
     let path = fixture("malformed.yaml");
@@ -484,8 +490,8 @@ fn library_rejects_what_is_not_a_scheduler_configuration() {
             "wrong kind",
         ),
         (
-            json!({"apiVersion": "kubescheduler.config.k8s.io/v1alpha1", "kind": "KubeSchedulerConfiguration"}),
-            "old version",
+            json!({"apiVersion": "componentconfig/v1alpha1", "kind": "KubeSchedulerConfiguration"}),
+            "the group before Kubernetes 1.12",
         ),
     ];
     for (config, name) in cases {
@@ -623,4 +629,716 @@ fn bad_tutorial_values_are_reported_at_their_field() {
     };
     assert_eq!(item.path, "profiles[0].pluginConfig[0].args.timeRange");
     assert!(item.message.contains("\"5m\""), "{}", item.message);
+}
+
+// ---------------------------------------------------------------------------------------
+// One configuration per version, as the tutorials of its time wrote them
+
+/// The profiles a fixture converts to, from the `.profiles.yaml` file beside it.
+fn expected_profiles(version: &str) -> Vec<Value> {
+    let text =
+        std::fs::read_to_string(repo_file(&format!("tests/convert/{version}.profiles.yaml")))
+            .expect("expected profiles are readable");
+    let profiles: Vec<SchedulerProfile> =
+        serde_saphyr::from_multiple(&text).expect("expected profiles are SchedulerProfiles");
+    profiles
+        .iter()
+        .map(|p| serde_json::to_value(p).expect("profiles encode"))
+        .collect()
+}
+
+/// A note: its path in the input and a fragment its message must contain.
+type ExpectedNote = (&'static str, &'static str);
+
+/// The note on a kept `default-scheduler` profile (issue: never a second scheduler for
+/// default-scheduler by accident).
+const DEFAULT_SCHEDULER: &str =
+    "unless started with --serve-default-scheduler (Helm value serveDefaultScheduler: true)";
+const LEADER_ELECTION: ExpectedNote = ("leaderElection", "`berth run --leader-elect`");
+const CLIENT_CONNECTION: ExpectedNote = ("clientConnection", "`berth run --kubeconfig`");
+
+struct VersionCase {
+    version: &'static str,
+    notes: &'static [ExpectedNote],
+}
+
+const VERSION_CASES: &[VersionCase] = &[
+    VersionCase {
+        version: "v1alpha1",
+        notes: &[
+            (
+                "apiVersion",
+                "v1alpha1's default plugins (as Kubernetes 1.18 ran them)",
+            ),
+            LEADER_ELECTION,
+            CLIENT_CONNECTION,
+            ("healthzBindAddress", "--metrics-bind-address"),
+            ("metricsBindAddress", "--metrics-bind-address"),
+            (
+                "percentageOfNodesToScore",
+                "copied into spec.percentageOfNodesToScore",
+            ),
+            (
+                "hardPodAffinitySymmetricWeight",
+                "InterPodAffinity args hardPodAffinityWeight: 10",
+            ),
+            (
+                "plugins",
+                "NodePreferAvoidPods (weight 10000) is not carried",
+            ),
+            (
+                "plugins",
+                "DefaultPodTopologySpread (weight 1, later named SelectorSpread) is not carried",
+            ),
+            ("plugins", "TaintToleration 1 instead of 3"),
+            ("pluginConfig", "scoringStrategy.type: MostAllocated"),
+        ],
+    },
+    VersionCase {
+        version: "v1alpha2",
+        notes: &[
+            ("apiVersion", "v1alpha2's default plugins"),
+            LEADER_ELECTION,
+            CLIENT_CONNECTION,
+            (
+                "profiles[0]",
+                "NodePreferAvoidPods (weight 10000) is not carried",
+            ),
+            (
+                "profiles[0]",
+                "DefaultPodTopologySpread (weight 1, later named SelectorSpread)",
+            ),
+            ("profiles[0]", "PodTopologySpread 1 instead of 2"),
+            ("profiles[0].schedulerName", DEFAULT_SCHEDULER),
+        ],
+    },
+    VersionCase {
+        version: "v1beta1",
+        notes: &[
+            (
+                "apiVersion",
+                "v1beta1's default plugins (as Kubernetes 1.19 ran them)",
+            ),
+            LEADER_ELECTION,
+            CLIENT_CONNECTION,
+            (
+                "profiles[0].plugins",
+                "NodePreferAvoidPods (weight 10000) is not carried",
+            ),
+            (
+                "profiles[0].plugins",
+                "SelectorSpread (weight 1) is not carried",
+            ),
+            ("profiles[0].plugins", "NodeAffinity 1 instead of 2"),
+            (
+                "profiles[0].plugins.postBind.enabled[0].name",
+                "berth's Coscheduling does not run at postBind",
+            ),
+            (
+                "profiles[0].pluginConfig[0].args.kubeConfigPath",
+                "berth's own API connection",
+            ),
+            (
+                "profiles[0].pluginConfig[0].args.podGroupGCIntervalSeconds",
+                "dropped",
+            ),
+            (
+                "profiles[0].pluginConfig[0].args.podGroupExpirationTimeSeconds",
+                "dropped",
+            ),
+            ("profiles[0].schedulerName", DEFAULT_SCHEDULER),
+            (
+                "profiles[1].plugins",
+                "NodePreferAvoidPods (weight 10000) is not carried",
+            ),
+            (
+                "profiles[1].plugins",
+                "SelectorSpread (weight 1) is not carried",
+            ),
+            ("profiles[1].plugins", "InterPodAffinity 1 instead of 2"),
+            (
+                "profiles[1].pluginConfig[0].name",
+                "merged NodeResourcesMostAllocated into NodeResourcesFit",
+            ),
+        ],
+    },
+    VersionCase {
+        version: "v1beta2",
+        notes: &[
+            (
+                "apiVersion",
+                "v1beta2's default plugins (as Kubernetes 1.22 ran them)",
+            ),
+            CLIENT_CONNECTION,
+            (
+                "profiles[0].pluginConfig[0].args.timeRangeInMinutes",
+                "timeRangeSeconds: 180",
+            ),
+            ("profiles[0].schedulerName", DEFAULT_SCHEDULER),
+        ],
+    },
+    VersionCase {
+        version: "v1beta3",
+        notes: &[
+            LEADER_ELECTION,
+            CLIENT_CONNECTION,
+            (
+                "profiles[1].pluginConfig[0].args.deniedPGExpirationTimeSeconds",
+                "podGroupBackoffSeconds: 3",
+            ),
+        ],
+    },
+    VersionCase {
+        version: "v1",
+        notes: &[
+            LEADER_ELECTION,
+            CLIENT_CONNECTION,
+            ("profiles[0].schedulerName", DEFAULT_SCHEDULER),
+        ],
+    },
+];
+
+#[test]
+fn each_version_converts_to_its_expected_profiles_and_notes() {
+    let registry = default_registry();
+    for case in VERSION_CASES {
+        let version = case.version;
+        let config = read_config(&format!("tests/convert/{version}.yaml"));
+        let conversion = convert_with(&registry, &config);
+        assert_eq!(conversion.unsupported, [], "{version}");
+        let profiles: Vec<Value> = conversion
+            .profiles
+            .iter()
+            .map(|p| serde_json::to_value(p).expect("profiles encode"))
+            .collect();
+        assert_eq!(profiles, expected_profiles(version), "{version}");
+
+        let mut unmatched: Vec<_> = conversion.notes.iter().collect();
+        for (path, fragment) in case.notes {
+            let found = unmatched
+                .iter()
+                .position(|n| n.path == *path && n.message.contains(fragment));
+            match found {
+                Some(index) => {
+                    unmatched.remove(index);
+                }
+                None => panic!(
+                    "{version}: no note {path}: ...{fragment}... in\n{:#?}",
+                    conversion.notes
+                ),
+            }
+        }
+        assert!(
+            unmatched.is_empty(),
+            "{version}: unexpected notes {unmatched:#?}"
+        );
+        for profile in &conversion.profiles {
+            effective(profile, &registry);
+        }
+    }
+}
+
+#[test]
+fn legacy_profiles_run_the_plugins_and_weights_their_version_ran() {
+    let registry = default_registry();
+    // kube-scheduler 1.19 (v1beta1) ran these Score plugins for a profile without
+    // plugins, restricted to those berth has: NodeResourcesLeastAllocated is
+    // NodeResourcesFit's default strategy.
+    let v1beta1_scores = [
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
+        ("InterPodAffinity", 1),
+        ("NodeResourcesFit", 1),
+        ("NodeAffinity", 1),
+        ("PodTopologySpread", 2),
+        ("TaintToleration", 1),
+    ];
+    let cases = [
+        ("v1beta1", "default-scheduler", &v1beta1_scores[..]),
+        ("v1alpha2", "no-scoring-scheduler", &[][..]),
+        ("v1beta2", "default-scheduler", &[("NetworkTraffic", 1)][..]),
+    ];
+    for (version, name, scores) in cases {
+        let conversion = convert_with(
+            &registry,
+            &read_config(&format!("tests/convert/{version}.yaml")),
+        );
+        let plugins = effective(profile(&conversion, name), &registry);
+        let mut got: Vec<(String, i32)> = plugins
+            .score
+            .iter()
+            .map(|p| (p.name.clone(), p.weight))
+            .collect();
+        got.sort();
+        let mut want: Vec<(String, i32)> =
+            scores.iter().map(|(n, w)| (n.to_string(), *w)).collect();
+        want.sort();
+        assert_eq!(got, want, "{version} {name}");
+        // Every Score plugin with a PreScore in berth runs it, and nothing else does.
+        let mut pre_score = plugins.pre_score.clone();
+        pre_score.sort();
+        let mut scored_with_pre: Vec<String> = want
+            .iter()
+            .map(|(n, _)| n.clone())
+            .filter(|n| n != "ImageLocality")
+            .collect();
+        scored_with_pre.sort();
+        assert_eq!(pre_score, scored_with_pre, "{version} {name}");
+    }
+
+    // Coscheduling joins the defaults at the points the tutorial enabled it.
+    let conversion = convert_with(&registry, &read_config("tests/convert/v1beta1.yaml"));
+    let coscheduling = effective(profile(&conversion, "default-scheduler"), &registry);
+    assert_eq!(coscheduling.queue_sort, names(&["Coscheduling"]));
+    assert_eq!(
+        coscheduling.pre_filter.last().map(String::as_str),
+        Some("Coscheduling")
+    );
+    assert_eq!(coscheduling.permit, names(&["Coscheduling"]));
+    assert_eq!(coscheduling.filter, upstream_defaults().filter);
+}
+
+/// A minimal configuration of `version` with `fields` added at the top level.
+fn config(version: &str, fields: Value) -> Value {
+    let mut config = json!({
+        "apiVersion": format!("kubescheduler.config.k8s.io/{version}"),
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": "berth-default"}],
+    });
+    if let (Some(config), Some(fields)) = (config.as_object_mut(), fields.as_object()) {
+        config.extend(fields.clone());
+    }
+    config
+}
+
+#[test]
+fn process_settings_are_notes_naming_berths_flag_or_helm_value() {
+    let cases = [
+        (
+            "v1",
+            "parallelism",
+            json!(16),
+            "`berth run --parallelism` (Helm value `parallelism`)",
+        ),
+        (
+            "v1",
+            "leaderElection",
+            json!({"leaderElect": true}),
+            "Helm values `leaderElection.enabled`",
+        ),
+        ("v1", "clientConnection", json!({"qps": 50}), "--kubeconfig"),
+        (
+            "v1",
+            "healthzBindAddress",
+            json!("0.0.0.0:10251"),
+            "`metrics.bindAddress`",
+        ),
+        (
+            "v1",
+            "metricsBindAddress",
+            json!("0.0.0.0:10251"),
+            "`berth run --metrics-bind-address`",
+        ),
+        (
+            "v1",
+            "enableProfiling",
+            json!(true),
+            "no profiling endpoints",
+        ),
+        (
+            "v1",
+            "enableContentionProfiling",
+            json!(true),
+            "no profiling endpoints",
+        ),
+        (
+            "v1",
+            "delayCacheUntilActive",
+            json!(true),
+            "keep their caches warm",
+        ),
+        (
+            "v1alpha2",
+            "disablePreemption",
+            json!(true),
+            "does not preempt",
+        ),
+        ("v1alpha2", "bindTimeoutSeconds", json!(600), "does not do"),
+        (
+            "v1",
+            "percentageOfNodesToScore",
+            json!(30),
+            "copied into spec.percentageOfNodesToScore",
+        ),
+        (
+            "v1",
+            "podInitialBackoffSeconds",
+            json!(2),
+            "copied into spec.podInitialBackoffSeconds",
+        ),
+        (
+            "v1",
+            "podMaxBackoffSeconds",
+            json!(20),
+            "copied into spec.podMaxBackoffSeconds",
+        ),
+    ];
+    for (version, field, value, fragment) in cases {
+        let conversion = convert_with(&default_registry(), &config(version, json!({field: value})));
+        assert_eq!(conversion.unsupported, [], "{field}");
+        assert_eq!(conversion.profiles.len(), 1, "{field}");
+        assert!(
+            conversion
+                .notes
+                .iter()
+                .any(|n| n.path == field && n.message.contains(fragment)),
+            "{field}: {:?}",
+            conversion.notes
+        );
+    }
+}
+
+#[test]
+fn what_a_version_cannot_say_or_berth_cannot_carry_is_reported() {
+    let cases = [
+        (
+            "the Policy API",
+            config(
+                "v1alpha1",
+                json!({"algorithmSource": {"policy": {"file": {"path": "/etc/policy.json"}}}}),
+            ),
+            "algorithmSource.policy",
+            "the Policy API",
+        ),
+        (
+            "an unknown provider",
+            config(
+                "v1alpha1",
+                json!({"algorithmSource": {"provider": "MyProvider"}}),
+            ),
+            "algorithmSource.provider",
+            "Unsupported value: \"MyProvider\"",
+        ),
+        (
+            "profiles in v1alpha1",
+            config("v1alpha1", json!({})),
+            "profiles",
+            "v1alpha1 has no such field",
+        ),
+        (
+            "top-level plugins after v1alpha1",
+            config("v1beta1", json!({"plugins": {}, "schedulerName": "x"})),
+            "schedulerName",
+            "v1beta1 has no such field",
+        ),
+        (
+            "disablePreemption after v1alpha2",
+            config("v1beta1", json!({"disablePreemption": true})),
+            "disablePreemption",
+            "unknown field",
+        ),
+        (
+            "a plugin upstream removed",
+            config(
+                "v1beta1",
+                json!({"profiles": [{"schedulerName": "a", "plugins": {"filter": {"enabled": [{"name": "NodeLabel"}]}}}]}),
+            ),
+            "profiles[0].plugins.filter.enabled[0].name",
+            "upstream removed NodeLabel in v1beta2",
+        ),
+        (
+            "two resource scorers",
+            config(
+                "v1beta1",
+                json!({"profiles": [{"schedulerName": "a", "plugins": {"score": {"enabled": [{"name": "NodeResourcesMostAllocated"}]}}}]}),
+            ),
+            "profiles[0].plugins.score.enabled[0].name",
+            "as NodeResourcesLeastAllocated already does",
+        ),
+        (
+            "RequestedToCapacityRatio without the shape v1beta1 required",
+            config(
+                "v1beta1",
+                json!({"profiles": [{"schedulerName": "a",
+                "plugins": {"score": {"disabled": [{"name": "NodeResourcesLeastAllocated"}], "enabled": [{"name": "RequestedToCapacityRatio"}]}}}]}),
+            ),
+            "profiles[0]",
+            "requestedToCapacityRatio",
+        ),
+        (
+            "v1alpha1's scheduler without a QueueSort plugin",
+            json!({"apiVersion": "kubescheduler.config.k8s.io/v1alpha1", "kind": "KubeSchedulerConfiguration",
+                "schedulerName": "a", "plugins": {"queueSort": {"disabled": [{"name": "*"}]}}}),
+            "plugins",
+            "exactly one QueueSort plugin must be enabled",
+        ),
+        (
+            "an out-of-tree plugin",
+            config(
+                "v1alpha2",
+                json!({"profiles": [{"schedulerName": "a", "plugins": {"score": {"enabled": [{"name": "Trimaran"}]}}}]}),
+            ),
+            "profiles[0].plugins.score.enabled[0].name",
+            "to run a plugin of your own, build it into a berth binary (docs/writing-plugins.md)",
+        ),
+        (
+            "v1alpha1's preScore name",
+            config(
+                "v1alpha1",
+                json!({"profiles": null, "plugins": {"preScore": {"enabled": [{"name": "TaintToleration"}]}}}),
+            ),
+            "plugins.preScore",
+            "v1alpha1 has no preScore extension point",
+        ),
+    ];
+    for (name, config, path, fragment) in cases {
+        let conversion = convert_with(&default_registry(), &config);
+        assert!(
+            conversion
+                .unsupported
+                .iter()
+                .any(|u| u.path == path && u.message.contains(fragment)),
+            "{name}: {:#?}",
+            conversion.unsupported
+        );
+    }
+}
+
+#[test]
+fn legacy_args_take_berths_shapes() {
+    let registry = default_registry();
+    let cases = [
+        (
+            "RequestedToCapacityRatio with its v1beta1 args",
+            config(
+                "v1beta1",
+                json!({"profiles": [{"schedulerName": "a",
+                "plugins": {"score": {"disabled": [{"name": "NodeResourcesLeastAllocated"}], "enabled": [{"name": "RequestedToCapacityRatio", "weight": 3}]}},
+                "pluginConfig": [{"name": "RequestedToCapacityRatio", "args": {
+                    "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}],
+                    "resources": [{"name": "cpu", "weight": 2}]}}]}]}),
+            ),
+            "nodeResourcesFit",
+            json!({"scoringStrategy": {
+                "type": "RequestedToCapacityRatio",
+                "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]},
+                "resources": [{"name": "cpu", "weight": 2}]}}),
+        ),
+        (
+            "NodeResourcesFit's own args merge with the strategy",
+            config(
+                "v1alpha2",
+                json!({"profiles": [{"schedulerName": "a",
+                "plugins": {"score": {"disabled": [{"name": "NodeResourcesLeastAllocated"}], "enabled": [{"name": "NodeResourcesMostAllocated"}]}},
+                "pluginConfig": [
+                    {"name": "NodeResourcesFit", "args": {"ignoredResources": ["example.com/foo"]}},
+                    {"name": "NodeResourcesMostAllocated", "args": {"resources": [{"name": "cpu", "weight": 1}]}}]}]}),
+            ),
+            "nodeResourcesFit",
+            json!({"ignoredResources": ["example.com/foo"], "scoringStrategy": {
+                "type": "MostAllocated", "resources": [{"name": "cpu", "weight": 1}]}}),
+        ),
+        (
+            "v1alpha1's hardPodAffinitySymmetricWeight wins over pluginConfig",
+            json!({"apiVersion": "kubescheduler.config.k8s.io/v1alpha1", "kind": "KubeSchedulerConfiguration",
+                "schedulerName": "a", "hardPodAffinitySymmetricWeight": 5,
+                "pluginConfig": [{"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 50}}]}),
+            "interPodAffinity",
+            json!({"hardPodAffinityWeight": 5}),
+        ),
+        (
+            "v1beta1's default constraints were a list",
+            config(
+                "v1beta1",
+                json!({"profiles": [{"schedulerName": "a",
+                "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultConstraints": [
+                    {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway"}]}}]}]}),
+            ),
+            "podTopologySpread",
+            json!({"defaultingType": "List", "defaultConstraints": [
+                {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway"}]}),
+        ),
+    ];
+    for (name, config, field, want) in cases {
+        let conversion = convert_with(&registry, &config);
+        assert_eq!(conversion.unsupported, [], "{name}");
+        let [profile] = &conversion.profiles[..] else {
+            panic!("{name}: {:?}", conversion.profiles);
+        };
+        assert_eq!(profile.spec.plugin_config.get(field), Some(&want), "{name}");
+        effective(profile, &registry);
+    }
+}
+
+#[test]
+fn the_cluster_autoscaler_provider_packs_nodes() {
+    let registry = default_registry();
+    let conversion = convert_with(
+        &registry,
+        &json!({"apiVersion": "kubescheduler.config.k8s.io/v1alpha1", "kind": "KubeSchedulerConfiguration",
+            "schedulerName": "packer", "algorithmSource": {"provider": "ClusterAutoscalerProvider"}}),
+    );
+    let packer = profile(&conversion, "packer");
+    assert_eq!(
+        packer.spec.plugin_config.get("nodeResourcesFit"),
+        Some(&json!({"scoringStrategy": {"type": "MostAllocated"}}))
+    );
+    assert!(
+        effective(packer, &registry)
+            .score
+            .iter()
+            .any(|p| p.name == "NodeResourcesFit" && p.weight == 1)
+    );
+}
+
+#[test]
+fn rename_gives_converted_profiles_another_scheduler_name() {
+    let path = fixture("v1beta1.yaml");
+    let output = berth(&[
+        "convert",
+        "-f",
+        &path,
+        "--rename",
+        "default-scheduler=berth-default",
+    ]);
+    assert_exit(&output, 0);
+    let names: Vec<String> = profiles_of(&stdout(&output))
+        .iter()
+        .map(SchedulerProfile::scheduler_name)
+        .collect();
+    assert_eq!(names, ["berth-default", "bin-packing"]);
+    let notes = stderr(&output);
+    assert!(
+        notes.contains(
+            "profiles[0].schedulerName: \"default-scheduler\" renamed to \"berth-default\""
+        ),
+        "{notes}"
+    );
+    assert!(!notes.contains("--serve-default-scheduler"), "{notes}");
+
+    // Renaming onto default-scheduler earns the same note as keeping it.
+    let options = ConvertOptions {
+        renames: [("bin-packing".to_string(), "default-scheduler".to_string())].into(),
+        ..ConvertOptions::default()
+    };
+    let config = read_config("tests/convert/v1beta1.yaml");
+    let conversion = convert(&config, &default_registry(), &options).expect("converts");
+    assert!(conversion.renamed.contains("bin-packing"));
+    let on_default: Vec<&str> = conversion
+        .notes
+        .iter()
+        .filter(|n| n.message.contains("--serve-default-scheduler"))
+        .map(|n| n.path.as_str())
+        .collect();
+    assert_eq!(
+        on_default,
+        ["profiles[0].schedulerName", "profiles[1].schedulerName"]
+    );
+    assert!(
+        conversion
+            .unsupported
+            .iter()
+            .any(|u| u.path == "profiles[1].schedulerName"
+                && u.message
+                    .contains("duplicate schedulerName \"default-scheduler\"")),
+        "{:?}",
+        conversion.unsupported
+    );
+
+    let cases = [
+        (
+            vec!["--rename", "my-scheduler=b"],
+            "no converted profile is named \"my-scheduler\"",
+        ),
+        (
+            vec!["--rename", "default-scheduler=Berth"],
+            "cannot name a SchedulerProfile",
+        ),
+        (vec!["--rename", "default-scheduler"], "expected OLD=NEW"),
+        (
+            vec![
+                "--rename",
+                "bin-packing=default-scheduler-2",
+                "--rename",
+                "bin-packing=x",
+            ],
+            "renamed twice",
+        ),
+    ];
+    for (flags, message) in cases {
+        let mut args = vec!["convert", "-f", &path];
+        args.extend(flags.iter().copied());
+        let output = berth(&args);
+        assert_exit(&output, 2);
+        assert_eq!(stdout(&output), "", "{flags:?}");
+        assert!(
+            stderr(&output).contains(message),
+            "{flags:?}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+#[test]
+fn a_converted_v1beta1_bin_packing_profile_packs_in_simulate() {
+    let output = berth(&[
+        "convert",
+        "-f",
+        &fixture("v1beta1.yaml"),
+        "--rename",
+        "default-scheduler=gang",
+    ]);
+    assert_exit(&output, 0);
+    let file =
+        std::env::temp_dir().join(format!("berth-convert-v1beta1-{}.yaml", std::process::id()));
+    std::fs::write(&file, stdout(&output)).expect("converted profiles are written");
+    let report = berth(&[
+        "simulate",
+        "-f",
+        &file.to_string_lossy(),
+        "-f",
+        &fixture("cluster.yaml"),
+        "-o",
+        "json",
+    ]);
+    let _ = std::fs::remove_file(&file);
+    assert_exit(&report, 0);
+    let report: Value = serde_json::from_str(&stdout(&report)).expect("report is JSON");
+    let packed = report["pods"]
+        .as_array()
+        .and_then(|pods| pods.iter().find(|p| p["name"] == "packed"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (&packed["result"], &packed["node"]),
+        (&json!("Scheduled"), &json!("node-a")),
+        "NodeResourcesMostAllocated (weight 5) packs onto the busier node: {packed}"
+    );
+}
+
+#[test]
+fn the_binary_converts_every_version_fixture() {
+    for case in VERSION_CASES {
+        let version = case.version;
+        let path = fixture(&format!("{version}.yaml"));
+        let output = berth(&["convert", "-f", &path]);
+        assert_exit(&output, 0);
+        let profiles: Vec<Value> = profiles_of(&stdout(&output))
+            .iter()
+            .map(|p| serde_json::to_value(p).expect("profiles encode"))
+            .collect();
+        assert_eq!(profiles, expected_profiles(version), "{version}");
+        let notes = stderr(&output);
+        assert_eq!(
+            notes.lines().count(),
+            case.notes.len(),
+            "{version}: one line per note:\n{notes}"
+        );
+        assert!(
+            notes
+                .lines()
+                .all(|l| l.starts_with(&format!("note: {path}: document 0: "))),
+            "{version}: {notes}"
+        );
+    }
 }

@@ -2,10 +2,16 @@
 //! `berth convert` (documented in `docs/convert.md`).
 //!
 //! One SchedulerProfile comes out per `profiles[]` entry (or one `default-scheduler` profile
-//! when the configuration has none, as upstream defaults it):
+//! when the configuration has none, as upstream defaults it; v1alpha1's single scheduler,
+//! configured at the top level, is one profile too):
 //!
-//! - `schedulerName` becomes `metadata.name`; `plugins` is copied point by point, since the
-//!   SchedulerProfile uses the same shape and merge rules;
+//! - `schedulerName` becomes `metadata.name` (or the name [`ConvertOptions::renames`]
+//!   gives it); a kept `default-scheduler` gets a note, since `berth run` serves that name
+//!   only when told to;
+//! - `plugins`: v1 and v1beta3 are copied point by point, since the SchedulerProfile uses
+//!   the same shape and merge rules; the older versions listed other defaults point by
+//!   point, so their plugin lists are recomputed as that version ran them and written out
+//!   where berth's defaults differ (the `versions` submodule);
 //! - each `pluginConfig[]` entry becomes the typed `spec.pluginConfig.<lowerCamelName>`
 //!   property, without the `apiVersion`/`kind` upstream args carry, after translating
 //!   known foreign field names ([`ArgsTranslation`]) and decoding the args with the
@@ -13,27 +19,35 @@
 //! - the global `percentageOfNodesToScore` and backoff settings are copied into every
 //!   profile (a profile's own `percentageOfNodesToScore` wins, as upstream).
 //!
-//! What cannot be carried is collected as [`Unsupported`] items, each with its path in the
-//! input, and left out of the profiles: the caller decides whether that is fatal
-//! (`berth convert` fails unless `--skip-unsupported`). Lossless adjustments are
-//! reported as [`Note`]s. Input that is not a KubeSchedulerConfiguration at all (wrong kind,
-//! unknown apiVersion, a field of the wrong type) is a [`ConvertError`].
+//! Settings of the kube-scheduler process (leader election, client connection, bind
+//! addresses, parallelism) are [`Note`]s naming the `berth run` flag or Helm value that
+//! does the same, never errors: a configuration written for kube-scheduler carries them
+//! as a matter of course. What cannot be carried (an unknown plugin, an extender, a
+//! Policy) is collected as [`Unsupported`] items, each with its path in the input, and
+//! left out of the profiles: the caller decides whether that is fatal (`berth convert`
+//! fails unless `--skip-unsupported`). Input that is not a KubeSchedulerConfiguration at
+//! all (wrong kind, unknown apiVersion, a field of the wrong type) is a [`ConvertError`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::ProfileValidator;
 use super::{PluginRef, PluginSet, Plugins, SchedulerProfile, SchedulerProfileSpec};
 use crate::framework::{ExtensionPoint, FieldError, FieldErrorKind, Registry, resolve};
 
+mod versions;
+pub use versions::Version;
+
 /// The API group of `KubeSchedulerConfiguration`.
 pub const CONFIG_GROUP: &str = "kubescheduler.config.k8s.io";
 /// The kind `berth convert` reads.
 pub const CONFIG_KIND: &str = "KubeSchedulerConfiguration";
-/// The versions read: v1, and the betas whose fields are a subset of v1's.
-pub const CONFIG_VERSIONS: [&str; 3] = ["v1", "v1beta3", "v1beta2"];
+/// The versions read, newest first; [`Version`] says how each one's defaults are kept.
+pub const CONFIG_VERSIONS: [&str; 6] = [
+    "v1", "v1beta3", "v1beta2", "v1beta1", "v1alpha2", "v1alpha1",
+];
 /// The profile name upstream gives a profile without `schedulerName`.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 
@@ -45,9 +59,11 @@ pub struct Conversion {
     pub profiles: Vec<SchedulerProfile>,
     /// What berth cannot carry, each with its path in the input.
     pub unsupported: Vec<Unsupported>,
-    /// Lossless adjustments the user may want to know about (a renamed args field, a
-    /// dropped `disabled` entry for a plugin berth does not have).
+    /// What the user should know: settings that belong to `berth run`, version defaults
+    /// written out or left out, a renamed args field, a dropped `disabled` entry.
     pub notes: Vec<Note>,
+    /// The keys of [`ConvertOptions::renames`] that named a profile of this configuration.
+    pub renamed: BTreeSet<String>,
 }
 
 /// Something in the input that has no place in a SchedulerProfile.
@@ -91,7 +107,7 @@ pub enum ConvertError {
     )]
     WrongKind { kind: String },
     #[error(
-        "apiVersion: Unsupported value: {api_version:?}: berth convert reads kubescheduler.config.k8s.io/v1, v1beta3 and v1beta2"
+        "apiVersion: Unsupported value: {api_version:?}: berth convert reads kubescheduler.config.k8s.io/v1, v1beta3, v1beta2, v1beta1, v1alpha2 and v1alpha1"
     )]
     UnknownApiVersion { api_version: String },
     /// Fields of the wrong type or shape; each error names its path.
@@ -112,12 +128,16 @@ fn display_errors(errors: &[FieldError]) -> String {
 pub struct ConvertOptions {
     /// Per-plugin renames of foreign args fields, applied when the plugin is registered.
     pub args_translations: Vec<ArgsTranslation>,
+    /// Scheduler names to give the converted profiles instead of the input's, e.g.
+    /// `default-scheduler` -> `berth-default` (`berth convert --rename`).
+    pub renames: BTreeMap<String, String>,
 }
 
 impl Default for ConvertOptions {
     fn default() -> Self {
         ConvertOptions {
             args_translations: BUILTIN_ARGS_TRANSLATIONS.to_vec(),
+            renames: BTreeMap::new(),
         }
     }
 }
@@ -131,6 +151,9 @@ impl Default for ConvertOptions {
 pub struct ArgsTranslation {
     pub plugin: &'static str,
     pub fields: &'static [FieldTranslation],
+    /// Fields with no counterpart in berth's args, each with why nothing is lost; they are
+    /// dropped with a note instead of being reported as unknown.
+    pub dropped: &'static [(&'static str, &'static str)],
 }
 
 /// One args field renamed, with its value converted.
@@ -145,7 +168,8 @@ pub struct FieldTranslation {
 }
 
 /// The translations `berth convert` applies.
-pub const BUILTIN_ARGS_TRANSLATIONS: &[ArgsTranslation] = &[NETWORK_TRAFFIC_TUTORIAL];
+pub const BUILTIN_ARGS_TRANSLATIONS: &[ArgsTranslation] =
+    &[NETWORK_TRAFFIC_TUTORIAL, COSCHEDULING_TUTORIAL];
 
 /// The NetworkTraffic plugin of the widely copied "write a scheduler plugin" tutorial
 /// (`ip`, `deviceName`, `timeRange`) and of scheduler-plugins' sample
@@ -174,7 +198,46 @@ pub const NETWORK_TRAFFIC_TUTORIAL: ArgsTranslation = ArgsTranslation {
             value: minutes_to_seconds,
         },
     ],
+    dropped: &[],
 };
+
+/// The Coscheduling args of scheduler-plugins' releases, as its tutorials configure them,
+/// to berth's Coscheduling args.
+pub const COSCHEDULING_TUTORIAL: ArgsTranslation = ArgsTranslation {
+    plugin: "Coscheduling",
+    fields: &[FieldTranslation {
+        // Both hold a denied group's pods back at PreFilter for this many seconds.
+        from: "deniedPGExpirationTimeSeconds",
+        to: "podGroupBackoffSeconds",
+        value: whole_seconds,
+    }],
+    dropped: &[
+        (
+            "kubeConfigPath",
+            "berth's plugins use berth's own API connection (`berth run --kubeconfig`)",
+        ),
+        (
+            "kubeMaster",
+            "berth's plugins use berth's own API connection (`berth run --kubeconfig`)",
+        ),
+        (
+            "podGroupGCIntervalSeconds",
+            "it tuned scheduler-plugins' in-memory pod group records; berth reads PodGroups from the API",
+        ),
+        (
+            "podGroupExpirationTimeSeconds",
+            "it tuned scheduler-plugins' in-memory pod group records; berth reads PodGroups from the API",
+        ),
+    ],
+};
+
+fn whole_seconds(value: &Value) -> Result<Value, String> {
+    value
+        .as_i64()
+        .filter(|s| *s >= 0)
+        .map(Value::from)
+        .ok_or_else(|| "expected a whole number of seconds, 0 or more".into())
+}
 
 fn same_string(value: &Value) -> Result<Value, String> {
     match value {
@@ -257,44 +320,74 @@ fn parse_duration_seconds(text: &str) -> Option<i64> {
 // ---------------------------------------------------------------------------------------
 // Settings of the kube-scheduler process
 
-/// Top-level fields that configure the scheduler process rather than a profile, and where
-/// berth configures the same thing.
-const PROCESS_SETTINGS: [(&str, &str); 8] = [
+/// Top-level fields that configure the kube-scheduler process rather than a profile, and
+/// what configures the same thing in berth: `berth run` flags and the chart's values.
+const PROCESS_SETTINGS: [(&str, &str); 10] = [
     (
         "parallelism",
-        "berth filters and scores nodes on all CPUs; set the degree with its --parallelism flag",
+        "set `berth run --parallelism` (Helm value `parallelism`)",
     ),
     (
         "leaderElection",
-        "berth replicas elect a leader with their own coordination.k8s.io Lease",
+        "berth elects a leader with its own Lease: `berth run --leader-elect` with `--lease-name`, \
+         `--lease-namespace`, `--lease-duration-seconds` (Helm values `leaderElection.enabled`, \
+         `leaderElection.leaseName`, `leaderElection.leaseDurationSeconds`)",
     ),
     (
         "clientConnection",
-        "berth talks to the API server with its own service account or kubeconfig",
+        "berth connects with `berth run --kubeconfig` (or KUBECONFIG), in a cluster with the chart's \
+         service account (Helm values `serviceAccount.create`, `serviceAccount.name`)",
     ),
     (
         "healthzBindAddress",
-        "berth serves /healthz and /readyz on its own HTTP port",
+        "berth serves /healthz and /readyz next to /metrics: `berth run --metrics-bind-address` \
+         (Helm values `metrics.bindAddress`, `metrics.port`)",
     ),
     (
         "metricsBindAddress",
-        "berth serves /metrics on its own HTTP port",
+        "set `berth run --metrics-bind-address` (Helm values `metrics.bindAddress`, `metrics.port`)",
     ),
-    ("enableProfiling", "berth has no profiling endpoints"),
+    (
+        "enableProfiling",
+        "berth has no profiling endpoints; nothing to set",
+    ),
     (
         "enableContentionProfiling",
-        "berth has no profiling endpoints",
+        "berth has no profiling endpoints; nothing to set",
     ),
     (
         "delayCacheUntilActive",
-        "berth followers always keep their caches warm",
+        "berth's followers always keep their caches warm; nothing to set",
     ),
+    (
+        "disablePreemption",
+        "berth does not preempt pods; nothing to set",
+    ),
+    (
+        "bindTimeoutSeconds",
+        "it bounded volume binding, which berth does not do; nothing to set",
+    ),
+];
+
+/// Fields only v1alpha1 and v1alpha2 have.
+const ALPHA_ONLY_FIELDS: [&str; 2] = ["disablePreemption", "bindTimeoutSeconds"];
+
+/// Fields only v1alpha1 has: its one scheduler is configured at the top level.
+const V1ALPHA1_FIELDS: [&str; 5] = [
+    "schedulerName",
+    "algorithmSource",
+    "hardPodAffinitySymmetricWeight",
+    "plugins",
+    "pluginConfig",
 ];
 
 /// Top-level fields in the order of upstream's type, so reports follow the input's layout.
 const CONFIG_FIELDS: &[&str] = &[
     "apiVersion",
     "kind",
+    "schedulerName",
+    "algorithmSource",
+    "hardPodAffinitySymmetricWeight",
     "parallelism",
     "leaderElection",
     "clientConnection",
@@ -306,6 +399,10 @@ const CONFIG_FIELDS: &[&str] = &[
     "percentageOfPlacementsToScore",
     "podInitialBackoffSeconds",
     "podMaxBackoffSeconds",
+    "disablePreemption",
+    "bindTimeoutSeconds",
+    "plugins",
+    "pluginConfig",
     "profiles",
     "extenders",
     "delayCacheUntilActive",
@@ -378,15 +475,13 @@ pub fn convert(
     let version = api_version
         .strip_prefix(CONFIG_GROUP)
         .and_then(|v| v.strip_prefix('/'))
-        .filter(|v| CONFIG_VERSIONS.contains(v))
+        .and_then(Version::parse)
         .ok_or_else(|| ConvertError::UnknownApiVersion {
             api_version: api_version.to_string(),
         })?;
 
-    let mut converter = Converter::new(registry, options);
-    if version == "v1beta2" {
-        converter.note("apiVersion", V1BETA2_DEFAULTS_NOTE);
-    }
+    let mut converter = Converter::new(registry, options, version);
+    converter.version_note();
     let conversion = converter.configuration(object);
     if converter.invalid.is_empty() {
         Ok(conversion)
@@ -394,11 +489,6 @@ pub fn convert(
         Err(ConvertError::Invalid(converter.invalid))
     }
 }
-
-const V1BETA2_DEFAULTS_NOTE: &str = "berth applies v1's default plugins, whose Score weights differ from v1beta2's \
-(TaintToleration 3 instead of 1, NodeAffinity and InterPodAffinity 2 instead of 1), and where a default plugin \
-re-listed under a specific extension point runs first rather than in its default position; set weights \
-explicitly under plugins.score to keep v1beta2's scores";
 
 /// Global settings that upstream applies to every profile.
 #[derive(Debug, Default)]
@@ -412,6 +502,14 @@ struct Globals {
 struct Converter<'a> {
     registry: &'a Registry,
     options: &'a ConvertOptions,
+    version: Version,
+    /// v1alpha1's `algorithmSource.provider: ClusterAutoscalerProvider`: MostAllocated
+    /// instead of LeastAllocated among the defaults.
+    autoscaler_provider: bool,
+    /// v1alpha1's `hardPodAffinitySymmetricWeight`, for InterPodAffinity's args.
+    hard_pod_affinity_weight: Option<i32>,
+    /// The keys of `options.renames` used so far.
+    renamed: BTreeSet<String>,
     /// The CRD schema of each `spec.pluginConfig` property, to find args fields berth's
     /// types do not have (the API server would prune them silently).
     args_schemas: Map<String, Value>,
@@ -424,10 +522,14 @@ struct Converter<'a> {
 }
 
 impl<'a> Converter<'a> {
-    fn new(registry: &'a Registry, options: &'a ConvertOptions) -> Self {
+    fn new(registry: &'a Registry, options: &'a ConvertOptions, version: Version) -> Self {
         Converter {
             registry,
             options,
+            version,
+            autoscaler_provider: false,
+            hard_pod_affinity_weight: None,
+            renamed: BTreeSet::new(),
             args_schemas: plugin_config_schemas(registry),
             validator: ProfileValidator::new(registry).ok(),
             unsupported: Vec::new(),
@@ -461,29 +563,56 @@ impl<'a> Converter<'a> {
     fn configuration(&mut self, object: &Map<String, Value>) -> Conversion {
         let mut globals = Globals::default();
         let mut profiles = None;
+        let single = self.version == Version::V1alpha1;
+        let mut scheduler = Map::new();
         for (key, value) in in_upstream_order(object, CONFIG_FIELDS) {
             match key.as_str() {
                 "apiVersion" | "kind" => {}
-                "profiles" => profiles = Some(value),
+                "profiles" if !single => profiles = Some(value),
                 "percentageOfNodesToScore" => {
                     globals.percentage_of_nodes_to_score = self.int32(value, key);
+                    self.copied_note(
+                        key,
+                        value,
+                        "spec.percentageOfNodesToScore of every profile that sets none",
+                    );
                 }
                 "podInitialBackoffSeconds" => {
                     globals.pod_initial_backoff_seconds = self.int64(value, key);
+                    self.copied_note(key, value, "spec.podInitialBackoffSeconds of every profile");
                 }
                 "podMaxBackoffSeconds" => {
                     globals.pod_max_backoff_seconds = self.int64(value, key);
+                    self.copied_note(key, value, "spec.podMaxBackoffSeconds of every profile");
                 }
-                "extenders" => self.extenders(value),
+                "extenders" if !single => self.extenders(value),
+                "algorithmSource" if single => self.algorithm_source(value),
+                "hardPodAffinitySymmetricWeight" if single => {
+                    self.hard_pod_affinity_weight = self.int32(value, key);
+                }
+                "schedulerName" | "plugins" | "pluginConfig" if single => {
+                    scheduler.insert(key.clone(), value.clone());
+                }
                 _ => self.top_level_field(key, value),
             }
         }
         let mut converted = Vec::new();
+        if single {
+            let mut names = BTreeMap::new();
+            let scheduler = Value::Object(scheduler);
+            if let Some(profile) = self.profile(&scheduler, "", &globals, &mut names) {
+                // The scheduler has no path of its own; its plugins are what validation
+                // rejects.
+                converted.push(("plugins".to_string(), profile));
+            }
+            profiles = None;
+        }
         match profiles.filter(|p| !is_empty(p)) {
-            None => converted.push((
-                "profiles".to_string(),
-                profile_with_globals(DEFAULT_SCHEDULER_NAME, Default::default(), &globals),
-            )),
+            None if single => {}
+            None => {
+                let profile = self.profile(&json!({}), "profiles", &globals, &mut BTreeMap::new());
+                converted.extend(profile.map(|p| ("profiles".to_string(), p)));
+            }
             Some(Value::Array(items)) => {
                 let mut names = BTreeMap::new();
                 for (index, item) in items.iter().enumerate() {
@@ -503,6 +632,59 @@ impl<'a> Converter<'a> {
             profiles,
             unsupported: std::mem::take(&mut self.unsupported),
             notes: std::mem::take(&mut self.notes),
+            renamed: std::mem::take(&mut self.renamed),
+        }
+    }
+
+    /// A global setting berth keeps per profile.
+    fn copied_note(&mut self, key: &str, value: &Value, target: &str) {
+        if !value.is_null() {
+            self.note(
+                key,
+                format!("copied into {target}: berth has no process-wide setting for it"),
+            );
+        }
+    }
+
+    /// v1alpha1's choice between the built-in provider's defaults and a Policy.
+    fn algorithm_source(&mut self, value: &Value) {
+        let Some(source) = value.as_object() else {
+            if !value.is_null() {
+                self.invalid("algorithmSource", value, "a mapping (provider or policy)");
+            }
+            return;
+        };
+        for (key, field) in source {
+            let path = format!("algorithmSource.{key}");
+            match (key.as_str(), field.as_str()) {
+                (_, _) if is_empty(field) => {}
+                ("provider", Some("DefaultProvider")) => {}
+                ("provider", Some("ClusterAutoscalerProvider")) => {
+                    self.autoscaler_provider = true;
+                    self.note(
+                        path,
+                        "ClusterAutoscalerProvider scored with NodeResourcesMostAllocated instead of \
+                         NodeResourcesLeastAllocated: NodeResourcesFit scores with the MostAllocated strategy",
+                    );
+                }
+                ("provider", _) => self.unsupported(
+                    path,
+                    format!(
+                        "Unsupported value: {field}: supported values: \"DefaultProvider\", \"ClusterAutoscalerProvider\""
+                    ),
+                ),
+                ("policy", _) => self.unsupported(
+                    path,
+                    "the Policy API (predicates and priorities in a file or ConfigMap) has no SchedulerProfile \
+                     form, and upstream removed it in 1.23: write the plugins those predicates and priorities \
+                     stand for under plugins (the Kubernetes scheduling docs map each one to its plugin), then \
+                     convert again",
+                ),
+                _ => self.unsupported(
+                    path,
+                    "unknown field: algorithmSource has only provider and policy",
+                ),
+            }
         }
     }
 
@@ -510,12 +692,24 @@ impl<'a> Converter<'a> {
         if is_empty(value) {
             return;
         }
-        if let Some((_, instead)) = PROCESS_SETTINGS.iter().find(|(name, _)| *name == key) {
+        let alpha = self.version <= Version::V1alpha2;
+        let setting = PROCESS_SETTINGS
+            .iter()
+            .find(|(name, _)| *name == key)
+            .filter(|(name, _)| alpha || !ALPHA_ONLY_FIELDS.contains(name));
+        if let Some((_, instead)) = setting {
+            self.note(
+                key,
+                format!(
+                    "not carried: it configures the kube-scheduler process, not a profile; {instead}"
+                ),
+            );
+        } else if V1ALPHA1_FIELDS.contains(&key) || key == "extenders" || key == "profiles" {
             self.unsupported(
                 key,
                 format!(
-                    "{key} configures the scheduler process, not a profile: in berth such settings are \
-                     flags and Helm values of the berth deployment; {instead}"
+                    "unknown field: KubeSchedulerConfiguration {} has no such field",
+                    self.version.name()
                 ),
             );
         } else if key == "percentageOfPlacementsToScore" {
@@ -554,7 +748,8 @@ impl<'a> Converter<'a> {
         }
     }
 
-    /// One `profiles[]` entry; `None` when it cannot be carried at all.
+    /// One `profiles[]` entry (for v1alpha1 the top-level scheduler, `path` empty);
+    /// `None` when it cannot be carried at all.
     fn profile(
         &mut self,
         value: &Value,
@@ -568,8 +763,18 @@ impl<'a> Converter<'a> {
         };
         let mut name = DEFAULT_SCHEDULER_NAME.to_string();
         let mut spec = SchedulerProfileSpec::default();
+        let mut fit_strategy = None;
+        let section = |key: &str| match object.contains_key(key) || path.is_empty() {
+            true => join(path, key),
+            false => path.to_string(),
+        };
+        if self.version.per_point_defaults() && !object.contains_key("plugins") {
+            let legacy = self.legacy_plugins(&Value::Null, &section("plugins"));
+            spec.plugins = legacy.plugins;
+            fit_strategy = legacy.fit_strategy;
+        }
         for (key, field) in in_upstream_order(object, PROFILE_FIELDS) {
-            let field_path = format!("{path}.{key}");
+            let field_path = join(path, key);
             match key.as_str() {
                 "schedulerName" => match field {
                     Value::String(s) if !s.is_empty() => name = s.clone(),
@@ -579,8 +784,15 @@ impl<'a> Converter<'a> {
                 "percentageOfNodesToScore" => {
                     spec.percentage_of_nodes_to_score = self.int32(field, &field_path);
                 }
+                "plugins" if self.version.per_point_defaults() => {
+                    let legacy = self.legacy_plugins(field, &field_path);
+                    spec.plugins = legacy.plugins;
+                    fit_strategy = legacy.fit_strategy;
+                }
                 "plugins" => spec.plugins = self.plugins(field, &field_path),
-                "pluginConfig" => spec.plugin_config = self.plugin_config(field, &field_path),
+                "pluginConfig" => {
+                    spec.plugin_config = self.plugin_config(field, &field_path, fit_strategy);
+                }
                 "percentageOfPlacementsToScore" if !is_empty(field) => self.unsupported(
                     field_path,
                     "berth has no workload (pod group placement) scheduling cycle",
@@ -592,7 +804,8 @@ impl<'a> Converter<'a> {
                 ),
             }
         }
-        let name_path = format!("{path}.schedulerName");
+        self.legacy_profile_args(&mut spec, fit_strategy, &section("pluginConfig"));
+        let name_path = section("schedulerName");
         if !is_dns1123_subdomain(&name) {
             self.unsupported(
                 name_path,
@@ -603,6 +816,7 @@ impl<'a> Converter<'a> {
             );
             return None;
         }
+        let name = self.renamed_to(name, &name_path);
         if let Some(first) = names.get(&name) {
             let message = format!("duplicate schedulerName {name:?}: {first} already defines it");
             self.unsupported(name_path, message);
@@ -610,6 +824,84 @@ impl<'a> Converter<'a> {
         }
         names.insert(name.clone(), path.to_string());
         Some(profile_with_globals(&name, spec, globals))
+    }
+
+    /// The name `--rename` gives the profile named `name`; a profile that ends up named
+    /// `default-scheduler` gets a note on what `berth run` does with it.
+    fn renamed_to(&mut self, name: String, path: &str) -> String {
+        let name = match self.options.renames.get(&name) {
+            Some(new) => {
+                self.renamed.insert(name.clone());
+                self.note(
+                    path,
+                    format!(
+                        "{name:?} renamed to {new:?}: pods select this profile with spec.schedulerName: {new}"
+                    ),
+                );
+                new.clone()
+            }
+            None => name,
+        };
+        if name == DEFAULT_SCHEDULER_NAME {
+            self.note(
+                path,
+                "profile \"default-scheduler\": `berth run` refuses to serve default-scheduler, the name \
+                 kube-scheduler serves, unless started with --serve-default-scheduler (Helm value \
+                 serveDefaultScheduler: true), which is meant for clusters whose own kube-scheduler is \
+                 disabled; otherwise rename it, e.g. `berth convert --rename default-scheduler=berth-default`, \
+                 and set spec.schedulerName: berth-default on the pods it should schedule",
+            );
+        }
+        name
+    }
+
+    /// Profile args that depend on the whole profile: the scoring strategy of a renamed
+    /// resource scorer without args, and v1alpha1's top-level InterPodAffinity weight.
+    fn legacy_profile_args(
+        &mut self,
+        spec: &mut SchedulerProfileSpec,
+        fit_strategy: Option<&'static str>,
+        path: &str,
+    ) {
+        let scores_with_fit = spec
+            .plugins
+            .as_ref()
+            .and_then(|p| p.score.as_ref())
+            .is_none_or(|score| score.enabled.iter().any(|p| p.name == "NodeResourcesFit"));
+        if let Some(strategy) = fit_strategy.filter(|_| scores_with_fit) {
+            let has_strategy = spec
+                .plugin_config
+                .get("nodeResourcesFit")
+                .is_some_and(|args| args.get("scoringStrategy").is_some());
+            if !has_strategy
+                && let Some(Value::Object(args)) = self.default_fit_args(strategy, path)
+            {
+                merge_args(&mut spec.plugin_config, "nodeResourcesFit", args);
+            }
+        }
+        if let Some(weight) = self.hard_pod_affinity_weight {
+            let args = Map::from_iter([("hardPodAffinityWeight".to_string(), json!(weight))]);
+            let overridden = spec
+                .plugin_config
+                .get("interPodAffinity")
+                .is_some_and(|a| a.get("hardPodAffinityWeight").is_some());
+            if let Some(Value::Object(existing)) = spec.plugin_config.get_mut("interPodAffinity") {
+                existing.insert("hardPodAffinityWeight".into(), json!(weight));
+            } else {
+                merge_args(&mut spec.plugin_config, "interPodAffinity", args);
+            }
+            self.note(
+                "hardPodAffinitySymmetricWeight",
+                format!(
+                    "carried as InterPodAffinity args hardPodAffinityWeight: {weight}{}",
+                    if overridden {
+                        " (it wins over pluginConfig, as in v1alpha1)"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+        }
     }
 
     fn plugins(&mut self, value: &Value, path: &str) -> Option<Plugins> {
@@ -702,13 +994,8 @@ impl<'a> Converter<'a> {
             .collect()
     }
 
-    fn plugin_ref(
-        &mut self,
-        value: &Value,
-        path: &str,
-        point: Option<ExtensionPoint>,
-        enabled: bool,
-    ) -> Option<PluginRef> {
+    /// The name and weight of one `{name, weight}` entry, type-checked.
+    fn plugin_fields(&mut self, value: &Value, path: &str) -> Option<(String, Option<i32>)> {
         let Some(object) = value.as_object() else {
             self.invalid(path, value, "a plugin (name, weight)");
             return None;
@@ -734,16 +1021,40 @@ impl<'a> Converter<'a> {
                 "unknown field: a plugin has only name and weight",
             );
         }
+        Some((name, weight))
+    }
+
+    fn plugin_ref(
+        &mut self,
+        value: &Value,
+        path: &str,
+        point: Option<ExtensionPoint>,
+        enabled: bool,
+    ) -> Option<PluginRef> {
+        let (name, weight) = self.plugin_fields(value, path)?;
         let registered = name == "*" && !enabled || self.registry.get(&name).is_some();
         if !registered {
             if enabled {
-                self.unsupported(format!("{path}.name"), not_registered(&name));
+                let message = not_registered(&name, self.registry);
+                self.unsupported(format!("{path}.name"), message);
             } else {
                 self.note(
                     format!("{path}.name"),
                     format!("dropped: plugin {name:?} is not registered in berth, so there is nothing to disable"),
                 );
             }
+            return None;
+        }
+        let elsewhere = point
+            .filter(|p| enabled && self.registry.get(&name).is_some_and(|e| !e.implements(*p)));
+        if let Some(point) = elsewhere {
+            self.note(
+                format!("{path}.name"),
+                format!(
+                    "dropped: berth's {name} does not run at {} (it needs nothing there)",
+                    point.field_name()
+                ),
+            );
             return None;
         }
         Some(PluginRef {
@@ -780,7 +1091,14 @@ impl<'a> Converter<'a> {
         Some(weight)
     }
 
-    fn plugin_config(&mut self, value: &Value, path: &str) -> BTreeMap<String, Value> {
+    /// `fit_strategy`: the NodeResourcesFit scoring strategy of a renamed resource scorer
+    /// enabled in this (legacy) profile, whose args become NodeResourcesFit's.
+    fn plugin_config(
+        &mut self,
+        value: &Value,
+        path: &str,
+        fit_strategy: Option<&'static str>,
+    ) -> BTreeMap<String, Value> {
         let mut config = BTreeMap::new();
         let items = match value {
             Value::Null => return config,
@@ -806,8 +1124,19 @@ impl<'a> Converter<'a> {
                 continue;
             }
             seen.insert(name.clone(), item_path.clone());
-            if let Some((field, args)) = self.plugin_args(&name, args, &item_path) {
-                config.insert(field, args);
+            let renamed = match versions::fit_strategy(&name) {
+                Some(_) if self.version.per_point_defaults() => {
+                    let Some(converted) =
+                        self.legacy_fit_args(&name, args, &item_path, fit_strategy)
+                    else {
+                        continue;
+                    };
+                    self.plugin_args("NodeResourcesFit", Some(&converted), &item_path)
+                }
+                _ => self.plugin_args(&name, args, &item_path),
+            };
+            if let Some((field, Value::Object(args))) = renamed {
+                merge_args(&mut config, &field, args);
             }
         }
         config
@@ -852,7 +1181,11 @@ impl<'a> Converter<'a> {
         path: &str,
     ) -> Option<(String, Value)> {
         let Some(entry) = self.registry.get(name) else {
-            self.unsupported(format!("{path}.name"), not_registered(name));
+            let mut message = not_registered(name, self.registry);
+            if let Some(why) = versions::removed_upstream(name) {
+                message = format!("{message}; {why}");
+            }
+            self.unsupported(format!("{path}.name"), message);
             return None;
         };
         let args_path = format!("{path}.args");
@@ -875,6 +1208,7 @@ impl<'a> Converter<'a> {
         };
         let field = entry.config_field();
         self.translate_args(name, &mut args, &args_path);
+        self.adjust_legacy_args(name, &mut args, &args_path);
         self.prune_unknown_fields(&field, &mut args, &args_path);
         let args = Value::Object(args);
         let errors = spec.check(&args, &args_path);
@@ -941,6 +1275,16 @@ impl<'a> Converter<'a> {
                 Err(message) => {
                     self.unsupported(from_path, format!("Invalid value: {value}: {message}"))
                 }
+            }
+        }
+        let dropped = options
+            .args_translations
+            .iter()
+            .filter(|t| t.plugin == plugin)
+            .flat_map(|t| t.dropped.iter());
+        for (field, why) in dropped {
+            if args.remove(*field).is_some() {
+                self.note(format!("{path}.{field}"), format!("dropped: {why}"));
             }
         }
     }
@@ -1065,8 +1409,36 @@ fn profile_with_globals(
     SchedulerProfile::new(name, spec)
 }
 
-fn not_registered(name: &str) -> String {
-    format!("plugin {name:?} is not registered in berth (`berth plugins` lists the plugins it has)")
+/// Why an enabled plugin cannot be carried: berth's plugins, and how to add one.
+fn not_registered(name: &str, registry: &Registry) -> String {
+    format!(
+        "plugin {name:?} is not registered in berth, which has {}; to run a plugin of your own, build it \
+         into a berth binary (docs/writing-plugins.md)",
+        registry.names().join(", ")
+    )
+}
+
+/// `key` under `path`; the bare key at the top level (v1alpha1).
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Adds the fields of `args` to the args of `field`, keeping fields already there.
+fn merge_args(config: &mut BTreeMap<String, Value>, field: &str, args: Map<String, Value>) {
+    match config.get_mut(field) {
+        Some(Value::Object(existing)) => {
+            for (key, value) in args {
+                existing.entry(key).or_insert(value);
+            }
+        }
+        _ => {
+            config.insert(field.to_string(), Value::Object(args));
+        }
+    }
 }
 
 /// An args error without its path; the value is left out when it is the whole args
@@ -1173,7 +1545,7 @@ fn json_type(value: &Value) -> &'static str {
 }
 
 /// RFC 1123 subdomain, as Kubernetes validates object names and `spec.schedulerName`.
-fn is_dns1123_subdomain(name: &str) -> bool {
+pub fn is_dns1123_subdomain(name: &str) -> bool {
     let label_ok = |label: &str| {
         let bytes = label.as_bytes();
         !bytes.is_empty()
@@ -1328,7 +1700,19 @@ mod tests {
         let score = plugins.score.unwrap_or_default();
         assert_eq!(filter.enabled, [PluginRef::named("NodeName")]);
         assert_eq!(score.enabled, [PluginRef::named("TaintToleration")]);
-        assert_eq!(conversion.notes.len(), 2, "{:?}", conversion.notes);
+        let weight_notes: Vec<&str> = conversion
+            .notes
+            .iter()
+            .map(|n| n.path.as_str())
+            .filter(|p| p.ends_with(".weight"))
+            .collect();
+        assert_eq!(
+            weight_notes,
+            [
+                "profiles[0].plugins.filter.enabled[0].weight",
+                "profiles[0].plugins.score.enabled[0].weight"
+            ]
+        );
     }
 
     #[test]

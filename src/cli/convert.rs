@@ -4,10 +4,12 @@
 //!
 //! Exit codes (documented in `docs/convert.md`): 0 when every profile was written; 2 for
 //! input that cannot be read (malformed YAML, wrong kind, unknown apiVersion, a field of
-//! the wrong type) and, without `--skip-unsupported`, for anything berth cannot carry
-//! (then nothing is written); 1 for internal errors.
+//! the wrong type), for a `--rename` that names no converted profile and, without
+//! `--skip-unsupported`, for anything berth cannot carry (then nothing is written); 1 for
+//! internal errors. Notes (settings that belong to `berth run`, version defaults kept or
+//! left out, a `default-scheduler` profile) go to stderr and never change the exit code.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -16,7 +18,9 @@ use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
 use crate::api::SchedulerProfile;
-use crate::api::convert::{ConvertError, ConvertOptions, Unsupported, convert};
+use crate::api::convert::{
+    ConvertError, ConvertOptions, Unsupported, convert, is_dns1123_subdomain,
+};
 use crate::framework::Registry;
 
 use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT, write_stdout};
@@ -32,6 +36,11 @@ pub struct ConvertArgs {
     /// failing.
     #[arg(long)]
     pub skip_unsupported: bool,
+    /// Name the profile converted from scheduler name OLD NEW instead (repeatable), e.g.
+    /// `--rename default-scheduler=berth-default`: `berth run` serves default-scheduler
+    /// only with --serve-default-scheduler.
+    #[arg(long = "rename", value_name = "OLD=NEW", value_parser = parse_rename)]
+    pub renames: Vec<(String, String)>,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = OutputFormat::Yaml)]
     pub output: OutputFormat,
@@ -59,13 +68,21 @@ fn convert_command(args: &ConvertArgs, registry: &Registry) -> u8 {
             return EXIT_INVALID_INPUT;
         }
     };
-    let options = ConvertOptions::default();
+    let mut options = ConvertOptions::default();
+    for (old, new) in &args.renames {
+        if options.renames.insert(old.clone(), new.clone()).is_some() {
+            eprintln!("error: --rename {old}={new}: {old} is renamed twice");
+            return EXIT_INVALID_INPUT;
+        }
+    }
+    let mut renamed = BTreeSet::new();
     let mut profiles: Vec<(Source, SchedulerProfile)> = Vec::new();
     let mut unsupported: Vec<(Source, Unsupported)> = Vec::new();
     let mut failed = false;
     for (source, value) in documents {
         match convert(&value, registry, &options) {
             Ok(conversion) => {
+                renamed.extend(conversion.renamed);
                 for note in &conversion.notes {
                     eprintln!("note: {source}: {note}");
                 }
@@ -89,6 +106,12 @@ fn convert_command(args: &ConvertArgs, registry: &Registry) -> u8 {
             }
         }
     }
+    for (old, new) in &options.renames {
+        if !renamed.contains(old) {
+            eprintln!("error: --rename {old}={new}: no converted profile is named {old:?}");
+            failed = true;
+        }
+    }
     if failed {
         return EXIT_INVALID_INPUT;
     }
@@ -108,6 +131,23 @@ fn convert_command(args: &ConvertArgs, registry: &Registry) -> u8 {
         eprintln!("warning: {source}: {item} (dropped)");
     }
     write_profiles(&profiles, args.output)
+}
+
+/// `OLD=NEW`, both scheduler names; NEW must be able to name a SchedulerProfile.
+fn parse_rename(text: &str) -> Result<(String, String), String> {
+    let Some((old, new)) = text
+        .split_once('=')
+        .filter(|(o, n)| !o.is_empty() && !n.is_empty())
+    else {
+        return Err("expected OLD=NEW, e.g. default-scheduler=berth-default".into());
+    };
+    if !is_dns1123_subdomain(new) {
+        return Err(format!(
+            "{new:?} cannot name a SchedulerProfile: it must be a DNS-1123 subdomain (lowercase letters, \
+             digits, '-' and '.')"
+        ));
+    }
+    Ok((old.to_string(), new.to_string()))
 }
 
 /// Profiles converted from several configurations may share a name; the first keeps it.
@@ -243,6 +283,31 @@ mod tests {
         );
         for argv in [vec!["berth"], vec!["berth", "-f", "a", "-o", "table"]] {
             assert!(Cli::try_parse_from(&argv).is_err(), "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn rename_takes_old_equals_a_valid_new_name() {
+        let cases = [
+            (
+                "default-scheduler=berth-default",
+                Ok(("default-scheduler", "berth-default")),
+            ),
+            ("a=b.c", Ok(("a", "b.c"))),
+            ("default-scheduler", Err("expected OLD=NEW")),
+            ("=b", Err("expected OLD=NEW")),
+            ("a=", Err("expected OLD=NEW")),
+            ("a=Berth", Err("cannot name a SchedulerProfile")),
+            ("a=b=c", Err("cannot name a SchedulerProfile")),
+        ];
+        for (text, want) in cases {
+            match (parse_rename(text), want) {
+                (Ok((old, new)), Ok((want_old, want_new))) => {
+                    assert_eq!((old.as_str(), new.as_str()), (want_old, want_new), "{text}");
+                }
+                (Err(error), Err(fragment)) => assert!(error.contains(fragment), "{text}: {error}"),
+                (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
+            }
         }
     }
 
