@@ -93,7 +93,12 @@ fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
             .unwrap_or_else(default_parallelism),
     };
     match runtime.block_on(simulate_checked(cluster, profiles.valid, registry, options)) {
-        Ok(report) => print_report(&report, args.output),
+        Ok(report) => {
+            for warning in report.warnings() {
+                eprintln!("warning: {warning}");
+            }
+            print_report(&report, args.output)
+        }
         Err(SimulateError::InvalidProfiles(invalid)) => {
             for line in invalid.iter().flat_map(|p| p.lines()) {
                 eprintln!("error: {line}");
