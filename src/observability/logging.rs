@@ -108,7 +108,7 @@ mod tests {
         ];
         for (name, level, env, default, want) in cases {
             let got = filter(level, env, default).to_string();
-            assert_eq!(got, want, "{name}");
+            assert_eq!(got, EnvFilter::new(want).to_string(), "{name}");
         }
     }
 }

@@ -1381,14 +1381,14 @@ mod tests {
 
     #[test]
     fn unknown_kind_warns_and_is_skipped() {
-        let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: a}\n";
+        let text = "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: d}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: a}\n";
         let (input, warnings) = load(text).expect("valid input");
         assert_eq!(input.nodes.len(), 1);
         assert_eq!(warnings.len(), 1);
         assert!(
             warnings[0]
                 .to_string()
-                .starts_with("test.yaml: document 0: skipping Deployment")
+                .starts_with("test.yaml: document 0: skipping CronJob")
         );
     }
 
