@@ -90,7 +90,7 @@ impl std::fmt::Display for WorkloadRef {
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkloadError {
     pub workload: WorkloadRef,
-    pub error: FieldError,
+    pub error: Box<FieldError>,
 }
 
 /// What the controllers create, each object with the workload it comes from.
@@ -526,7 +526,7 @@ fn invalid(
 ) -> WorkloadError {
     WorkloadError {
         workload: owner.clone(),
-        error: FieldError::new(field, value.into(), message),
+        error: Box::new(FieldError::new(field, value.into(), message)),
     }
 }
 

@@ -822,7 +822,7 @@ impl Loader {
     /// document; after every object is read, so existing pods and nodes are known.
     fn create_controlled_objects(&mut self) -> Result<(), InputError> {
         let expansion = controllers::expand(&mut self.input).map_err(|failure| {
-            InputError::field(&self.workload_source(&failure.workload), failure.error)
+            InputError::field(&self.workload_source(&failure.workload), *failure.error)
         })?;
         for (owner, mut replica_set) in expansion.replica_sets {
             let at = self.workload_source(&owner);
