@@ -109,7 +109,7 @@ pub fn expand(input: &mut ClusterInput) -> Result<Expansion, WorkloadError> {
     assign_uids(input);
     let mut expander = Expander::new(input);
     let mut expansion = Expansion::default();
-    for deployment in &input.deployments {
+    for deployment in input.deployments.iter().filter(|d| !deleting(&d.metadata)) {
         if let Some(replica_set) = expander.deployment(deployment, &input.replica_sets)? {
             expansion.replica_sets.push((
                 workload_ref("Deployment", &deployment.metadata),
@@ -118,21 +118,31 @@ pub fn expand(input: &mut ClusterInput) -> Result<Expansion, WorkloadError> {
         }
     }
     let created_sets = expansion.replica_sets.iter().map(|(_, rs)| rs);
-    for replica_set in input.replica_sets.iter().chain(created_sets) {
+    let replica_sets = input.replica_sets.iter().chain(created_sets);
+    for replica_set in replica_sets.filter(|rs| !deleting(&rs.metadata)) {
         expander.replica_set(replica_set, &input.pods)?;
     }
-    for set in &input.stateful_sets {
+    for set in input
+        .stateful_sets
+        .iter()
+        .filter(|s| !deleting(&s.metadata))
+    {
         expander.stateful_set(set, &input.pvcs)?;
     }
-    for job in &input.jobs {
+    for job in input.jobs.iter().filter(|j| !deleting(&j.metadata)) {
         expander.job(job, &input.pods)?;
     }
-    for daemon_set in &input.daemon_sets {
+    for daemon_set in input.daemon_sets.iter().filter(|d| !deleting(&d.metadata)) {
         expander.daemon_set(daemon_set, &input.pods, &input.nodes)?;
     }
     expansion.pods = expander.pods;
     expansion.claims = expander.claims;
     Ok(expansion)
+}
+
+/// A workload being deleted creates nothing (its controller skips it).
+fn deleting(meta: &ObjectMeta) -> bool {
+    meta.deletion_timestamp.is_some()
 }
 
 fn assign_uids(input: &mut ClusterInput) {
@@ -374,6 +384,17 @@ impl Expander {
             .unwrap_or(0);
         let succeeded = succeeded_pods.max(status_succeeded);
         let want_active = job_want_active(parallelism, completions, succeeded, active);
+        let to_create = want_active.saturating_sub(active);
+        if i64::try_from(to_create).map_or(true, |n| n > MAX_PODS_PER_WORKLOAD) {
+            return Err(invalid(
+                &owner,
+                "spec.parallelism",
+                parallelism,
+                &format!(
+                    "berth simulate creates at most {MAX_PODS_PER_WORKLOAD} pods per workload"
+                ),
+            ));
+        }
         let indexed = spec.completion_mode.as_deref() == Some("Indexed");
         let template = job_template(job, &spec.template);
         let controller = controller_ref("batch/v1", "Job", meta);
@@ -381,11 +402,11 @@ impl Expander {
             let taken = job_taken_indexes(job, &owned);
             (0..i64::from(completions.unwrap_or(0)))
                 .filter(|i| !taken.contains(i))
-                .take(want_active.saturating_sub(active))
+                .take(to_create)
                 .map(Some)
                 .collect()
         } else {
-            vec![None; want_active.saturating_sub(active)]
+            vec![None; to_create]
         };
         for (n, index) in indexes.into_iter().enumerate() {
             let base = match index {
@@ -1039,6 +1060,15 @@ spec:
                 0,
             ),
             (
+                "being deleted",
+                job("parallelism: 3, ").replace(
+                    "metadata: {name: job}",
+                    "metadata: {name: job, deletionTimestamp: \"2024-01-01T00:00:00Z\"}",
+                ),
+                String::new(),
+                0,
+            ),
+            (
                 "complete",
                 format!(
                     "{}status: {{conditions: [{{type: Complete, status: \"True\"}}]}}\n",
@@ -1420,6 +1450,11 @@ status: {completedIndexes: \"0\"}
                 "too many replicas",
                 "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nspec: {replicas: 2000000000, selector: {}, template: {}, serviceName: s}\n",
                 "test.yaml: document 0: spec.replicas: Invalid value: 2000000000: berth simulate creates at most 10000 pods per workload",
+            ),
+            (
+                "too much parallelism",
+                "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {parallelism: 2000000000, template: {}}\n",
+                "test.yaml: document 0: spec.parallelism: Invalid value: 2000000000: berth simulate creates at most 10000 pods per workload",
             ),
             (
                 "negative parallelism",
