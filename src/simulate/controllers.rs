@@ -1466,6 +1466,12 @@ status: {completedIndexes: \"0\"}
             let error = load(text).expect_err(name);
             assert!(error.starts_with(want), "{name}: {error}");
         }
+        let list = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: node-a}}\n- {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: -3, selector: {}, template: {}}}\n";
+        let error = load(list).expect_err("negative replicas in a List");
+        assert!(
+            error.starts_with("test.yaml: document 0: items[1].spec.replicas: Invalid value: -3"),
+            "{error}"
+        );
     }
 
     #[test]

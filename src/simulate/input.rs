@@ -478,6 +478,9 @@ struct Loader {
     pod_sources: Vec<Source>,
     /// Objects read so far; drives the deterministic `creationTimestamp`.
     objects: i64,
+    /// The path of each workload read as a `List` item (`items[3].`), for errors found
+    /// when its pods are created.
+    workload_paths: HashMap<(Kind, String, String), String>,
 }
 
 impl Loader {
@@ -662,26 +665,31 @@ impl Loader {
             Kind::ReplicaSet => {
                 let mut rs: ReplicaSet = decode(value, at, prefix)?;
                 self.admit(kind, &mut rs.metadata, created, at, prefix)?;
+                self.remember_path(kind, &rs.metadata, prefix);
                 self.input.replica_sets.push(rs);
             }
             Kind::StatefulSet => {
                 let mut ss: StatefulSet = decode(value, at, prefix)?;
                 self.admit(kind, &mut ss.metadata, created, at, prefix)?;
+                self.remember_path(kind, &ss.metadata, prefix);
                 self.input.stateful_sets.push(ss);
             }
             Kind::Deployment => {
                 let mut deployment: Deployment = decode(value, at, prefix)?;
                 self.admit(kind, &mut deployment.metadata, created, at, prefix)?;
+                self.remember_path(kind, &deployment.metadata, prefix);
                 self.input.deployments.push(deployment);
             }
             Kind::Job => {
                 let mut job: Job = decode(value, at, prefix)?;
                 self.admit(kind, &mut job.metadata, created, at, prefix)?;
+                self.remember_path(kind, &job.metadata, prefix);
                 self.input.jobs.push(job);
             }
             Kind::DaemonSet => {
                 let mut daemon_set: DaemonSet = decode(value, at, prefix)?;
                 self.admit(kind, &mut daemon_set.metadata, created, at, prefix)?;
+                self.remember_path(kind, &daemon_set.metadata, prefix);
                 self.input.daemon_sets.push(daemon_set);
             }
         }
@@ -806,6 +814,15 @@ impl Loader {
 // Objects the cluster's controllers would create
 
 impl Loader {
+    fn remember_path(&mut self, kind: Kind, meta: &ObjectMeta, prefix: &str) {
+        if !prefix.is_empty() {
+            let namespace = meta.namespace.clone().unwrap_or_default();
+            let name = meta.name.clone().unwrap_or_default();
+            self.workload_paths
+                .insert((kind, namespace, name), prefix.to_string());
+        }
+    }
+
     /// Where a workload was read, for errors about it and the objects made from it.
     fn workload_source(&self, workload: &WorkloadRef) -> Source {
         Kind::from_kind(workload.kind)
@@ -817,13 +834,24 @@ impl Loader {
             .unwrap_or_else(Source::builtin)
     }
 
+    /// A field error about a workload, with the workload's place in its document.
+    fn workload_error(&self, workload: &WorkloadRef, mut error: FieldError) -> InputError {
+        let path = Kind::from_kind(workload.kind).and_then(|kind| {
+            self.workload_paths
+                .get(&(kind, workload.namespace.clone(), workload.name.clone()))
+        });
+        if let Some(prefix) = path {
+            error.path = format!("{prefix}{}", error.path);
+        }
+        InputError::field(&self.workload_source(workload), error)
+    }
+
     /// The ReplicaSets, Pods and PVCs the workload controllers would create
     /// ([`controllers::expand`]), admitted and defaulted as if read from the workload's
     /// document; after every object is read, so existing pods and nodes are known.
     fn create_controlled_objects(&mut self) -> Result<(), InputError> {
-        let expansion = controllers::expand(&mut self.input).map_err(|failure| {
-            InputError::field(&self.workload_source(&failure.workload), *failure.error)
-        })?;
+        let expansion = controllers::expand(&mut self.input)
+            .map_err(|failure| self.workload_error(&failure.workload, *failure.error))?;
         for (owner, mut replica_set) in expansion.replica_sets {
             let at = self.workload_source(&owner);
             self.admit_created(Kind::ReplicaSet, &mut replica_set.metadata, &at)?;
