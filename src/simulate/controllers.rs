@@ -32,7 +32,8 @@
 //! values are hashes of the template in upstream's alphabet, not upstream's values
 //! (which hash Go's in-memory representation).
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
+use std::ops::Range;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
@@ -382,7 +383,15 @@ impl Expander {
             .and_then(|s| s.succeeded)
             .and_then(|n| usize::try_from(n).ok())
             .unwrap_or(0);
-        let succeeded = succeeded_pods.max(status_succeeded);
+        // An Indexed Job's succeeded count is the number of its completed indexes.
+        let completed: i64 = completed_indexes(job)
+            .iter()
+            .map(|range| range.end.min(i64::from(completions.unwrap_or(0))) - range.start)
+            .filter(|n| *n > 0)
+            .sum();
+        let succeeded = succeeded_pods
+            .max(status_succeeded)
+            .max(usize::try_from(completed).unwrap_or(0));
         let want_active = job_want_active(parallelism, completions, succeeded, active);
         let to_create = want_active.saturating_sub(active);
         if i64::try_from(to_create).map_or(true, |n| n > MAX_PODS_PER_WORKLOAD) {
@@ -400,9 +409,9 @@ impl Expander {
         let controller = controller_ref("batch/v1", "Job", meta);
         let indexes: Vec<Option<i64>> = if indexed {
             let taken = job_taken_indexes(job, &owned);
-            (0..i64::from(completions.unwrap_or(0)))
-                .filter(|i| !taken.contains(i))
-                .take(to_create)
+            let completions = i64::from(completions.unwrap_or(0));
+            free_indexes(completions, taken, to_create)
+                .into_iter()
                 .map(Some)
                 .collect()
         } else {
@@ -774,41 +783,65 @@ fn job_template(job: &Job, template: &PodTemplateSpec) -> PodTemplateSpec {
     template
 }
 
-/// Completion indexes an Indexed Job need not create: those of its active and succeeded
-/// pods and those in `status.completedIndexes` (`"1,3-5"`).
-fn job_taken_indexes(job: &Job, owned: &[&Pod]) -> BTreeSet<i64> {
-    let completions = job
-        .spec
-        .as_ref()
-        .and_then(|s| s.completions)
-        .map_or(0, i64::from);
+/// Completion indexes an Indexed Job need not create, as ranges: those of its active and
+/// succeeded pods and those in `status.completedIndexes` (`"1,3-5"`). Kept as ranges so
+/// a long `completedIndexes` range costs nothing.
+fn job_taken_indexes(job: &Job, owned: &[&Pod]) -> Vec<Range<i64>> {
     let from_pods = owned
         .iter()
         .filter(|pod| is_active(pod) || phase(pod) == Some("Succeeded"))
         .filter_map(|pod| {
-            pod.metadata
-                .annotations
-                .as_ref()?
-                .get(JOB_COMPLETION_INDEX)?
-                .parse::<i64>()
-                .ok()
+            let annotations = pod.metadata.annotations.as_ref()?;
+            let index = annotations.get(JOB_COMPLETION_INDEX)?.parse::<i64>().ok()?;
+            Some(index..index.saturating_add(1))
         });
+    from_pods.chain(completed_indexes(job)).collect()
+}
+
+/// `status.completedIndexes` as ranges; unreadable parts are ignored.
+fn completed_indexes(job: &Job) -> Vec<Range<i64>> {
     let completed = job
         .status
         .as_ref()
         .and_then(|s| s.completed_indexes.as_deref())
         .unwrap_or_default();
-    let from_status = completed.split(',').flat_map(|range| {
-        let mut bounds = range.trim().splitn(2, '-').map(|b| b.parse::<i64>().ok());
-        let first = bounds.next().flatten();
-        let last = bounds.next().map_or(first, |b| b);
-        match (first, last) {
-            // Clamped to the completions: a range never yields more than that many.
-            (Some(first), Some(last)) => first.max(0)..last.saturating_add(1).min(completions),
-            _ => 0..0,
+    completed
+        .split(',')
+        .filter_map(|part| {
+            let (first, last) = part
+                .trim()
+                .split_once('-')
+                .unwrap_or((part.trim(), part.trim()));
+            let first = first.parse::<i64>().ok()?;
+            let last = last.parse::<i64>().ok()?;
+            Some(first.max(0)..last.saturating_add(1))
+        })
+        .collect()
+}
+
+/// The `count` lowest indexes below `completions` that no range of `taken` holds; the
+/// walk jumps over the ranges, so it takes at most `count + taken.len()` steps.
+fn free_indexes(completions: i64, mut taken: Vec<Range<i64>>, count: usize) -> Vec<i64> {
+    taken.sort_by_key(|range| range.start);
+    let mut ranges = taken.into_iter().peekable();
+    let mut free = Vec::new();
+    let mut next = 0;
+    while free.len() < count && next < completions {
+        match ranges.peek() {
+            Some(range) if range.start <= next => {
+                next = next.max(range.end);
+                ranges.next();
+            }
+            upcoming => {
+                let stop = upcoming.map_or(completions, |r| r.start.min(completions));
+                while next < stop && free.len() < count {
+                    free.push(next);
+                    next += 1;
+                }
+            }
         }
-    });
-    from_pods.chain(from_status).collect()
+    }
+    free
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1058,6 +1091,15 @@ spec:
                 job("parallelism: 3, suspend: true, "),
                 String::new(),
                 0,
+            ),
+            (
+                "indexed: completed indexes count as succeeded",
+                format!(
+                    "{}status: {{completedIndexes: \"0-1999999997\"}}\n",
+                    job("completionMode: Indexed, parallelism: 5, completions: 2000000000, ")
+                ),
+                String::new(),
+                2,
             ),
             (
                 "being deleted",
@@ -1420,6 +1462,33 @@ status: {completedIndexes: \"0\"}
                 [0]["matchFields"][0]["values"],
             serde_json::json!(["n1"])
         );
+    }
+
+    #[test]
+    fn free_indexes_skip_taken_ranges() {
+        // (case, completions, taken, count, want)
+        let cases: Vec<(&str, i64, Vec<Range<i64>>, usize, Vec<i64>)> = vec![
+            ("nothing taken", 5, vec![], 3, vec![0, 1, 2]),
+            ("holes", 6, vec![0..1, 2..4], 3, vec![1, 4, 5]),
+            (
+                "unsorted, overlapping",
+                6,
+                vec![3..5, 0..2, 1..4],
+                5,
+                vec![5],
+            ),
+            ("capped by completions", 3, vec![1..2], 5, vec![0, 2]),
+            (
+                "a huge taken range is jumped",
+                2_000_000_000,
+                vec![0..1_999_999_998],
+                5,
+                vec![1_999_999_998, 1_999_999_999],
+            ),
+        ];
+        for (name, completions, taken, count, want) in cases {
+            assert_eq!(free_indexes(completions, taken, count), want, "{name}");
+        }
     }
 
     #[test]
