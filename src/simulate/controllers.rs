@@ -1466,28 +1466,36 @@ status: {completedIndexes: \"0\"}
 
     #[test]
     fn free_indexes_skip_taken_ranges() {
-        // (case, completions, taken, count, want)
-        let cases: Vec<(&str, i64, Vec<Range<i64>>, usize, Vec<i64>)> = vec![
-            ("nothing taken", 5, vec![], 3, vec![0, 1, 2]),
-            ("holes", 6, vec![0..1, 2..4], 3, vec![1, 4, 5]),
+        // (case, completions, taken ranges as (start, end), count, want)
+        type Case = (
+            &'static str,
+            i64,
+            &'static [(i64, i64)],
+            usize,
+            &'static [i64],
+        );
+        let cases: &[Case] = &[
+            ("nothing taken", 5, &[], 3, &[0, 1, 2]),
+            ("holes", 6, &[(0, 1), (2, 4)], 3, &[1, 4, 5]),
             (
                 "unsorted, overlapping",
                 6,
-                vec![3..5, 0..2, 1..4],
+                &[(3, 5), (0, 2), (1, 4)],
                 5,
-                vec![5],
+                &[5],
             ),
-            ("capped by completions", 3, vec![1..2], 5, vec![0, 2]),
+            ("capped by completions", 3, &[(1, 2)], 5, &[0, 2]),
             (
                 "a huge taken range is jumped",
                 2_000_000_000,
-                vec![0..1_999_999_998],
+                &[(0, 1_999_999_998)],
                 5,
-                vec![1_999_999_998, 1_999_999_999],
+                &[1_999_999_998, 1_999_999_999],
             ),
         ];
         for (name, completions, taken, count, want) in cases {
-            assert_eq!(free_indexes(completions, taken, count), want, "{name}");
+            let taken = taken.iter().map(|(start, end)| *start..*end).collect();
+            assert_eq!(free_indexes(*completions, taken, *count), *want, "{name}");
         }
     }
 
