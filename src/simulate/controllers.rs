@@ -373,25 +373,7 @@ impl Expander {
             .transpose()?;
         let owned: Vec<&Pod> = owned_pods(pods, "Job", meta).collect();
         let active = owned.iter().filter(|pod| is_active(pod)).count();
-        let succeeded_pods = owned
-            .iter()
-            .filter(|pod| phase(pod) == Some("Succeeded"))
-            .count();
-        let status_succeeded = job
-            .status
-            .as_ref()
-            .and_then(|s| s.succeeded)
-            .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(0);
-        // An Indexed Job's succeeded count is the number of its completed indexes.
-        let completed: i64 = completed_indexes(job)
-            .iter()
-            .map(|range| range.end.min(i64::from(completions.unwrap_or(0))) - range.start)
-            .filter(|n| *n > 0)
-            .sum();
-        let succeeded = succeeded_pods
-            .max(status_succeeded)
-            .max(usize::try_from(completed).unwrap_or(0));
+        let succeeded = job_succeeded(job, &owned, completions);
         let want_active = job_want_active(parallelism, completions, succeeded, active);
         let to_create = want_active.saturating_sub(active);
         if i64::try_from(to_create).map_or(true, |n| n > MAX_PODS_PER_WORKLOAD) {
@@ -753,6 +735,28 @@ fn job_want_active(
             .saturating_sub(succeeded)
             .min(parallelism),
     }
+}
+
+/// The completions a Job has: the most of `status.succeeded`, its Succeeded pods and
+/// (Indexed) its completed indexes below `completions`.
+fn job_succeeded(job: &Job, owned: &[&Pod], completions: Option<i32>) -> usize {
+    let pods = owned
+        .iter()
+        .filter(|pod| phase(pod) == Some("Succeeded"))
+        .count();
+    let status = job
+        .status
+        .as_ref()
+        .and_then(|s| s.succeeded)
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(0);
+    let limit = i64::from(completions.unwrap_or(0));
+    let indexes: i64 = completed_indexes(job)
+        .iter()
+        .map(|range| range.end.min(limit) - range.start)
+        .filter(|n| *n > 0)
+        .sum();
+    pods.max(status).max(usize::try_from(indexes).unwrap_or(0))
 }
 
 /// The template as the API server stores it (`generateSelector`): unless
