@@ -309,7 +309,7 @@ fn undecodable_field_exits_2_naming_the_field_path() {
 fn unknown_kind_warns_and_is_skipped() {
     let file = TempYaml::new(
         "unknown-kind",
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {}\n\
+        "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly}\nspec: {}\n\
          ---\napiVersion: v1\nkind: Node\nmetadata: {name: node-a}\n\
          status: {allocatable: {cpu: '4', memory: 8Gi, pods: '110'}}\n\
          ---\napiVersion: v1\nkind: Pod\nmetadata: {name: lonely}\nspec: {schedulerName: solo, containers: []}\n\
@@ -320,7 +320,7 @@ fn unknown_kind_warns_and_is_skipped() {
     let warnings = stderr(&output);
     assert!(
         warnings.contains(&format!(
-            "warning: {}: document 0: skipping Deployment",
+            "warning: {}: document 0: skipping CronJob",
             file.path()
         )),
         "{warnings}"
@@ -455,4 +455,115 @@ fn profile_warnings_are_printed_and_the_profile_runs() {
     );
     let row = table_row(&stdout(&output), "default/p");
     assert_eq!(row[1..4], ["solo", "Scheduled", "node-a"]);
+}
+
+/// Every line berth simulate wrote to stderr.
+fn stderr_lines(output: &Output) -> Vec<String> {
+    stderr(output).lines().map(String::from).collect()
+}
+
+#[test]
+fn a_pod_no_profile_serves_is_listed_as_not_served_with_a_warning() {
+    let file = TempYaml::new(
+        "not-served",
+        "apiVersion: v1\nkind: Node\nmetadata: {name: node-a}\n\
+         status: {allocatable: {cpu: '4', memory: 8Gi, pods: '110'}}\n\
+         ---\napiVersion: v1\nkind: Pod\nmetadata: {name: custom, namespace: team}\n\
+         spec: {schedulerName: my-scheduler, containers: []}\n\
+         ---\napiVersion: v1\nkind: Pod\nmetadata: {name: ordinary}\nspec: {containers: []}\n",
+    );
+    let output = berth(&["-f", file.path()]);
+    assert_exit(&output, 0);
+    let row = table_row(&stdout(&output), "team/custom");
+    assert_eq!(row[1..4], ["my-scheduler", "NotServed", "-"]);
+    assert!(
+        stdout(&output).contains("no profile serves schedulerName \"my-scheduler\""),
+        "{}",
+        stdout(&output)
+    );
+    let warnings: Vec<String> = stderr_lines(&output)
+        .into_iter()
+        .filter(|line| line.contains("team/custom"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", stderr(&output));
+    assert!(
+        warnings[0].starts_with("warning: pod team/custom: ")
+            && warnings[0].contains("\"my-scheduler\""),
+        "{}",
+        warnings[0]
+    );
+
+    let report = json_report(&["-f", file.path(), "-o", "json"]);
+    let custom = pod(&report, "team", "custom");
+    assert_eq!(custom["result"], "NotServed");
+    assert_eq!(custom["schedulerName"], "my-scheduler");
+    assert_eq!(pod(&report, "default", "ordinary")["result"], "Scheduled");
+}
+
+#[test]
+fn stderr_has_only_warning_lines_and_no_logs_by_default() {
+    let file = TempYaml::new(
+        "quiet",
+        "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly}\nspec: {}\n\
+         ---\napiVersion: v1\nkind: Node\nmetadata: {name: node-a}\n\
+         status: {allocatable: {cpu: '1', memory: 1Gi, pods: '110'}}\n\
+         ---\napiVersion: v1\nkind: Pod\nmetadata: {name: lost}\nspec: {schedulerName: nobody, containers: []}\n\
+         ---\napiVersion: v1\nkind: Pod\nmetadata: {name: big}\n\
+         spec: {containers: [{name: c, image: i, resources: {requests: {cpu: '2'}}}]}\n\
+         ---\napiVersion: v1\nkind: Pod\nmetadata: {name: gated}\n\
+         spec: {schedulingGates: [{name: example.com/wait}], containers: []}\n",
+    );
+    let output = run_berth(&["simulate", "-f", file.path()], None);
+    assert_exit(&output, 0);
+    let lines = stderr_lines(&output);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for line in &lines {
+        assert!(line.starts_with("warning: "), "{line}");
+    }
+
+    // --log-level turns the scheduler's own log lines on (the queue logs the gated pod at
+    // debug level).
+    let logged = run_berth(
+        &["simulate", "--log-level", "debug", "-f", file.path()],
+        None,
+    );
+    assert_exit(&logged, 0);
+    assert!(
+        stderr_lines(&logged)
+            .iter()
+            .any(|line| !line.starts_with("warning: ")),
+        "{}",
+        stderr(&logged)
+    );
+}
+
+#[test]
+fn a_finished_pod_frees_its_node() {
+    // node-a is full with a completed Job pod (and a failed one); a new pod still fits.
+    let file = TempYaml::new(
+        "finished",
+        "apiVersion: v1\nkind: Node\nmetadata: {name: node-a}\n\
+         status: {allocatable: {cpu: '1', memory: 1Gi, pods: '2'}}\n\
+         ---\napiVersion: v1\nkind: Pod\nmetadata: {name: job-done}\n\
+         spec: {nodeName: node-a, containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}\n\
+         status: {phase: Succeeded}\n\
+         ---\napiVersion: v1\nkind: Pod\nmetadata: {name: job-failed}\n\
+         spec: {nodeName: node-a, containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}\n\
+         status: {phase: Failed}\n\
+         ---\napiVersion: v1\nkind: Pod\nmetadata: {name: never-ran}\n\
+         spec: {containers: []}\nstatus: {phase: Succeeded}\n\
+         ---\napiVersion: v1\nkind: Pod\nmetadata: {name: new}\n\
+         spec: {containers: [{name: c, image: i, resources: {requests: {cpu: '1'}}}]}\n",
+    );
+    let report = json_report(&["-f", file.path(), "-o", "json"]);
+    assert_eq!(
+        pod(&report, "default", "new")["result"],
+        "Scheduled",
+        "{report}"
+    );
+    let listed: Vec<&str> = report["pods"]
+        .as_array()
+        .map(|pods| pods.iter().filter_map(|p| p["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(listed, ["new"], "a finished pod is not scheduled: {report}");
 }

@@ -15,15 +15,19 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::framework::Registry;
-use crate::observability::logging::LogFormat;
+use crate::observability::logging::{self, LogFormat};
 
 /// berth: SchedulerProfiles as live Kubernetes schedulers.
 #[derive(Debug, Parser)]
 #[command(name = "berth", version, about)]
 pub struct Cli {
-    /// Log format on stderr (filter with RUST_LOG).
+    /// Log format on stderr.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Log filter, e.g. `info` or `warn,berth=debug` (overrides RUST_LOG) [default:
+    /// `warn,berth=info` for `run`, no logs for the other commands].
+    #[arg(long, global = true, value_name = "FILTER")]
+    pub log_level: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -74,7 +78,11 @@ pub fn main(registry: Registry) -> ExitCode {
     // Prometheus plugins') is built.
     crate::plugins::prometheus::install_default_crypto_provider();
     let cli = Cli::parse();
-    crate::observability::logging::init(cli.log_format);
+    let default_filter = match cli.command {
+        Command::Run(_) => logging::OPERATOR_FILTER,
+        _ => logging::QUIET_FILTER,
+    };
+    logging::init_with(cli.log_format, cli.log_level.as_deref(), default_filter);
     match cli.command {
         Command::Run(args) => run::run(args, registry),
         Command::Simulate(args) => simulate::run(args, &registry),

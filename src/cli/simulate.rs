@@ -4,6 +4,10 @@
 //! Exit codes (documented in `docs/simulate.md`): 0 when the input was valid, whatever
 //! the placements; 2 when it was not (unreadable file, malformed YAML, invalid object or
 //! profile); 1 for internal errors.
+//!
+//! The report goes to stdout; stderr carries one `warning: ...` line per warning (skipped
+//! documents, profile warnings, pods no profile serves, degraded plugins) and `error:`
+//! lines, and log lines only when `--log-level` or `RUST_LOG` asks for them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -58,12 +62,12 @@ fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
         Err(error) => return report_input_error(&error),
     };
     for warning in &warnings {
-        eprintln!("warning: {warning}");
+        warn(warning);
     }
     // Every error of every profile, one line each, before anything is scheduled.
     let profiles = check_profiles(&cluster.profiles, registry);
     for warning in &profiles.warnings {
-        eprintln!("warning: {warning}");
+        warn(warning);
     }
     if !profiles.invalid.is_empty() {
         for line in profiles.invalid.iter().flat_map(|p| p.lines()) {
@@ -93,7 +97,12 @@ fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
             .unwrap_or_else(default_parallelism),
     };
     match runtime.block_on(simulate_checked(cluster, profiles.valid, registry, options)) {
-        Ok(report) => print_report(&report, args.output),
+        Ok(report) => {
+            for warning in report.warnings() {
+                warn(warning);
+            }
+            print_report(&report, args.output)
+        }
         Err(SimulateError::InvalidProfiles(invalid)) => {
             for line in invalid.iter().flat_map(|p| p.lines()) {
                 eprintln!("error: {line}");
@@ -115,6 +124,13 @@ fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
             EXIT_INTERNAL
         }
     }
+}
+
+/// One `warning: ...` line on stderr, whatever the message holds.
+fn warn(message: impl std::fmt::Display) {
+    let text = message.to_string();
+    let line: Vec<&str> = text.lines().map(str::trim).collect();
+    eprintln!("warning: {}", line.join(" "));
 }
 
 fn report_input_error(error: &InputError) -> u8 {

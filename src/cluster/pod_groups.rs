@@ -3,11 +3,18 @@
 //! Like [`super::Workloads`], a lister shared (`Arc`) between the adapter that feeds it —
 //! the operator's PodGroup watch, the simulator's input — and the plugins that read it
 //! through the framework `Handle`, as upstream plugins read informer listers.
+//!
+//! Also the one definition of an *implicit* PodGroup: the group a pod with a group label
+//! and the `berth.dev/min-member` annotation gets when its PodGroup does not exist. The
+//! operator creates it in the cluster; `berth simulate` adds it to the input.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
 
-use crate::api::PodGroup;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+use crate::api::{MIN_MEMBER_ANNOTATION, PodGroup, PodGroupSpec};
 
 /// PodGroups by namespace and name.
 #[derive(Debug, Default)]
@@ -47,5 +54,168 @@ impl PodGroups {
         groups
             .get(&(namespace.to_string(), name.to_string()))
             .cloned()
+    }
+}
+
+/// The `berth.dev/min-member` annotation: `Ok(None)` without it, `Err` with the message
+/// for an invalid value.
+pub fn min_member_of(pod: &Pod) -> Result<Option<i32>, String> {
+    let Some(value) = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(MIN_MEMBER_ANNOTATION))
+    else {
+        return Ok(None);
+    };
+    match value.trim().parse::<i32>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(format!(
+            "annotation {MIN_MEMBER_ANNOTATION}: invalid value {value:?}: must be a positive integer; no PodGroup is created"
+        )),
+    }
+}
+
+/// The owner of an implicit group: the pod's controller owner (e.g. the Job that created
+/// the pod), if any, so the group goes away with it. Neither `controller` nor
+/// `blockOwnerDeletion`: berth, not the owner, manages the group. A pod without a
+/// controller gets a group without owner (owning it by one member would delete it with
+/// that pod).
+pub fn implicit_owner(pod: &Pod) -> Option<OwnerReference> {
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+        .map(|o| OwnerReference {
+            api_version: o.api_version.clone(),
+            kind: o.kind.clone(),
+            name: o.name.clone(),
+            uid: o.uid.clone(),
+            controller: None,
+            block_owner_deletion: None,
+        })
+}
+
+/// The implicit PodGroup `namespace/name` (the group the pod's label names) for `pod`:
+/// `Ok(None)` when the pod has no min-member annotation, `Err` with the message for an
+/// invalid one.
+pub fn implicit_group(pod: &Pod, namespace: &str, name: &str) -> Result<Option<PodGroup>, String> {
+    let Some(min_member) = min_member_of(pod)? else {
+        return Ok(None);
+    };
+    Ok(Some(PodGroup {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            owner_references: implicit_owner(pod).map(|owner| vec![owner]),
+            ..ObjectMeta::default()
+        },
+        spec: PodGroupSpec {
+            min_member,
+            ..PodGroupSpec::default()
+        },
+        status: None,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn pod(annotation: Option<&str>, owners: Vec<OwnerReference>) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some("default".into()),
+                annotations: annotation
+                    .map(|v| BTreeMap::from([(MIN_MEMBER_ANNOTATION.to_string(), v.to_string())])),
+                owner_references: Some(owners),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        }
+    }
+
+    #[test]
+    fn min_member_annotation_must_be_a_positive_integer() {
+        assert_eq!(min_member_of(&pod(None, vec![])), Ok(None), "no annotation");
+        assert_eq!(min_member_of(&pod(Some("3"), vec![])), Ok(Some(3)));
+        assert_eq!(min_member_of(&pod(Some("1"), vec![])), Ok(Some(1)));
+        for bad in ["0", "-1", "abc", ""] {
+            let error = min_member_of(&pod(Some(bad), vec![]))
+                .expect_err(&format!("{bad:?} is not a positive integer"));
+            assert!(
+                error.contains(MIN_MEMBER_ANNOTATION)
+                    && error.contains(&format!("{bad:?}"))
+                    && error.contains("positive integer"),
+                "names the annotation, the value and what is valid: {error}"
+            );
+        }
+    }
+
+    fn owner(kind: &str, name: &str, controller: Option<bool>) -> OwnerReference {
+        OwnerReference {
+            api_version: "batch/v1".into(),
+            kind: kind.into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            controller,
+            block_owner_deletion: controller,
+        }
+    }
+
+    #[test]
+    fn implicit_group_is_owned_by_the_pods_controller_without_controlling_it() {
+        let controlled = pod(
+            Some("3"),
+            vec![
+                owner("ConfigMap", "settings", None),
+                owner("Job", "train", Some(true)),
+            ],
+        );
+        let got = implicit_owner(&controlled).expect("the pod has a controller owner");
+        assert_eq!(
+            (
+                got.api_version.as_str(),
+                got.kind.as_str(),
+                got.name.as_str(),
+                got.uid.as_str()
+            ),
+            ("batch/v1", "Job", "train", "uid-train")
+        );
+        assert_ne!(got.controller, Some(true), "berth manages the group");
+        assert_ne!(got.block_owner_deletion, Some(true));
+
+        let not_controlled = pod(
+            Some("3"),
+            vec![
+                owner("ConfigMap", "settings", None),
+                owner("Job", "train", Some(false)),
+            ],
+        );
+        assert_eq!(implicit_owner(&not_controlled), None);
+        assert_eq!(implicit_owner(&pod(Some("3"), vec![])), None);
+    }
+
+    #[test]
+    fn implicit_group_takes_min_member_and_owner_from_the_pod() {
+        let controlled = pod(Some("4"), vec![owner("Job", "train", Some(true))]);
+        let group = implicit_group(&controlled, "ml", "train")
+            .expect("valid annotation")
+            .expect("annotated pod");
+        assert_eq!(group.metadata.namespace.as_deref(), Some("ml"));
+        assert_eq!(group.metadata.name.as_deref(), Some("train"));
+        assert_eq!(group.spec.min_member, 4);
+        let owners = group.metadata.owner_references.unwrap_or_default();
+        assert_eq!(owners.len(), 1);
+        assert_eq!(owners[0].name, "train");
+        assert!(matches!(
+            implicit_group(&pod(None, vec![]), "ml", "g"),
+            Ok(None)
+        ));
+        assert!(implicit_group(&pod(Some("0"), vec![]), "ml", "g").is_err());
     }
 }

@@ -69,7 +69,7 @@ use std::time::{Duration, Instant};
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
@@ -84,6 +84,7 @@ use super::conditions::{self, DesiredCondition};
 use super::types::OperatorState;
 use crate::api::{MIN_MEMBER_ANNOTATION, POD_GROUP_LABEL, POD_GROUP_LABEL_COMPAT};
 use crate::api::{PodGroup, PodGroupPhase, PodGroupSpec, PodGroupStatus};
+use crate::cluster::implicit_group;
 use crate::plugins::coscheduling::pod_group_of;
 
 /// The PodGroup condition: at least `minMember` members are bound to nodes.
@@ -515,36 +516,6 @@ async fn publish(
     }
 }
 
-/// The `berth.dev/min-member` annotation: `Ok(None)` without it, `Err` with the message
-/// for an invalid value.
-pub fn min_member_of(pod: &Pod) -> Result<Option<i32>, String> {
-    let Some(value) = pod.annotations().get(MIN_MEMBER_ANNOTATION) else {
-        return Ok(None);
-    };
-    match value.trim().parse::<i32>() {
-        Ok(n) if n >= 1 => Ok(Some(n)),
-        _ => Err(format!(
-            "annotation {MIN_MEMBER_ANNOTATION}: invalid value {value:?}: must be a positive integer; no PodGroup is created"
-        )),
-    }
-}
-
-/// The owner of an implicit group: the pod's controller owner, if any (see the module
-/// docs).
-pub fn implicit_owner(pod: &Pod) -> Option<OwnerReference> {
-    pod.owner_references()
-        .iter()
-        .find(|o| o.controller == Some(true))
-        .map(|o| OwnerReference {
-            api_version: o.api_version.clone(),
-            kind: o.kind.clone(),
-            name: o.name.clone(),
-            uid: o.uid.clone(),
-            controller: None,
-            block_owner_deletion: None,
-        })
-}
-
 /// Creates the implicit PodGroups of annotated pods.
 struct Creator {
     client: Client,
@@ -637,27 +608,15 @@ impl Creator {
         if self.created.contains_key(&key) {
             return;
         }
-        let min_member = match min_member_of(pod) {
-            Ok(Some(n)) => n,
+        let group = match implicit_group(pod, &namespace, &name) {
+            Ok(Some(group)) => group,
             Ok(None) => return,
             Err(message) => {
                 self.report_invalid(pod, &message).await;
                 return;
             }
         };
-        let group = PodGroup {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                namespace: Some(namespace.clone()),
-                owner_references: implicit_owner(pod).map(|owner| vec![owner]),
-                ..ObjectMeta::default()
-            },
-            spec: PodGroupSpec {
-                min_member,
-                ..PodGroupSpec::default()
-            },
-            status: None,
-        };
+        let min_member = group.spec.min_member;
         let api: Api<PodGroup> = Api::namespaced(self.client.clone(), &namespace);
         match api.create(&PostParams::default(), &group).await {
             Ok(_) => {
@@ -702,7 +661,7 @@ mod tests {
     //! Expected values follow the phase table and the status rules of the module docs.
 
     use k8s_openapi::api::core::v1::{PodCondition, PodSpec, PodStatus};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
     use pretty_assertions::assert_eq;
 
     use super::*;
@@ -1143,73 +1102,5 @@ mod tests {
             (condition.status.as_str(), &condition.last_transition_time),
             ("True", &at(2000))
         );
-    }
-
-    fn annotated(value: Option<&str>) -> Pod {
-        let mut pod = member("p", None, None);
-        pod.metadata.annotations =
-            value.map(|v| BTreeMap::from([(MIN_MEMBER_ANNOTATION.to_string(), v.to_string())]));
-        pod
-    }
-
-    #[test]
-    fn min_member_annotation_must_be_a_positive_integer() {
-        assert_eq!(min_member_of(&annotated(None)), Ok(None), "no annotation");
-        assert_eq!(min_member_of(&annotated(Some("3"))), Ok(Some(3)));
-        assert_eq!(min_member_of(&annotated(Some("1"))), Ok(Some(1)));
-        for bad in ["0", "-1", "abc", ""] {
-            let error = min_member_of(&annotated(Some(bad)))
-                .expect_err(&format!("{bad:?} is not a positive integer"));
-            assert!(
-                error.contains(MIN_MEMBER_ANNOTATION)
-                    && error.contains(&format!("{bad:?}"))
-                    && error.contains("positive integer"),
-                "names the annotation, the value and what is valid: {error}"
-            );
-        }
-    }
-
-    fn owner(kind: &str, name: &str, controller: Option<bool>) -> OwnerReference {
-        OwnerReference {
-            api_version: "batch/v1".into(),
-            kind: kind.into(),
-            name: name.into(),
-            uid: format!("uid-{name}"),
-            controller,
-            block_owner_deletion: controller,
-        }
-    }
-
-    fn owned_by(owners: Vec<OwnerReference>) -> Pod {
-        let mut pod = member("p", None, None);
-        pod.metadata.owner_references = Some(owners);
-        pod
-    }
-
-    #[test]
-    fn implicit_group_is_owned_by_the_pods_controller_without_controlling_it() {
-        let pod = owned_by(vec![
-            owner("ConfigMap", "settings", None),
-            owner("Job", "train", Some(true)),
-        ]);
-        let got = implicit_owner(&pod).expect("the pod has a controller owner");
-        assert_eq!(
-            (
-                got.api_version.as_str(),
-                got.kind.as_str(),
-                got.name.as_str(),
-                got.uid.as_str()
-            ),
-            ("batch/v1", "Job", "train", "uid-train")
-        );
-        assert_ne!(got.controller, Some(true), "berth manages the group");
-        assert_ne!(got.block_owner_deletion, Some(true));
-
-        let not_controlled = owned_by(vec![
-            owner("ConfigMap", "settings", None),
-            owner("Job", "train", Some(false)),
-        ]);
-        assert_eq!(implicit_owner(&not_controlled), None);
-        assert_eq!(implicit_owner(&member("p", None, None)), None);
     }
 }

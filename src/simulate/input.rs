@@ -16,7 +16,8 @@ use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
     Container, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodStatus,
     ReplicationController, Service, Toleration,
@@ -30,7 +31,11 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::api::PodGroup;
+use crate::cluster::implicit_group;
 use crate::framework::FieldError;
+use crate::plugins::coscheduling::pod_group_of;
+
+use super::controllers::{self, WorkloadRef};
 
 /// `creationTimestamp` given to the first object that has none (2024-01-01T00:00:00Z);
 /// each later object gets one second more, so queue order follows document order.
@@ -115,7 +120,9 @@ impl ProfileDocument {
 }
 
 /// Pods with `spec.nodeName` are running pods (they occupy their node); the others are
-/// pending and are scheduled by the profile their `spec.schedulerName` names.
+/// pending and are scheduled by the profile their `spec.schedulerName` names. Finished
+/// pods (phase `Succeeded` or `Failed`) are neither: they hold no resources, as in
+/// `berth run` and upstream's scheduler cache, and are not scheduled.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterInput {
     pub nodes: Vec<Node>,
@@ -136,18 +143,35 @@ pub struct ClusterInput {
     pub replication_controllers: Vec<ReplicationController>,
     pub replica_sets: Vec<ReplicaSet>,
     pub stateful_sets: Vec<StatefulSet>,
+    /// Workloads expanded into the pods their controllers would create
+    /// ([`super::controllers`]), as are ReplicaSets and StatefulSets.
+    pub deployments: Vec<Deployment>,
+    pub jobs: Vec<Job>,
+    pub daemon_sets: Vec<DaemonSet>,
 }
 
 impl ClusterInput {
-    /// Pods already bound to a node.
+    /// Pods bound to a node and not finished.
     pub fn running_pods(&self) -> impl Iterator<Item = &Pod> {
-        self.pods.iter().filter(|pod| is_bound(pod))
+        self.pods
+            .iter()
+            .filter(|pod| is_bound(pod) && !is_finished(pod))
     }
 
     /// Pods waiting for a scheduler, in input order.
     pub fn pending_pods(&self) -> impl Iterator<Item = &Pod> {
-        self.pods.iter().filter(|pod| !is_bound(pod))
+        self.pods
+            .iter()
+            .filter(|pod| !is_bound(pod) && !is_finished(pod))
     }
+}
+
+/// A pod in phase `Succeeded` or `Failed`: its containers have terminated for good.
+pub fn is_finished(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
 }
 
 fn is_bound(pod: &Pod) -> bool {
@@ -353,10 +377,13 @@ enum Kind {
     ReplicationController,
     ReplicaSet,
     StatefulSet,
+    Deployment,
+    Job,
+    DaemonSet,
 }
 
 impl Kind {
-    const ALL: [Kind; 15] = [
+    const ALL: [Kind; 18] = [
         Kind::Node,
         Kind::Pod,
         Kind::PodGroup,
@@ -372,6 +399,9 @@ impl Kind {
         Kind::ReplicationController,
         Kind::ReplicaSet,
         Kind::StatefulSet,
+        Kind::Deployment,
+        Kind::Job,
+        Kind::DaemonSet,
     ];
 
     fn name(self) -> &'static str {
@@ -391,6 +421,9 @@ impl Kind {
             Kind::ReplicationController => "ReplicationController",
             Kind::ReplicaSet => "ReplicaSet",
             Kind::StatefulSet => "StatefulSet",
+            Kind::Deployment => "Deployment",
+            Kind::Job => "Job",
+            Kind::DaemonSet => "DaemonSet",
         }
     }
 
@@ -403,7 +436,8 @@ impl Kind {
             | Kind::Namespace
             | Kind::Service
             | Kind::ReplicationController => "v1",
-            Kind::ReplicaSet | Kind::StatefulSet => "apps/v1",
+            Kind::ReplicaSet | Kind::StatefulSet | Kind::Deployment | Kind::DaemonSet => "apps/v1",
+            Kind::Job => "batch/v1",
             Kind::PodGroup | Kind::SchedulerProfile => "berth.dev/v1alpha1",
             Kind::StorageClass | Kind::CSINode => "storage.k8s.io/v1",
             Kind::PriorityClass => "scheduling.k8s.io/v1",
@@ -422,6 +456,9 @@ impl Kind {
                 | Kind::ReplicationController
                 | Kind::ReplicaSet
                 | Kind::StatefulSet
+                | Kind::Deployment
+                | Kind::Job
+                | Kind::DaemonSet
         )
     }
 
@@ -441,6 +478,9 @@ struct Loader {
     pod_sources: Vec<Source>,
     /// Objects read so far; drives the deterministic `creationTimestamp`.
     objects: i64,
+    /// The path of each workload read as a `List` item (`items[3].`), for errors found
+    /// when its pods are created.
+    workload_paths: HashMap<(Kind, String, String), String>,
 }
 
 impl Loader {
@@ -625,12 +665,32 @@ impl Loader {
             Kind::ReplicaSet => {
                 let mut rs: ReplicaSet = decode(value, at, prefix)?;
                 self.admit(kind, &mut rs.metadata, created, at, prefix)?;
+                self.remember_path(kind, &rs.metadata, prefix);
                 self.input.replica_sets.push(rs);
             }
             Kind::StatefulSet => {
                 let mut ss: StatefulSet = decode(value, at, prefix)?;
                 self.admit(kind, &mut ss.metadata, created, at, prefix)?;
+                self.remember_path(kind, &ss.metadata, prefix);
                 self.input.stateful_sets.push(ss);
+            }
+            Kind::Deployment => {
+                let mut deployment: Deployment = decode(value, at, prefix)?;
+                self.admit(kind, &mut deployment.metadata, created, at, prefix)?;
+                self.remember_path(kind, &deployment.metadata, prefix);
+                self.input.deployments.push(deployment);
+            }
+            Kind::Job => {
+                let mut job: Job = decode(value, at, prefix)?;
+                self.admit(kind, &mut job.metadata, created, at, prefix)?;
+                self.remember_path(kind, &job.metadata, prefix);
+                self.input.jobs.push(job);
+            }
+            Kind::DaemonSet => {
+                let mut daemon_set: DaemonSet = decode(value, at, prefix)?;
+                self.admit(kind, &mut daemon_set.metadata, created, at, prefix)?;
+                self.remember_path(kind, &daemon_set.metadata, prefix);
+                self.input.daemon_sets.push(daemon_set);
             }
         }
         Ok(())
@@ -737,6 +797,8 @@ impl Loader {
     /// Defaults that depend on objects anywhere in the input (priority classes, default
     /// storage class, namespaces), applied once everything is read.
     fn finish(mut self) -> Result<(ClusterInput, Vec<InputWarning>), InputError> {
+        self.create_controlled_objects()?;
+        self.create_implicit_pod_groups()?;
         add_system_priority_classes(&mut self.input.priority_classes);
         let classes = &self.input.priority_classes;
         for (pod, at) in self.input.pods.iter_mut().zip(&self.pod_sources) {
@@ -746,6 +808,120 @@ impl Loader {
         add_missing_namespaces(&mut self.input);
         Ok((self.input, self.warnings))
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Objects the cluster's controllers would create
+
+impl Loader {
+    fn remember_path(&mut self, kind: Kind, meta: &ObjectMeta, prefix: &str) {
+        if !prefix.is_empty() {
+            let namespace = meta.namespace.clone().unwrap_or_default();
+            let name = meta.name.clone().unwrap_or_default();
+            self.workload_paths
+                .insert((kind, namespace, name), prefix.to_string());
+        }
+    }
+
+    /// Where a workload was read, for errors about it and the objects made from it.
+    fn workload_source(&self, workload: &WorkloadRef) -> Source {
+        Kind::from_kind(workload.kind)
+            .and_then(|kind| {
+                self.seen
+                    .get(&(kind, workload.namespace.clone(), workload.name.clone()))
+            })
+            .cloned()
+            .unwrap_or_else(Source::builtin)
+    }
+
+    /// A field error about a workload, with the workload's place in its document.
+    fn workload_error(&self, workload: &WorkloadRef, mut error: FieldError) -> InputError {
+        let path = Kind::from_kind(workload.kind).and_then(|kind| {
+            self.workload_paths
+                .get(&(kind, workload.namespace.clone(), workload.name.clone()))
+        });
+        if let Some(prefix) = path {
+            error.path = format!("{prefix}{}", error.path);
+        }
+        InputError::field(&self.workload_source(workload), error)
+    }
+
+    /// The ReplicaSets, Pods and PVCs the workload controllers would create
+    /// ([`controllers::expand`]), admitted and defaulted as if read from the workload's
+    /// document; after every object is read, so existing pods and nodes are known.
+    fn create_controlled_objects(&mut self) -> Result<(), InputError> {
+        let expansion = controllers::expand(&mut self.input)
+            .map_err(|failure| self.workload_error(&failure.workload, *failure.error))?;
+        for (owner, mut replica_set) in expansion.replica_sets {
+            let at = self.workload_source(&owner);
+            self.admit_created(Kind::ReplicaSet, &mut replica_set.metadata, &at)?;
+            self.input.replica_sets.push(replica_set);
+        }
+        for (owner, mut claim) in expansion.claims {
+            let at = self.workload_source(&owner);
+            self.admit_created(Kind::PersistentVolumeClaim, &mut claim.metadata, &at)?;
+            if let Some(spec) = claim.spec.as_mut() {
+                spec.volume_mode.get_or_insert_with(|| "Filesystem".into());
+            }
+            self.input.pvcs.push(claim);
+        }
+        for (owner, mut pod) in expansion.pods {
+            let at = self.workload_source(&owner);
+            self.admit_created(Kind::Pod, &mut pod.metadata, &at)?;
+            default_pod(&mut pod);
+            self.input.pods.push(pod);
+            self.pod_sources.push(at);
+        }
+        Ok(())
+    }
+
+    /// The PodGroups berth creates for pods annotated `berth.dev/min-member` whose group
+    /// does not exist, as the operator does live; an invalid annotation is a warning (the
+    /// operator's `InvalidMinMember` event) and creates nothing.
+    fn create_implicit_pod_groups(&mut self) -> Result<(), InputError> {
+        let mut groups = Vec::new();
+        let mut warnings = Vec::new();
+        let candidates = self.input.pods.iter().zip(&self.pod_sources);
+        for (pod, at) in candidates.filter(|(pod, _)| !is_finished(pod)) {
+            let Some((namespace, name)) = pod_group_of(pod) else {
+                continue;
+            };
+            let key = (Kind::PodGroup, namespace.clone(), name.clone());
+            if self.seen.contains_key(&key) || groups.iter().any(|(k, _, _)| *k == key) {
+                continue;
+            }
+            match implicit_group(pod, &namespace, &name) {
+                Ok(Some(group)) => groups.push((key, group, at.clone())),
+                Ok(None) => {}
+                Err(message) => warnings.push(InputWarning {
+                    source: at.clone(),
+                    message: format!("pod {namespace}/{}: {message}", pod_name(pod)),
+                }),
+            }
+        }
+        self.warnings.extend(warnings);
+        for (_, mut group, at) in groups {
+            self.admit_created(Kind::PodGroup, &mut group.metadata, &at)?;
+            self.input.pod_groups.push(group);
+        }
+        Ok(())
+    }
+
+    /// [`Loader::admit`] for an object berth creates on the input's behalf.
+    fn admit_created(
+        &mut self,
+        kind: Kind,
+        meta: &mut ObjectMeta,
+        at: &Source,
+    ) -> Result<(), InputError> {
+        self.objects += 1;
+        let created = creation_time(self.objects - 1);
+        self.admit(kind, meta, created, at, "")
+    }
+}
+
+fn pod_name(pod: &Pod) -> &str {
+    pod.metadata.name.as_deref().unwrap_or_default()
 }
 
 fn required_string(
@@ -1107,7 +1283,7 @@ fn fnv1a(bytes: &[u8], seed: u64) -> u64 {
 }
 
 /// A UUID-shaped (version 8, RFC 9562 "custom") identifier derived from `key`.
-fn deterministic_uid(key: &str) -> String {
+pub(crate) fn deterministic_uid(key: &str) -> String {
     let high = fnv1a(key.as_bytes(), 0);
     let low = fnv1a(key.as_bytes(), 0x9e37_79b9_7f4a_7c15);
     let bytes = ((u128::from(high) << 64) | u128::from(low)).to_be_bytes();
@@ -1126,7 +1302,7 @@ fn deterministic_uid(key: &str) -> String {
 }
 
 /// The 5-character suffix of `generateName`, from the alphabet the API server uses.
-fn name_suffix(key: &str) -> String {
+pub(crate) fn name_suffix(key: &str) -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let mut hash = fnv1a(key.as_bytes(), 0);
     (0..5)
@@ -1233,14 +1409,14 @@ mod tests {
 
     #[test]
     fn unknown_kind_warns_and_is_skipped() {
-        let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: a}\n";
+        let text = "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: d}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: a}\n";
         let (input, warnings) = load(text).expect("valid input");
         assert_eq!(input.nodes.len(), 1);
         assert_eq!(warnings.len(), 1);
         assert!(
             warnings[0]
                 .to_string()
-                .starts_with("test.yaml: document 0: skipping Deployment")
+                .starts_with("test.yaml: document 0: skipping CronJob")
         );
     }
 

@@ -225,6 +225,42 @@ default/web-1 (default-scheduler): Scheduled on node-a
         assert_eq!(json, want);
     }
 
+    #[test]
+    fn a_pod_no_profile_serves_has_a_row_and_a_warning() {
+        let report = Report {
+            pods: vec![
+                PodReport {
+                    scheduler_name: "my-scheduler".to_string(),
+                    ..pod(
+                        "custom",
+                        PodResult::NotServed,
+                        None,
+                        "no profile serves schedulerName \"my-scheduler\"",
+                    )
+                },
+                pod("web-1", PodResult::Scheduled, Some("node-a"), ""),
+            ],
+            ..Report::default()
+        };
+        let want = "\
+POD              PROFILE             RESULT      NODE     MESSAGE
+default/custom   my-scheduler        NotServed   -        no profile serves schedulerName \"my-scheduler\"
+default/web-1    default-scheduler   Scheduled   node-a
+";
+        pretty_assertions::assert_eq!(render_table(&report), want);
+        assert_eq!(
+            report.warnings(),
+            vec![
+                "pod default/custom: no profile serves schedulerName \"my-scheduler\"; the pod is not scheduled"
+            ]
+        );
+        let json: serde_json::Value = render_json(&report)
+            .ok()
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default();
+        assert_eq!(json["pods"][0]["result"], "NotServed");
+    }
+
     fn degraded_report() -> Report {
         Report {
             pods: vec![pod("web-1", PodResult::Scheduled, Some("node-a"), "")],
@@ -247,6 +283,16 @@ PROFILE         DEGRADED PLUGIN   REASON               MESSAGE
 network-aware   NetworkTraffic    MetricsUnavailable   NetworkTraffic: cannot reach Prometheus at http://127.0.0.1:9: connection refused
 ";
         pretty_assertions::assert_eq!(render_table(&degraded_report()), want);
+    }
+
+    #[test]
+    fn degraded_plugins_are_warnings_too() {
+        assert_eq!(
+            degraded_report().warnings(),
+            vec![
+                "profile network-aware: plugin NetworkTraffic is degraded (MetricsUnavailable): NetworkTraffic: cannot reach Prometheus at http://127.0.0.1:9: connection refused"
+            ]
+        );
     }
 
     #[test]

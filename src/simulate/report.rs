@@ -37,6 +37,9 @@ pub enum PodResult {
     Unschedulable,
     Waiting,
     Error,
+    /// No profile serves the pod's `spec.schedulerName`: no scheduler of the simulation
+    /// looked at it (in a cluster, another scheduler would, or the pod stays pending).
+    NotServed,
 }
 
 impl std::fmt::Display for PodResult {
@@ -46,7 +49,32 @@ impl std::fmt::Display for PodResult {
             PodResult::Unschedulable => "Unschedulable",
             PodResult::Waiting => "Waiting",
             PodResult::Error => "Error",
+            PodResult::NotServed => "NotServed",
         })
+    }
+}
+
+impl Report {
+    /// What `berth simulate` prints as `warning:` lines on stderr, besides the report:
+    /// pods no profile serves (by namespace/name) and degraded plugins.
+    pub fn warnings(&self) -> Vec<String> {
+        let not_served = self
+            .pods
+            .iter()
+            .filter(|pod| pod.result == PodResult::NotServed)
+            .map(|pod| {
+                format!(
+                    "pod {}/{}: {}; the pod is not scheduled",
+                    pod.namespace, pod.name, pod.message
+                )
+            });
+        let degraded = self.degraded.iter().map(|d| {
+            format!(
+                "profile {}: plugin {} is degraded ({}): {}",
+                d.scheduler_name, d.plugin, d.reason, d.message
+            )
+        });
+        not_served.chain(degraded).collect()
     }
 }
 

@@ -215,7 +215,8 @@ impl Binder for InMemoryBinder {
     }
 }
 
-/// Runs the simulation; invalid profiles are an error, profile warnings are logged.
+/// Runs the simulation; invalid profiles are an error, profile warnings are logged
+/// (`berth simulate` prints them itself, see [`check_profiles`]).
 pub async fn simulate(
     input: ClusterInput,
     registry: &Registry,
@@ -275,8 +276,9 @@ pub async fn simulate_checked(
                 message: e.to_string(),
             })?;
     }
-    let (running, pending): (Vec<&Pod>, Vec<&Pod>) =
-        input.pods.iter().partition(|p| is_assigned(p));
+    // Finished pods are left out altogether, as `berth run` drops them from its cache.
+    let running: Vec<&Pod> = input.running_pods().collect();
+    let pending: Vec<&Pod> = input.pending_pods().collect();
     for pod in running.iter().chain(pending.iter()) {
         scheduler
             .on_pod_add((*pod).clone())
@@ -314,13 +316,6 @@ fn workloads(input: &ClusterInput) -> Workloads {
         .iter()
         .for_each(|ss| workloads.apply_stateful_set(ss));
     workloads
-}
-
-fn is_assigned(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .is_some_and(|n| !n.is_empty())
 }
 
 /// Instantiates every validated profile; returns each profile's plugin health, by
@@ -456,6 +451,8 @@ fn record(
     reports.insert(key, report);
 }
 
+/// One row per pending pod, in input order: a pod no profile serves is listed as
+/// [`PodResult::NotServed`] rather than left out, so no pod of the input vanishes.
 fn build_report(
     pending: &[&Pod],
     served: &[String],
@@ -464,19 +461,31 @@ fn build_report(
 ) -> Report {
     let pods = pending
         .iter()
-        .filter_map(|pod| {
+        .map(|pod| {
             let scheduler_name = pod
                 .spec
                 .as_ref()
                 .and_then(|s| s.scheduler_name.clone())
                 .unwrap_or_else(|| DEFAULT_SCHEDULER_NAME.to_string());
-            if !served.contains(&scheduler_name) {
-                tracing::warn!(pod = %pod_key(pod), scheduler = %scheduler_name, "no profile serves this pod's schedulerName; skipped");
-                return None;
-            }
-            let namespace = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+            let namespace = pod
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into());
             let name = pod.metadata.name.clone().unwrap_or_default();
-            Some(match reports.get(&pod_key(pod)) {
+            if !served.contains(&scheduler_name) {
+                return PodReport {
+                    namespace,
+                    name,
+                    message: format!("no profile serves schedulerName {scheduler_name:?}"),
+                    scheduler_name,
+                    result: PodResult::NotServed,
+                    node: None,
+                    attempts: 0,
+                    nodes: None,
+                };
+            }
+            match reports.get(&pod_key(pod)) {
                 Some(report) => pod_report(namespace, name, scheduler_name, report, explain),
                 None => PodReport {
                     namespace,
@@ -488,7 +497,7 @@ fn build_report(
                     attempts: 0,
                     nodes: explain.then(Vec::new),
                 },
-            })
+            }
         })
         .collect();
     Report {
