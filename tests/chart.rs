@@ -492,6 +492,7 @@ fn values_schema_rejects_unknown_keys_and_invalid_values() {
         ("podAntiAffinity=sometimes", "podAntiAffinity"),
         ("metrics.port=70000", "port"),
         ("serveDefaultScheduler=maybe", "serveDefaultScheduler"),
+        ("parallelism=100000", "parallelism"),
         ("profiles[0].name=Not_A_Name", "name"),
     ] {
         let stderr = helm

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use crate::framework::Registry;
+use crate::framework::parallel::MAX_PARALLELISM;
 use crate::operator::leader::LeaseConfig;
 use crate::operator::{OperatorConfig, run as run_operator};
 
@@ -35,9 +36,9 @@ pub struct RunArgs {
     /// Address for /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:10259")]
     pub metrics_bind_address: SocketAddr,
-    /// Threads for Filter and Score (default: CPU count).
-    #[arg(long)]
-    pub parallelism: Option<usize>,
+    /// Threads for Filter and Score, 1 to 256 (default: CPU count).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_PARALLELISM as u64))]
+    pub parallelism: Option<u64>,
     /// Seed of the random tie-break among equally scored nodes.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -63,12 +64,9 @@ pub fn run(args: RunArgs, registry: Registry) -> ExitCode {
         metrics_bind_address: args.metrics_bind_address,
         parallelism: args
             .parallelism
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(1)
-            })
-            .max(1),
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .clamp(1, MAX_PARALLELISM),
         seed: args.seed,
         serve_default_scheduler: args.serve_default_scheduler,
     };

@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use crate::framework::Registry;
+use crate::framework::parallel::MAX_PARALLELISM;
 
 use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT, write_stdout};
 use crate::simulate::input::{self, InputError};
@@ -37,8 +38,9 @@ pub struct SimulateArgs {
     /// placements.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
-    /// Nodes filtered and scored in parallel [default: the number of CPUs].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    /// Threads that filter and score nodes, 1 to 256 [default: the number of CPUs]; never
+    /// more than the cluster has nodes.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_PARALLELISM as u64))]
     pub parallelism: Option<u64>,
 }
 
@@ -91,10 +93,12 @@ fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
     let options = SimulateOptions {
         explain: args.explain,
         seed: args.seed,
+        // Threads beyond the node count would have no node to filter.
         parallelism: args
             .parallelism
             .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or_else(default_parallelism),
+            .unwrap_or_else(default_parallelism)
+            .min(cluster.nodes.len().max(1)),
     };
     match runtime.block_on(simulate_checked(cluster, profiles.valid, registry, options)) {
         Ok(report) => {
@@ -139,7 +143,7 @@ fn report_input_error(error: &InputError) -> u8 {
 }
 
 fn default_parallelism() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
+    std::thread::available_parallelism().map_or(1, |n| usize::from(n).min(MAX_PARALLELISM))
 }
 
 fn print_report(report: &Report, format: OutputFormat) -> u8 {
@@ -190,6 +194,7 @@ mod tests {
             vec!["berth"],
             vec!["berth", "-f", "a.yaml", "-o", "yaml"],
             vec!["berth", "-f", "a.yaml", "--parallelism", "0"],
+            vec!["berth", "-f", "a.yaml", "--parallelism", "100000"],
             vec!["berth", "-f", "a.yaml", "--seed", "-1"],
         ] {
             assert!(Cli::try_parse_from(&argv).is_err(), "{argv:?}");
