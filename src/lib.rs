@@ -22,6 +22,7 @@
 pub mod api;
 pub mod cli;
 pub mod cluster;
+pub mod files;
 pub mod framework;
 pub mod observability;
 pub mod operator;

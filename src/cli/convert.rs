@@ -8,7 +8,6 @@
 //! (then nothing is written); 1 for internal errors.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -17,6 +16,7 @@ use serde_json::{Value, json};
 
 use crate::api::SchedulerProfile;
 use crate::api::convert::{ConvertError, ConvertOptions, Unsupported, convert};
+use crate::files;
 use crate::framework::Registry;
 
 use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT, write_stdout};
@@ -201,13 +201,10 @@ fn read_file(path: &Path) -> Result<String, String> {
     } else {
         path.display().to_string()
     };
-    let result = if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map(|_| text)
-    } else {
-        std::fs::read_to_string(path)
-    };
-    result.map_err(|error| format!("{shown}: cannot read file: {error}"))
+    files::read_to_string(path, files::MANIFEST_LIMIT).map_err(|error| match error {
+        files::ReadError::Io(error) => format!("{shown}: cannot read file: {error}"),
+        too_large => format!("{shown}: {too_large}"),
+    })
 }
 
 /// Parses one document with `berth simulate`'s reader; `None` for a document without

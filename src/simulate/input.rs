@@ -13,7 +13,6 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
@@ -30,6 +29,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::api::PodGroup;
+use crate::files;
 use crate::framework::FieldError;
 
 /// `creationTimestamp` given to the first object that has none (2024-01-01T00:00:00Z);
@@ -180,6 +180,13 @@ pub enum InputError {
         #[source]
         error: std::io::Error,
     },
+    /// The file holds more than [`files::MANIFEST_LIMIT`] bytes (or stdin never ends).
+    #[error("{}: {error}", display_file(file))]
+    TooLarge {
+        file: PathBuf,
+        #[source]
+        error: files::ReadError,
+    },
     /// The document is not well-formed YAML.
     #[error("{at}: malformed YAML: {message}")]
     Syntax { at: Source, message: String },
@@ -225,20 +232,18 @@ pub fn load_str(file: &Path, text: &str) -> Result<(ClusterInput, Vec<InputWarni
     loader.finish()
 }
 
+/// The text of `path` (`-` is stdin), at most [`files::MANIFEST_LIMIT`] bytes of it.
 fn read_file(path: &Path) -> Result<String, InputError> {
-    let read_error = |error| InputError::Read {
-        file: path.to_path_buf(),
-        error,
-    };
-    if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(read_error)?;
-        Ok(text)
-    } else {
-        std::fs::read_to_string(path).map_err(read_error)
-    }
+    files::read_to_string(path, files::MANIFEST_LIMIT).map_err(|error| match error {
+        files::ReadError::Io(error) => InputError::Read {
+            file: path.to_path_buf(),
+            error,
+        },
+        too_large @ files::ReadError::TooLarge { .. } => InputError::TooLarge {
+            file: path.to_path_buf(),
+            error: too_large,
+        },
+    })
 }
 
 // ---------------------------------------------------------------------------------------
