@@ -31,6 +31,7 @@ use serde_json::Value;
 use crate::api::PodGroup;
 use crate::files;
 use crate::framework::FieldError;
+use crate::simulate::validation;
 
 /// `creationTimestamp` given to the first object that has none (2024-01-01T00:00:00Z);
 /// each later object gets one second more, so queue order follows document order.
@@ -545,22 +546,27 @@ impl Loader {
                 let mut node: Node = decode(value, at, prefix)?;
                 self.admit(kind, &mut node.metadata, created, at, prefix)?;
                 default_node(&mut node);
+                validation::check(validation::node(&node), at, prefix)?;
                 self.input.nodes.push(node);
             }
             Kind::Pod => {
                 let mut pod: Pod = decode(value, at, prefix)?;
                 self.admit(kind, &mut pod.metadata, created, at, prefix)?;
                 default_pod(&mut pod);
+                validation::check(validation::pod(&pod), at, prefix)?;
                 self.input.pods.push(pod);
                 self.pod_sources.push(at.clone());
             }
             Kind::PodGroup => {
+                validation::check(validation::pod_group_document(&value), at, prefix)?;
                 let mut group: PodGroup = decode(value, at, prefix)?;
                 self.admit(kind, &mut group.metadata, created, at, prefix)?;
+                validation::check(validation::pod_group(&group), at, prefix)?;
                 self.input.pod_groups.push(group);
             }
             Kind::SchedulerProfile => {
                 let raw = self.admit_raw(kind, value, created, at, prefix)?;
+                validation::check(validation::profile_document(&raw), at, prefix)?;
                 self.input.profiles.push(ProfileDocument {
                     raw,
                     source: at.clone(),
@@ -572,6 +578,7 @@ impl Loader {
                 if let Some(spec) = claim.spec.as_mut() {
                     spec.volume_mode.get_or_insert_with(|| "Filesystem".into());
                 }
+                validation::check(validation::persistent_volume_claim(&claim), at, prefix)?;
                 self.input.pvcs.push(claim);
             }
             Kind::PersistentVolume => {
@@ -582,6 +589,7 @@ impl Loader {
                     spec.persistent_volume_reclaim_policy
                         .get_or_insert_with(|| "Retain".into());
                 }
+                validation::check(validation::persistent_volume(&volume), at, prefix)?;
                 self.input.pvs.push(volume);
             }
             Kind::StorageClass => {
@@ -591,17 +599,20 @@ impl Loader {
                 class
                     .volume_binding_mode
                     .get_or_insert_with(|| "Immediate".into());
+                validation::check(validation::storage_class(&class), at, prefix)?;
                 self.input.storage_classes.push(class);
             }
             Kind::CSINode => {
                 let mut csi_node: CSINode = decode(value, at, prefix)?;
                 self.admit(kind, &mut csi_node.metadata, created, at, prefix)?;
+                validation::check(validation::csi_node(&csi_node), at, prefix)?;
                 self.input.csi_nodes.push(csi_node);
             }
             Kind::Namespace => {
                 let mut namespace: Namespace = decode(value, at, prefix)?;
                 self.admit(kind, &mut namespace.metadata, created, at, prefix)?;
                 label_namespace(&mut namespace);
+                validation::check(validation::namespace(&namespace), at, prefix)?;
                 self.input.namespaces.push(namespace);
             }
             Kind::PriorityClass => {
@@ -610,31 +621,37 @@ impl Loader {
                 class
                     .preemption_policy
                     .get_or_insert_with(|| PREEMPT_LOWER_PRIORITY.into());
+                validation::check(validation::priority_class(&class), at, prefix)?;
                 self.input.priority_classes.push(class);
             }
             Kind::PodDisruptionBudget => {
                 let mut budget: PodDisruptionBudget = decode(value, at, prefix)?;
                 self.admit(kind, &mut budget.metadata, created, at, prefix)?;
+                validation::check(validation::pod_disruption_budget(&budget), at, prefix)?;
                 self.input.pdbs.push(budget);
             }
             Kind::Service => {
                 let mut service: Service = decode(value, at, prefix)?;
                 self.admit(kind, &mut service.metadata, created, at, prefix)?;
+                validation::check(validation::service(&service), at, prefix)?;
                 self.input.services.push(service);
             }
             Kind::ReplicationController => {
                 let mut rc: ReplicationController = decode(value, at, prefix)?;
                 self.admit(kind, &mut rc.metadata, created, at, prefix)?;
+                validation::check(validation::replication_controller(&rc), at, prefix)?;
                 self.input.replication_controllers.push(rc);
             }
             Kind::ReplicaSet => {
                 let mut rs: ReplicaSet = decode(value, at, prefix)?;
                 self.admit(kind, &mut rs.metadata, created, at, prefix)?;
+                validation::check(validation::replica_set(&rs), at, prefix)?;
                 self.input.replica_sets.push(rs);
             }
             Kind::StatefulSet => {
                 let mut ss: StatefulSet = decode(value, at, prefix)?;
                 self.admit(kind, &mut ss.metadata, created, at, prefix)?;
+                validation::check(validation::stateful_set(&ss), at, prefix)?;
                 self.input.stateful_sets.push(ss);
             }
         }
