@@ -1066,10 +1066,15 @@ pub fn pod_spec(spec: &PodSpec, path: &str) -> Vec<FieldError> {
         spec.resources.as_ref(),
         &child(path, "resources"),
     ));
-    let overhead = child(path, "overhead");
-    for (name, quantity) in spec.overhead.iter().flatten() {
-        errors.extend(quantity_value(name, quantity, &key(&overhead, name)));
-    }
+    // Upstream validates the overhead as the limits of a resource requirement.
+    let overhead = ResourceRequirements {
+        limits: spec.overhead.clone(),
+        ..Default::default()
+    };
+    errors.extend(resource_requirements(
+        Some(&overhead),
+        &child(path, "overhead"),
+    ));
     errors.extend(labels(
         spec.node_selector.as_ref(),
         &child(path, "nodeSelector"),
