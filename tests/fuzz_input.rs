@@ -19,8 +19,9 @@
 //! BERTH_FUZZ_CASES=20000 cargo test --release --test fuzz_input
 //! ```
 //!
-//! proptest shrinks a failing input and records its seed under `proptest-regressions/`,
-//! so that the failure is replayed first on the next run.
+//! proptest shrinks a failing input and records its seed in
+//! `tests/fuzz_input.proptest-regressions`, so that the failure is replayed first on the
+//! next run.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -32,7 +33,7 @@ use berth::simulate::input::{ClusterInput, load_str};
 use berth::simulate::render::{render_json, render_table};
 use berth::simulate::run::{SimulateOptions, simulate};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 use serde_json::Value;
 
 const FILE: &str = "fuzz.yaml";
@@ -56,6 +57,10 @@ fn runner() -> TestRunner {
         cases: cases(),
         // Shrinking a slow input could take long; a few hundred steps find a small one.
         max_shrink_iters: 256,
+        source_file: Some(file!()),
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
         ..Config::default()
     })
 }
@@ -498,6 +503,11 @@ fn the_reported_inputs_are_refused() {
         format!(
             "apiVersion: v1\nkind: Node\nmetadata: {{name: n1}}\n---\n{}",
             "[".repeat(100_000)
+        ),
+        format!(
+            "{{\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {{\"name\": \"n1\"}}, \"spec\": {}{}}}",
+            "[".repeat(2_000),
+            "]".repeat(2_000)
         ),
     ];
     for text in inputs {

@@ -426,6 +426,14 @@ fn ports_gates_and_others() -> Vec<Case> {
             ),
         ),
         case(
+            "scheduler name longer than a DNS subdomain",
+            pod(&format!("  schedulerName: {}\n", "s".repeat(65_525))),
+            format!(
+                "spec.schedulerName: Invalid value: \"{}\": must be no more than 253 characters",
+                "s".repeat(65_525)
+            ),
+        ),
+        case(
             "PriorityClass above the user-definable maximum",
             "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: too-high\nvalue: 2000000000\n",
             "value: Forbidden: maximum allowed value of a user defined priority is 1000000000",

@@ -1101,12 +1101,20 @@ pub fn pod_spec(spec: &PodSpec, path: &str) -> Vec<FieldError> {
             errors.push(FieldError::duplicate(&at, &string(&gate.name), ""));
         }
     }
-    if let Some(node_name) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
-        errors.extend(invalid_each(
-            &child(path, "nodeName"),
-            node_name,
-            dns1123_subdomain(node_name),
-        ));
+    // Names of other objects the pod refers to: a node, its scheduler (the report's
+    // PROFILE column), its PriorityClass.
+    for (field, name) in [
+        ("nodeName", &spec.node_name),
+        ("schedulerName", &spec.scheduler_name),
+        ("priorityClassName", &spec.priority_class_name),
+    ] {
+        if let Some(name) = name.as_deref().filter(|n| !n.is_empty()) {
+            errors.extend(invalid_each(
+                &child(path, field),
+                name,
+                dns1123_subdomain(name),
+            ));
+        }
     }
     errors
 }
