@@ -70,9 +70,9 @@ struct Size(u64);
 impl fmt::Display for Size {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let bytes = self.0;
-        if bytes >= MIB && bytes % MIB == 0 {
+        if bytes >= MIB && bytes.is_multiple_of(MIB) {
             write!(f, "{} MiB", bytes / MIB)
-        } else if bytes >= 1024 && bytes % 1024 == 0 {
+        } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
             write!(f, "{} KiB", bytes / 1024)
         } else {
             write!(f, "{bytes} bytes")
@@ -84,9 +84,12 @@ impl fmt::Display for Size {
 mod tests {
     use super::*;
 
+    /// A case: name, input, limit, and the bytes read or the error message.
+    type Case<'a> = (&'a str, &'a [u8], u64, Result<&'a [u8], &'a str>);
+
     #[test]
     fn reads_up_to_the_limit_and_refuses_one_byte_more() {
-        let cases: [(&str, &[u8], u64, Result<&[u8], &str>); 4] = [
+        let cases: [Case; 4] = [
             ("empty", b"", 4, Ok(b"")),
             ("below the limit", b"abc", 4, Ok(b"abc")),
             ("at the limit", b"abcd", 4, Ok(b"abcd")),

@@ -1451,7 +1451,8 @@ mod tests {
     /// apimachinery's own tables (`validation_test.go`) for the name rules.
     #[test]
     fn name_rules_follow_apimachinery() {
-        let cases: [(&str, fn(&str) -> Vec<String>, &str, bool); 16] = [
+        type Rule = fn(&str) -> Vec<String>;
+        let cases: [(&str, Rule, &str, bool); 16] = [
             ("label: simple", dns1123_label, "my-name", true),
             ("label: digits first", dns1123_label, "123-abc", true),
             ("label: 63 chars", dns1123_label, &"a".repeat(63), true),
