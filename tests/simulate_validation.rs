@@ -191,8 +191,8 @@ fn quantities() -> Vec<Case> {
         ),
         case(
             "fractional pod capacity",
-            node("status:\n  capacity:\n    pods: \"1.5\"\n"),
-            "status.capacity.pods: Invalid value: \"1.5\": must be an integer",
+            node("status:\n  capacity:\n    pods: 1500m\n"),
+            "status.capacity.pods: Invalid value: \"1500m\": must be an integer",
         ),
     ]
 }

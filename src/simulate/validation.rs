@@ -25,7 +25,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
     Affinity, Container, ContainerPort, Namespace, Node, NodeSelector, NodeSelectorRequirement,
     NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim, Pod, PodAffinityTerm, PodSpec,
@@ -1339,6 +1340,7 @@ pub fn priority_class(class: &PriorityClass) -> Vec<FieldError> {
 // ---------------------------------------------------------------------------------------
 // Workloads
 
+/// `ValidateNonnegativeField` of a count (replicas, parallelism, completions).
 fn replicas(replicas: Option<i32>, path: &str) -> Vec<FieldError> {
     match replicas {
         Some(n) if n < 0 => vec![FieldError::invalid(path, &Value::from(n), NEGATIVE)],
@@ -1444,6 +1446,36 @@ pub fn stateful_set(ss: &StatefulSet) -> Vec<FieldError> {
     errors
 }
 
+pub fn deployment(deployment: &Deployment) -> Vec<FieldError> {
+    let mut errors = object_meta(&deployment.metadata, NameRule::DnsSubdomain, "metadata");
+    if let Some(spec) = &deployment.spec {
+        errors.extend(replicas(spec.replicas, "spec.replicas"));
+        errors.extend(label_selector(Some(&spec.selector), "spec.selector"));
+        errors.extend(pod_template_spec(Some(&spec.template), "spec.template"));
+    }
+    errors
+}
+
+pub fn daemon_set(daemon_set: &DaemonSet) -> Vec<FieldError> {
+    let mut errors = object_meta(&daemon_set.metadata, NameRule::DnsSubdomain, "metadata");
+    if let Some(spec) = &daemon_set.spec {
+        errors.extend(label_selector(Some(&spec.selector), "spec.selector"));
+        errors.extend(pod_template_spec(Some(&spec.template), "spec.template"));
+    }
+    errors
+}
+
+pub fn job(job: &Job) -> Vec<FieldError> {
+    let mut errors = object_meta(&job.metadata, NameRule::DnsSubdomain, "metadata");
+    if let Some(spec) = &job.spec {
+        errors.extend(replicas(spec.parallelism, "spec.parallelism"));
+        errors.extend(replicas(spec.completions, "spec.completions"));
+        errors.extend(label_selector(spec.selector.as_ref(), "spec.selector"));
+        errors.extend(pod_template_spec(Some(&spec.template), "spec.template"));
+    }
+    errors
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1502,6 +1534,49 @@ mod tests {
             vec![
                 "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
             ]
+        );
+    }
+
+    /// The workloads other Kind arms load use the same template rules, at their own path.
+    #[test]
+    fn workload_templates_are_validated_at_their_path() {
+        let template: PodTemplateSpec = serde_json::from_value(serde_json::json!({
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "-1"}}}]}
+        }))
+        .expect("template");
+        let web = Deployment {
+            metadata: ObjectMeta {
+                name: Some("web".into()),
+                ..Default::default()
+            },
+            spec: Some(k8s_openapi::api::apps::v1::DeploymentSpec {
+                template: template.clone(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let batch = Job {
+            metadata: ObjectMeta {
+                name: Some("batch".into()),
+                ..Default::default()
+            },
+            spec: Some(k8s_openapi::api::batch::v1::JobSpec {
+                parallelism: Some(-2),
+                template,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let first = |errors: Vec<FieldError>| errors.first().map(ToString::to_string);
+        assert_eq!(
+            first(deployment(&web)).as_deref(),
+            Some(
+                "spec.template.spec.containers[0].resources.requests[cpu]: Invalid value: \"-1\": must be greater than or equal to 0"
+            )
+        );
+        assert_eq!(
+            first(job(&batch)).as_deref(),
+            Some("spec.parallelism: Invalid value: -2: must be greater than or equal to 0")
         );
     }
 }
