@@ -566,6 +566,8 @@ spec:
         podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}
   topologySpreadConstraints:
   - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, minDomains: 2, labelSelector: {matchLabels: {app: web}}, matchLabelKeys: [pod-template-hash], nodeTaintsPolicy: Honor}
+  # As the API server stores it: matchLabelKeys merged into the selector.
+  - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {app: web}, matchExpressions: [{key: pod-template-hash, operator: In, values: [5d8f]}]}, matchLabelKeys: [pod-template-hash]}
   schedulingGates: [{name: example.com/wait}]
 ---
 apiVersion: berth.dev/v1alpha1

@@ -37,7 +37,9 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
@@ -757,11 +759,13 @@ fn pod_affinity_term(term: &PodAffinityTerm, path: &str) -> Vec<FieldError> {
     errors.extend(match_label_keys(
         term.match_label_keys.as_deref(),
         term.label_selector.as_ref(),
+        "matchLabelKeys",
         &child(path, "matchLabelKeys"),
     ));
     errors.extend(match_label_keys(
         term.mismatch_label_keys.as_deref(),
         term.label_selector.as_ref(),
+        "mismatchLabelKeys",
         &child(path, "mismatchLabelKeys"),
     ));
     let topology_key = child(path, "topologyKey");
@@ -773,11 +777,17 @@ fn pod_affinity_term(term: &PodAffinityTerm, path: &str) -> Vec<FieldError> {
     errors
 }
 
-/// The rules shared by `matchLabelKeys` of affinity terms and spread constraints: each a
-/// label key, not already a key of the label selector, and only with a selector.
+/// The rules shared by `matchLabelKeys` (and `mismatchLabelKeys`) of affinity terms and
+/// spread constraints: each a label key, not already a key of the label selector, and
+/// only with a selector. `field` names the list in the message.
+///
+/// Since Kubernetes 1.33 the API server merges each such key into the pod's own
+/// `labelSelector` on create, as a `key In [value]` expression, so a pod read back from a
+/// cluster (`kubectl get -o yaml`) carries both; that merged form is not a conflict.
 fn match_label_keys(
     keys: Option<&[String]>,
     selector: Option<&LabelSelector>,
+    field: &str,
     path: &str,
 ) -> Vec<FieldError> {
     let keys = keys.unwrap_or_default();
@@ -790,6 +800,9 @@ fn match_label_keys(
             "must not be specified when labelSelector is not set",
         )];
     };
+    let merged = |e: &&LabelSelectorRequirement| {
+        e.operator == "In" && e.values.as_ref().is_some_and(|v| v.len() == 1)
+    };
     let selector_keys: BTreeSet<&str> = selector
         .match_labels
         .iter()
@@ -800,6 +813,7 @@ fn match_label_keys(
                 .match_expressions
                 .iter()
                 .flatten()
+                .filter(|e| !merged(e))
                 .map(|e| e.key.as_str()),
         )
         .collect();
@@ -811,7 +825,7 @@ fn match_label_keys(
             errors.push(FieldError::invalid(
                 at,
                 &string(k),
-                "exists in both matchLabelKeys and labelSelector",
+                format!("exists in both {field} and labelSelector"),
             ));
         }
     }
@@ -989,6 +1003,7 @@ fn topology_spread_constraints(
         errors.extend(match_label_keys(
             constraint.match_label_keys.as_deref(),
             constraint.label_selector.as_ref(),
+            "matchLabelKeys",
             &child(&at, "matchLabelKeys"),
         ));
         errors.extend(label_selector(
