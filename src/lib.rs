@@ -18,6 +18,9 @@
 //! The core (`cluster`, `queue`, `framework`, `plugins`, `scheduler`) takes k8s-openapi
 //! types in and returns decisions; it performs no Kubernetes I/O. Adapters (`simulate`, and
 //! later the operator) provide the binder and the event sources.
+//!
+//! Every file a user names (simulate's and convert's input, a Prometheus CA or token file)
+//! is read through [`files`], which bounds its size.
 
 pub mod api;
 pub mod cli;
