@@ -536,7 +536,14 @@ metadata:
 spec:
   taints: [{key: dedicated, value: gpu, effect: NoSchedule}, {key: dedicated, effect: NoExecute}]
 status:
-  capacity: {cpu: "4", memory: 8Gi, pods: "110", example.com/gpu: "2"}
+  # Device plugin and CSI resource names may be longer than a label name.
+  capacity: {cpu: "4", memory: 8Gi, pods: "110", example.com/gpu: "2", attachable-volumes-csi-very-long-driver-name.storage.example.com: "39", hugepages-2Mi: "0"}
+---
+# A snapshot of a cluster holds the built-in classes.
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: system-node-critical}
+value: 2000001000
 ---
 apiVersion: v1
 kind: Pod

@@ -514,16 +514,14 @@ pub fn resource_requirements(
     errors
 }
 
-/// A resource list of a node or a volume: names qualified, quantities valid and not
-/// negative, keyed as `status.capacity.cpu`.
+/// A node's capacity or allocatable: quantities valid and not negative, keyed as
+/// `status.capacity.cpu` (upstream checks only the quantities here: resource names of
+/// nodes come from device plugins and CSI drivers, and may be long).
 fn resource_list(list: Option<&BTreeMap<String, Quantity>>, path: &str) -> Vec<FieldError> {
-    let mut errors = Vec::new();
-    for (name, quantity) in list.into_iter().flatten() {
-        let at = child(path, name);
-        errors.extend(invalid_each(&at, name, qualified_name(name)));
-        errors.extend(quantity_value(name, quantity, &at));
-    }
-    errors
+    list.into_iter()
+        .flatten()
+        .flat_map(|(name, quantity)| quantity_value(name, quantity, &child(path, name)))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1341,9 +1339,10 @@ const HIGHEST_USER_PRIORITY: i32 = 1_000_000_000;
 
 pub fn priority_class(class: &PriorityClass) -> Vec<FieldError> {
     let mut errors = object_meta(&class.metadata, NameRule::DnsSubdomain, "metadata");
+    // Names with the `system-` prefix are reserved (the built-in classes); only user classes
+    // are bounded.
     let name = class.metadata.name.as_deref().unwrap_or_default();
-    let system = matches!(name, "system-node-critical" | "system-cluster-critical");
-    if !system && class.value > HIGHEST_USER_PRIORITY {
+    if !name.starts_with("system-") && class.value > HIGHEST_USER_PRIORITY {
         errors.push(FieldError::forbidden(
             "value",
             format!("maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}"),
