@@ -21,10 +21,14 @@
 //! types in and returns decisions; it performs no Kubernetes I/O. The adapters (`simulate`
 //! and `operator`) provide the binder and the event sources. `docs/architecture.md` is the
 //! contract these modules follow.
+//!
+//! Every file a user names (simulate's and convert's input, a Prometheus CA or token file)
+//! is read through [`files`], which bounds its size.
 
 pub mod api;
 pub mod cli;
 pub mod cluster;
+pub mod files;
 pub mod framework;
 pub mod observability;
 pub mod operator;

@@ -213,9 +213,14 @@ pub fn crds(registry: &Registry) -> Result<Vec<CustomResourceDefinition>, CrdErr
     enrich_schema(&mut profile, |schema| {
         enrich_profile_schema(schema, registry)
     })?;
+    Ok(vec![profile, pod_group_crd()?])
+}
+
+/// The PodGroup CRD, which does not depend on the registry.
+pub(crate) fn pod_group_crd() -> Result<CustomResourceDefinition, CrdError> {
     let mut pod_group = PodGroup::crd();
     enrich_schema(&mut pod_group, |_| Ok(()))?;
-    Ok(vec![profile, pod_group])
+    Ok(pod_group)
 }
 
 /// The CRDs as one multi-document YAML stream, as `berth crds` prints it: each CRD

@@ -17,7 +17,10 @@ pub use profile::{
     EffectivePlugins, PluginRef, PluginSet, Plugins, SchedulerProfile, SchedulerProfileSpec,
     SchedulerProfileStatus, WeightedPlugin,
 };
-pub use validation::{ProfileValidation, ProfileValidator, SchemaError, validate_profile};
+pub use validation::{
+    CrdValidator, ProfileValidation, ProfileValidator, SchemaError, validate_pod_group,
+    validate_profile,
+};
 
 /// The API group of berth's resources.
 pub const GROUP: &str = "berth.dev";

@@ -1,9 +1,11 @@
-//! Local validation of a `SchedulerProfile`: what the API server does with it at
-//! `kubectl apply` time, followed by what berth does before it instantiates the profile.
-//! `berth simulate` and the operator both go through here, so a profile the simulator
-//! accepts is one the cluster accepts.
+//! Local validation of berth's custom resources: what the API server does with a
+//! `SchedulerProfile` or a `PodGroup` at `kubectl apply` time with berth's generated CRDs
+//! installed ([`CrdValidator`], stages 1 to 3 below), followed for profiles by what berth
+//! does before it instantiates one ([`ProfileValidator`], stage 4). `berth simulate` and
+//! the operator both go through here, so an object the simulator accepts is one the
+//! cluster accepts.
 //!
-//! The stages, in the API server's order, against the CRD generated from the registry
+//! The stages, in the API server's order, against the CRDs generated from the registry
 //! ([`crds`]):
 //!
 //! 1. **Request handling.** `status` is dropped (the status subresource ignores it on
@@ -28,6 +30,9 @@
 //! berth's bug and is reported as an `Internal error`.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 use kube::core::cel::{
     CompiledSchema, ErrorKind, RootContext, ValidationError as CelError, Validator as CelValidator,
@@ -35,6 +40,7 @@ use kube::core::cel::{
 };
 use serde_json::{Map, Value, json};
 
+use super::crd::pod_group_crd;
 use super::{CrdError, GROUP, SchedulerProfile, VERSION, crds};
 use crate::framework::{FieldError, FieldErrorKind, Registry, ResolvedProfile, resolve};
 
@@ -58,15 +64,15 @@ impl ProfileValidation {
     }
 }
 
-/// Why the validator could not be built from the registry: berth's bug, not the user's.
+/// Why a validator could not be built from a CRD: berth's bug, not the user's.
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
     #[error(transparent)]
     Crd(#[from] CrdError),
-    #[error("the SchedulerProfile CRD has no openAPIV3Schema")]
-    MissingSchema,
-    #[error("the SchedulerProfile schema is not valid JSON Schema once translated: {0}")]
-    JsonSchema(String),
+    #[error("the {0} CRD has no openAPIV3Schema")]
+    MissingSchema(String),
+    #[error("the {kind} schema is not valid JSON Schema once translated: {detail}")]
+    JsonSchema { kind: String, detail: String },
 }
 
 /// Validates `raw` (one SchedulerProfile document as JSON) as the API server and berth
@@ -81,9 +87,28 @@ pub fn validate_profile(raw: &Value, registry: &Registry) -> ProfileValidation {
     }
 }
 
-/// The SchedulerProfile schema of one registry, compiled once for JSON Schema and CEL.
-pub struct ProfileValidator<'r> {
-    registry: &'r Registry,
+/// The errors the API server returns when `raw` (one PodGroup document as JSON) is
+/// created with berth's PodGroup CRD installed: stages 1 to 3 of the module docs. The
+/// validator is built once per process; a CRD berth cannot compile is an `Internal error`.
+pub fn validate_pod_group(raw: &Value) -> Vec<FieldError> {
+    static VALIDATOR: OnceLock<Result<CrdValidator, String>> = OnceLock::new();
+    let validator = VALIDATOR.get_or_init(|| {
+        pod_group_crd()
+            .map_err(SchemaError::from)
+            .and_then(|crd| CrdValidator::new(&crd))
+            .map_err(|error| error.to_string())
+    });
+    match validator {
+        Ok(validator) => validator.admission_errors(raw),
+        Err(error) => vec![FieldError::internal("<schema>", error.clone())],
+    }
+}
+
+/// The schema of one of berth's CRDs, compiled once for JSON Schema and CEL: what the API
+/// server checks on create (stages 1 to 3 of the module docs) for any kind berth defines.
+pub struct CrdValidator {
+    /// `kind` of the CRD, as CEL's `apiVersion`/`kind` context and in messages.
+    kind: String,
     /// `openAPIV3Schema` as the API server reads it, plus the implicit root fields.
     openapi: Value,
     /// The same schema translated to JSON Schema draft 4.
@@ -96,32 +121,34 @@ pub struct ProfileValidator<'r> {
     rule_types: HashMap<String, String>,
 }
 
-impl<'r> ProfileValidator<'r> {
-    pub fn new(registry: &'r Registry) -> Result<Self, SchemaError> {
-        let crd = crds(registry)?
-            .into_iter()
-            .next()
-            .ok_or(SchemaError::MissingSchema)?;
+impl CrdValidator {
+    /// Compiles the schema of `crd`'s first version.
+    pub fn new(crd: &CustomResourceDefinition) -> Result<Self, SchemaError> {
+        let kind = crd.spec.names.kind.clone();
         let schema = crd
             .spec
             .versions
             .first()
             .and_then(|version| version.schema.as_ref())
             .and_then(|validation| validation.open_api_v3_schema.as_ref())
-            .ok_or(SchemaError::MissingSchema)?;
-        let mut openapi = serde_json::to_value(schema)
-            .map_err(|error| SchemaError::JsonSchema(error.to_string()))?;
+            .ok_or_else(|| SchemaError::MissingSchema(kind.clone()))?;
+        let json_error = |detail: String| SchemaError::JsonSchema {
+            kind: kind.clone(),
+            detail,
+        };
+        let mut openapi =
+            serde_json::to_value(schema).map_err(|error| json_error(error.to_string()))?;
         add_implicit_root_fields(&mut openapi);
         let structural = to_json_schema(&openapi);
         let json_schema = jsonschema::options()
             .with_draft(jsonschema::Draft::Draft4)
             .should_validate_formats(true)
             .build(&structural)
-            .map_err(|error| SchemaError::JsonSchema(error.to_string()))?;
+            .map_err(|error| json_error(error.to_string()))?;
         let mut rule_types = HashMap::new();
         collect_rule_types(&openapi, &mut rule_types);
-        Ok(ProfileValidator {
-            registry,
+        Ok(CrdValidator {
+            kind,
             cel_rules: compile_schema(&openapi),
             openapi,
             structural,
@@ -139,16 +166,7 @@ impl<'r> ProfileValidator<'r> {
         errors
     }
 
-    /// Validates one SchedulerProfile document; see the module docs for the stages.
-    pub fn validate(&self, raw: &Value) -> ProfileValidation {
-        let admission = self.admit(raw);
-        let mut validation = self.check_semantics(admission.object, admission.errors);
-        validation.warnings.splice(0..0, admission.warnings);
-        validation
-    }
-
-    /// Stages 1 to 3 only: the errors the API server itself would return for `raw` at
-    /// `kubectl apply` time (berth's semantic checks left out).
+    /// The errors the API server itself would return for `raw` at `kubectl apply` time.
     pub fn admission_errors(&self, raw: &Value) -> Vec<FieldError> {
         self.admit(raw).errors
     }
@@ -180,7 +198,6 @@ impl<'r> ProfileValidator<'r> {
             warnings,
         }
     }
-
     /// Stage 2; returns whether an error blocks the CEL rules, as the API server's
     /// `hasBlockingErr` decides (unsupported, required, too long, too many, wrong type).
     fn check_schema(&self, object: &Value, errors: &mut Vec<FieldError>) -> bool {
@@ -209,7 +226,7 @@ impl<'r> ProfileValidator<'r> {
         let root = RootContext {
             api_version: format!("{GROUP}/{VERSION}"),
             api_group: GROUP.to_string(),
-            kind: "SchedulerProfile".to_string(),
+            kind: self.kind.clone(),
         };
         let Err(failures) =
             self.cel
@@ -242,6 +259,46 @@ impl<'r> ProfileValidator<'r> {
             },
             _ => FieldError::internal(path, format!("CEL rule {:?}: {message}", failure.rule)),
         }
+    }
+}
+
+/// The SchedulerProfile schema of one registry ([`CrdValidator`]) and berth's semantic
+/// checks on top of it (stage 4).
+pub struct ProfileValidator<'r> {
+    registry: &'r Registry,
+    crd: CrdValidator,
+}
+
+impl<'r> ProfileValidator<'r> {
+    pub fn new(registry: &'r Registry) -> Result<Self, SchemaError> {
+        let crd = crds(registry)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| SchemaError::MissingSchema("SchedulerProfile".to_string()))?;
+        Ok(ProfileValidator {
+            registry,
+            crd: CrdValidator::new(&crd)?,
+        })
+    }
+
+    /// CEL rules of the schema that do not compile, as `<rule>: <error>`. Always empty
+    /// for a correct CRD; the test suite asserts it.
+    pub fn rule_compilation_errors(&self) -> Vec<String> {
+        self.crd.rule_compilation_errors()
+    }
+
+    /// Validates one SchedulerProfile document; see the module docs for the stages.
+    pub fn validate(&self, raw: &Value) -> ProfileValidation {
+        let admission = self.crd.admit(raw);
+        let mut validation = self.check_semantics(admission.object, admission.errors);
+        validation.warnings.splice(0..0, admission.warnings);
+        validation
+    }
+
+    /// Stages 1 to 3 only: the errors the API server itself would return for `raw` at
+    /// `kubectl apply` time (berth's semantic checks left out).
+    pub fn admission_errors(&self, raw: &Value) -> Vec<FieldError> {
+        self.crd.admission_errors(raw)
     }
 
     /// Stage 4: decode, resolve, and keep the errors no earlier stage explains.

@@ -10,7 +10,6 @@
 //! left out, a `default-scheduler` profile) go to stderr and never change the exit code.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -21,6 +20,7 @@ use crate::api::SchedulerProfile;
 use crate::api::convert::{
     ConvertError, ConvertOptions, Unsupported, convert, is_dns1123_subdomain,
 };
+use crate::files;
 use crate::framework::Registry;
 
 use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT, write_stdout};
@@ -241,13 +241,10 @@ fn read_file(path: &Path) -> Result<String, String> {
     } else {
         path.display().to_string()
     };
-    let result = if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map(|_| text)
-    } else {
-        std::fs::read_to_string(path)
-    };
-    result.map_err(|error| format!("{shown}: cannot read file: {error}"))
+    files::read_to_string(path, files::MANIFEST_LIMIT).map_err(|error| match error {
+        files::ReadError::Io(error) => format!("{shown}: cannot read file: {error}"),
+        too_large => format!("{shown}: {too_large}"),
+    })
 }
 
 /// Parses one document with `berth simulate`'s reader; `None` for a document without

@@ -13,7 +13,6 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
@@ -32,8 +31,10 @@ use serde_json::Value;
 
 use crate::api::PodGroup;
 use crate::cluster::implicit_group;
+use crate::files;
 use crate::framework::FieldError;
 use crate::plugins::coscheduling::pod_group_of;
+use crate::simulate::validation;
 
 use super::controllers::{self, WorkloadRef};
 
@@ -204,6 +205,13 @@ pub enum InputError {
         #[source]
         error: std::io::Error,
     },
+    /// The file holds more than [`files::MANIFEST_LIMIT`] bytes (or stdin never ends).
+    #[error("{}: {error}", display_file(file))]
+    TooLarge {
+        file: PathBuf,
+        #[source]
+        error: files::ReadError,
+    },
     /// The document is not well-formed YAML.
     #[error("{at}: malformed YAML: {message}")]
     Syntax { at: Source, message: String },
@@ -249,20 +257,18 @@ pub fn load_str(file: &Path, text: &str) -> Result<(ClusterInput, Vec<InputWarni
     loader.finish()
 }
 
+/// The text of `path` (`-` is stdin), at most [`files::MANIFEST_LIMIT`] bytes of it.
 fn read_file(path: &Path) -> Result<String, InputError> {
-    let read_error = |error| InputError::Read {
-        file: path.to_path_buf(),
-        error,
-    };
-    if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(read_error)?;
-        Ok(text)
-    } else {
-        std::fs::read_to_string(path).map_err(read_error)
-    }
+    files::read_to_string(path, files::MANIFEST_LIMIT).map_err(|error| match error {
+        files::ReadError::Io(error) => InputError::Read {
+            file: path.to_path_buf(),
+            error,
+        },
+        too_large @ files::ReadError::TooLarge { .. } => InputError::TooLarge {
+            file: path.to_path_buf(),
+            error: too_large,
+        },
+    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -580,22 +586,27 @@ impl Loader {
                 let mut node: Node = decode(value, at, prefix)?;
                 self.admit(kind, &mut node.metadata, created, at, prefix)?;
                 default_node(&mut node);
+                validation::check(validation::node(&node), at, prefix)?;
                 self.input.nodes.push(node);
             }
             Kind::Pod => {
                 let mut pod: Pod = decode(value, at, prefix)?;
                 self.admit(kind, &mut pod.metadata, created, at, prefix)?;
                 default_pod(&mut pod);
+                validation::check(validation::pod(&pod), at, prefix)?;
                 self.input.pods.push(pod);
                 self.pod_sources.push(at.clone());
             }
             Kind::PodGroup => {
+                validation::check(validation::pod_group_document(&value), at, prefix)?;
                 let mut group: PodGroup = decode(value, at, prefix)?;
                 self.admit(kind, &mut group.metadata, created, at, prefix)?;
+                validation::check(validation::pod_group(&group), at, prefix)?;
                 self.input.pod_groups.push(group);
             }
             Kind::SchedulerProfile => {
                 let raw = self.admit_raw(kind, value, created, at, prefix)?;
+                validation::check(validation::profile_document(&raw), at, prefix)?;
                 self.input.profiles.push(ProfileDocument {
                     raw,
                     source: at.clone(),
@@ -607,6 +618,7 @@ impl Loader {
                 if let Some(spec) = claim.spec.as_mut() {
                     spec.volume_mode.get_or_insert_with(|| "Filesystem".into());
                 }
+                validation::check(validation::persistent_volume_claim(&claim), at, prefix)?;
                 self.input.pvcs.push(claim);
             }
             Kind::PersistentVolume => {
@@ -617,6 +629,7 @@ impl Loader {
                     spec.persistent_volume_reclaim_policy
                         .get_or_insert_with(|| "Retain".into());
                 }
+                validation::check(validation::persistent_volume(&volume), at, prefix)?;
                 self.input.pvs.push(volume);
             }
             Kind::StorageClass => {
@@ -626,17 +639,20 @@ impl Loader {
                 class
                     .volume_binding_mode
                     .get_or_insert_with(|| "Immediate".into());
+                validation::check(validation::storage_class(&class), at, prefix)?;
                 self.input.storage_classes.push(class);
             }
             Kind::CSINode => {
                 let mut csi_node: CSINode = decode(value, at, prefix)?;
                 self.admit(kind, &mut csi_node.metadata, created, at, prefix)?;
+                validation::check(validation::csi_node(&csi_node), at, prefix)?;
                 self.input.csi_nodes.push(csi_node);
             }
             Kind::Namespace => {
                 let mut namespace: Namespace = decode(value, at, prefix)?;
                 self.admit(kind, &mut namespace.metadata, created, at, prefix)?;
                 label_namespace(&mut namespace);
+                validation::check(validation::namespace(&namespace), at, prefix)?;
                 self.input.namespaces.push(namespace);
             }
             Kind::PriorityClass => {
@@ -645,51 +661,60 @@ impl Loader {
                 class
                     .preemption_policy
                     .get_or_insert_with(|| PREEMPT_LOWER_PRIORITY.into());
+                validation::check(validation::priority_class(&class), at, prefix)?;
                 self.input.priority_classes.push(class);
             }
             Kind::PodDisruptionBudget => {
                 let mut budget: PodDisruptionBudget = decode(value, at, prefix)?;
                 self.admit(kind, &mut budget.metadata, created, at, prefix)?;
+                validation::check(validation::pod_disruption_budget(&budget), at, prefix)?;
                 self.input.pdbs.push(budget);
             }
             Kind::Service => {
                 let mut service: Service = decode(value, at, prefix)?;
                 self.admit(kind, &mut service.metadata, created, at, prefix)?;
+                validation::check(validation::service(&service), at, prefix)?;
                 self.input.services.push(service);
             }
             Kind::ReplicationController => {
                 let mut rc: ReplicationController = decode(value, at, prefix)?;
                 self.admit(kind, &mut rc.metadata, created, at, prefix)?;
+                validation::check(validation::replication_controller(&rc), at, prefix)?;
                 self.input.replication_controllers.push(rc);
             }
             Kind::ReplicaSet => {
                 let mut rs: ReplicaSet = decode(value, at, prefix)?;
                 self.admit(kind, &mut rs.metadata, created, at, prefix)?;
                 self.remember_path(kind, &rs.metadata, prefix);
+                validation::check(validation::replica_set(&rs), at, prefix)?;
                 self.input.replica_sets.push(rs);
             }
             Kind::StatefulSet => {
                 let mut ss: StatefulSet = decode(value, at, prefix)?;
                 self.admit(kind, &mut ss.metadata, created, at, prefix)?;
                 self.remember_path(kind, &ss.metadata, prefix);
+                validation::check(validation::stateful_set(&ss), at, prefix)?;
                 self.input.stateful_sets.push(ss);
             }
             Kind::Deployment => {
                 let mut deployment: Deployment = decode(value, at, prefix)?;
                 self.admit(kind, &mut deployment.metadata, created, at, prefix)?;
                 self.remember_path(kind, &deployment.metadata, prefix);
+                validation::check(validation::deployment(&deployment), at, prefix)?;
                 self.input.deployments.push(deployment);
             }
             Kind::Job => {
                 let mut job: Job = decode(value, at, prefix)?;
                 self.admit(kind, &mut job.metadata, created, at, prefix)?;
                 self.remember_path(kind, &job.metadata, prefix);
+                validation::check(validation::job(&job), at, prefix)?;
                 self.input.jobs.push(job);
             }
             Kind::DaemonSet => {
                 let mut daemon_set: DaemonSet = decode(value, at, prefix)?;
                 self.admit(kind, &mut daemon_set.metadata, created, at, prefix)?;
                 self.remember_path(kind, &daemon_set.metadata, prefix);
+                validation::check(validation::daemon_set(&daemon_set), at, prefix)?;
                 self.input.daemon_sets.push(daemon_set);
             }
         }

@@ -6,3 +6,4 @@ pub mod input;
 pub mod render;
 pub mod report;
 pub mod run;
+pub mod validation;

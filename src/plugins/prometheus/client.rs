@@ -35,6 +35,8 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use tokio::time::Instant;
 
+use crate::files;
+
 use super::args::{DEFAULT_CACHE_TTL_SECONDS, DEFAULT_QUERY_TIMEOUT_SECONDS};
 
 /// Where Prometheus is and how to query it.
@@ -370,7 +372,8 @@ impl Inner {
             path: path.display().to_string(),
             detail,
         };
-        let content = std::fs::read_to_string(path).map_err(|e| token_error(e.to_string()))?;
+        let content = files::read_to_string(path, files::CREDENTIAL_LIMIT)
+            .map_err(|e| token_error(e.to_string()))?;
         let token = content.trim();
         if token.is_empty() {
             return Err(token_error("the file is empty".to_string()));
@@ -437,7 +440,10 @@ fn ca_certificates(path: &Path) -> Result<Vec<reqwest::Certificate>, ClientError
         path: path.display().to_string(),
         detail,
     };
-    let pem = std::fs::read(path).map_err(|e| ca_error(format!("cannot read it: {e}")))?;
+    let pem = files::read_bytes(path, files::CREDENTIAL_LIMIT).map_err(|e| match e {
+        files::ReadError::Io(e) => ca_error(format!("cannot read it: {e}")),
+        too_large => ca_error(format!("{too_large}; a CA bundle is a few KiB of PEM")),
+    })?;
     let certificates = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ca_error(format!("not valid PEM: {e}")))?;
@@ -573,6 +579,34 @@ mod tests {
                 matches!(result, Err(ClientError::Address { .. })),
                 "{address}: {result:?}"
             );
+        }
+    }
+
+    /// A device that never ends is refused at its size bound, not read until memory
+    /// runs out.
+    #[cfg(unix)]
+    #[test]
+    fn endless_credential_files_are_refused_at_one_mib() {
+        let ca = PrometheusClient::new(
+            ClientConfig::new("https://prometheus:9090").with_ca_file("/dev/zero"),
+        );
+        match ca {
+            Err(ClientError::CaFile { path, detail }) => {
+                assert_eq!(path, "/dev/zero");
+                assert!(detail.starts_with("larger than 1 MiB"), "{detail}");
+            }
+            other => panic!("caFile /dev/zero: {other:?}"),
+        }
+        let client = PrometheusClient::new(
+            ClientConfig::new("http://prometheus:9090").with_bearer_token_file("/dev/zero"),
+        )
+        .expect("a client whose token file is only read per request");
+        match client.inner.bearer_header() {
+            Err(QueryError::BearerToken { path, detail }) => {
+                assert_eq!(path, "/dev/zero");
+                assert!(detail.starts_with("larger than 1 MiB"), "{detail}");
+            }
+            other => panic!("bearerTokenFile /dev/zero: {other:?}"),
         }
     }
 }
