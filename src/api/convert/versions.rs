@@ -209,20 +209,9 @@ enum LegacyPoint {
     Unreserve,
 }
 
-/// The points whose default lists differ between versions; preEnqueue is read as in v1.
-const LEGACY_POINTS: [ExtensionPoint; 11] = [
-    ExtensionPoint::QueueSort,
-    ExtensionPoint::PreFilter,
-    ExtensionPoint::Filter,
-    ExtensionPoint::PostFilter,
-    ExtensionPoint::PreScore,
-    ExtensionPoint::Score,
-    ExtensionPoint::Reserve,
-    ExtensionPoint::Permit,
-    ExtensionPoint::PreBind,
-    ExtensionPoint::Bind,
-    ExtensionPoint::PostBind,
-];
+/// The points whose default lists differ between versions: all but PreEnqueue (the first
+/// point), which is read as in v1.
+const LEGACY_POINTS: &[ExtensionPoint] = ExtensionPoint::ALL.split_at(1).1;
 
 /// The NodeResourcesFit scoring strategy a Score plugin of the older versions stands for.
 pub fn fit_strategy(plugin: &str) -> Option<&'static str> {
@@ -406,7 +395,7 @@ impl Converter<'_> {
         let mut targets: BTreeMap<ExtensionPoint, Vec<Entry>> = BTreeMap::new();
         let mut fit_strategy = None;
         let mut customs = BTreeMap::new();
-        for point in LEGACY_POINTS {
+        for &point in LEGACY_POINTS {
             let custom = sets.remove(&point).unwrap_or_default();
             let mut defaults = self.version.defaults(point).to_vec();
             if self.autoscaler_provider {
