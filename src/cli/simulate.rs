@@ -138,7 +138,9 @@ fn warn(message: impl std::fmt::Display) {
 }
 
 fn report_input_error(error: &InputError) -> u8 {
-    eprintln!("error: {error}");
+    for line in error.lines() {
+        eprintln!("error: {line}");
+    }
     EXIT_INVALID_INPUT
 }
 

@@ -218,6 +218,10 @@ pub enum InputError {
     /// The document is YAML but not a valid object; `error.path` names the field.
     #[error("{at}: {error}")]
     Field { at: Source, error: FieldError },
+    /// The object is invalid in several fields; as the API server, every one is listed,
+    /// one per line.
+    #[error("{}", fields_lines(at, errors).join("\n"))]
+    Fields { at: Source, errors: Vec<FieldError> },
     /// Two objects of one kind share a namespace and name.
     #[error(
         "{at}: metadata.name: Duplicate value: \"{name}\": {kind} {name} is already defined at {first}"
@@ -230,7 +234,24 @@ pub enum InputError {
     },
 }
 
+/// `file: document N: <field error>` for each error.
+fn fields_lines(at: &Source, errors: &[FieldError]) -> Vec<String> {
+    errors
+        .iter()
+        .map(|error| format!("{at}: {error}"))
+        .collect()
+}
+
 impl InputError {
+    /// The error as the lines `berth simulate` prints after `error: `: one per field
+    /// error, else one.
+    pub fn lines(&self) -> Vec<String> {
+        match self {
+            InputError::Fields { at, errors } => fields_lines(at, errors),
+            other => vec![other.to_string()],
+        }
+    }
+
     fn field(at: &Source, error: FieldError) -> Self {
         InputError::Field {
             at: at.clone(),
@@ -585,8 +606,10 @@ impl Loader {
             Kind::Node => {
                 let mut node: Node = decode(value, at, prefix)?;
                 self.admit(kind, &mut node.metadata, created, at, prefix)?;
-                default_node(&mut node);
+                // Before the kubelet-style default: the API server never sees a copied
+                // allocatable, so an invalid capacity is one error, not two.
                 validation::check(validation::node(&node), at, prefix)?;
+                default_node(&mut node);
                 self.input.nodes.push(node);
             }
             Kind::Pod => {

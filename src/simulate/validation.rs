@@ -48,18 +48,21 @@ use crate::api::PodGroup;
 use crate::cluster::{is_extended_resource_name, parse_milli_value};
 use crate::framework::FieldError;
 
-/// The first of `errors`, if any, as an input error at `at`; `prefix` is the object's
-/// path in its document (`items[3].` in a List, else empty).
-pub fn check(errors: Vec<FieldError>, at: &Source, prefix: &str) -> Result<(), InputError> {
-    match errors.into_iter().next() {
-        None => Ok(()),
-        Some(mut error) => {
-            error.path = format!("{prefix}{}", error.path);
-            Err(InputError::Field {
-                at: at.clone(),
-                error,
-            })
-        }
+/// `errors`, if any, as an input error at `at` naming every field, as the API server
+/// lists them all; `prefix` is the object's path in its document (`items[3].` in a List,
+/// else empty).
+pub fn check(mut errors: Vec<FieldError>, at: &Source, prefix: &str) -> Result<(), InputError> {
+    for error in &mut errors {
+        error.path = format!("{prefix}{}", error.path);
+    }
+    let at = at.clone();
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(InputError::Field {
+            at,
+            error: errors.remove(0),
+        }),
+        _ => Err(InputError::Fields { at, errors }),
     }
 }
 
