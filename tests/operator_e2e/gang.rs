@@ -284,10 +284,16 @@ async fn two_groups_competing_for_room_for_one_bind_one_fully_without_deadlock()
         let alpha = ["alpha-0", "alpha-1", "alpha-2", "alpha-3"];
         let beta = ["beta-0", "beta-1", "beta-2", "beta-3"];
         // Interleaved, beta first: the queue, not the arrival order, keeps groups together.
-        for (b, a) in beta.iter().zip(alpha) {
+        // Beta's last member comes after alpha's: a group complete before the other exists
+        // in full may be bound at once, and bound pods are never taken back (there is no
+        // preemption), so beta-3 before alpha-3 would let a fast scheduler bind beta, which
+        // is right but not what this test is about.
+        for (b, a) in beta[..3].iter().zip(&alpha[..3]) {
             cluster.create_pod(member(b, "beta")).await;
             cluster.create_pod(member(a, "alpha")).await;
         }
+        cluster.create_pod(member(alpha[3], "alpha")).await;
+        cluster.create_pod(member(beta[3], "beta")).await;
 
         cluster.wait_bound(&alpha, WAIT).await;
         cluster
