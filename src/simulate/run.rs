@@ -193,7 +193,7 @@ pub fn check_profiles(profiles: &[ProfileDocument], registry: &Registry) -> Chec
 /// Records bindings in memory; the driver replays them as pod updates, as an informer
 /// would.
 #[derive(Default)]
-struct InMemoryBinder {
+pub struct InMemoryBinder {
     bound: Mutex<HashMap<String, String>>,
 }
 
@@ -290,7 +290,7 @@ pub async fn simulate_checked(
     }
 
     let pods: HashMap<String, &Pod> = pending.iter().map(|p| (pod_key(p), *p)).collect();
-    let reports = run_to_completion(&mut scheduler, &pods).await?;
+    let reports = run_to_completion(&mut scheduler, &pods, &mut ()).await?;
     let mut report = build_report(&pending, &served, &reports, options.explain);
     report.degraded = degraded_plugins(&health);
     Ok(report)
@@ -320,7 +320,7 @@ fn workloads(input: &ClusterInput) -> Workloads {
 
 /// Instantiates every validated profile; returns each profile's plugin health, by
 /// scheduler name.
-fn add_profiles(
+pub fn add_profiles(
     scheduler: &mut Scheduler,
     profiles: Vec<ValidProfile>,
     registry: &Registry,
@@ -375,10 +375,24 @@ fn degraded_plugins(health: &[(String, Arc<PluginHealth>)]) -> Vec<DegradedPlugi
         .collect()
 }
 
+/// Watches the driver loop without changing it: `berth bench` times every scheduling
+/// cycle and every finished attempt through it; `berth simulate` passes `()`.
+pub trait CycleObserver {
+    /// A scheduling cycle ran ([`Scheduler::schedule_one`] returned a pod's outcome or
+    /// handed it to binding) and took `elapsed`.
+    fn scheduling_cycle(&mut self, _elapsed: std::time::Duration) {}
+    /// An attempt ended: in the scheduling cycle (failure) or after its binding cycle.
+    fn attempt_done(&mut self, _report: &AttemptReport) {}
+}
+
+impl CycleObserver for () {}
+
 /// Scheduling and binding cycles until nothing can progress; the last attempt of each pod.
-async fn run_to_completion(
+/// A pod of `pods` that failed [`MAX_ATTEMPTS`] times is deleted from the scheduler.
+pub async fn run_to_completion(
     scheduler: &mut Scheduler,
     pods: &HashMap<String, &Pod>,
+    observer: &mut dyn CycleObserver,
 ) -> Result<HashMap<String, AttemptReport>, SimulateError> {
     let mut reports: HashMap<String, AttemptReport> = HashMap::new();
     let mut bindings: JoinSet<BindingResult> = JoinSet::new();
@@ -386,11 +400,15 @@ async fn run_to_completion(
         while let Some(done) = bindings.try_join_next() {
             let result =
                 done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))?;
-            complete(scheduler, result, pods, &mut reports)?;
+            complete(scheduler, result, pods, &mut reports, observer)?;
         }
+        let started = std::time::Instant::now();
         if let Some(output) = scheduler.schedule_one().await {
+            observer.scheduling_cycle(started.elapsed());
             match output {
-                CycleOutput::Done(report) => record(scheduler, report, pods, &mut reports),
+                CycleOutput::Done(report) => {
+                    record(scheduler, report, pods, &mut reports, observer)
+                }
                 CycleOutput::Binding(cycle) => {
                     bindings.spawn(cycle.run());
                 }
@@ -400,7 +418,7 @@ async fn run_to_completion(
         if let Some(done) = bindings.join_next().await {
             let result =
                 done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))?;
-            complete(scheduler, result, pods, &mut reports)?;
+            complete(scheduler, result, pods, &mut reports, observer)?;
             continue;
         }
         match scheduler.next_backoff_expiry() {
@@ -419,6 +437,7 @@ fn complete(
     result: BindingResult,
     pods: &HashMap<String, &Pod>,
     reports: &mut HashMap<String, AttemptReport>,
+    observer: &mut dyn CycleObserver,
 ) -> Result<(), SimulateError> {
     let report = scheduler.complete_binding(result);
     if let Outcome::Scheduled { node } = &report.outcome {
@@ -432,7 +451,7 @@ fn complete(
             SimulateError::Internal(format!("recording binding of {}: {e}", report.pod.key()))
         })?;
     }
-    record(scheduler, report, pods, reports);
+    record(scheduler, report, pods, reports, observer);
     Ok(())
 }
 
@@ -441,7 +460,9 @@ fn record(
     report: AttemptReport,
     pods: &HashMap<String, &Pod>,
     reports: &mut HashMap<String, AttemptReport>,
+    observer: &mut dyn CycleObserver,
 ) {
+    observer.attempt_done(&report);
     let key = report.pod.key().to_string();
     let gave_up =
         report.attempts >= MAX_ATTEMPTS && !matches!(report.outcome, Outcome::Scheduled { .. });
