@@ -283,9 +283,12 @@ mod tests {
         Cli::try_parse_from(argv).map(|c| c.args).ok()
     }
 
+    /// A workload with its nodes, init pods and measured pods.
+    type Planned = (Workload, u64, u64, u64);
+
     #[test]
     fn workloads_and_sizes_select_upstreams_counts() {
-        let cases: [(&str, &[&str], Vec<(Workload, u64, u64, u64)>); 4] = [
+        let cases: [(&str, &[&str], Vec<Planned>); 4] = [
             (
                 "one workload at 5000Nodes",
                 &["--workload", "SchedulingBasic", "--size", "5000Nodes"],
@@ -334,7 +337,7 @@ mod tests {
                 .chain(flags.iter().copied())
                 .collect();
             let args = parse(&argv);
-            let got: Option<Vec<(Workload, u64, u64, u64)>> = args.and_then(|a| {
+            let got: Option<Vec<Planned>> = args.and_then(|a| {
                 plans(&a).ok().map(|plans| {
                     plans
                         .iter()
