@@ -3,8 +3,8 @@
 //!
 //! SchedulingThroughput follows upstream's `throughputCollector`: pods scheduled per
 //! one-second window, averaged and taken at nearest-rank percentiles (`ceil(n*p/100)`-th
-//! smallest sample). In memory a window is cut from the bind times afterwards rather than
-//! by a ticker; the last, shorter window counts at its own length, so that a run of under
+//! smallest sample). In memory a window is cut from the times pods were scheduled
+//! afterwards rather than by a ticker; the last, shorter window counts at its own length, so that a run of under
 //! a second still has one sample. Attempt durations are the wall time of each scheduling
 //! cycle of a measured pod, exact rather than from histogram buckets.
 
@@ -95,13 +95,13 @@ fn nearest_rank(sorted: &[f64], p: usize) -> f64 {
 }
 
 /// Throughput from the times (since the measurement started) at which measured pods were
-/// bound, over a measurement that lasted `total`.
-pub fn throughput(bound_at: &[Duration], total: Duration) -> Throughput {
+/// scheduled, over a measurement that lasted `total`.
+pub fn throughput(scheduled_at: &[Duration], total: Duration) -> Throughput {
     let window = Duration::from_secs(1);
     let mut windows = total.as_nanos().div_ceil(window.as_nanos()).max(1) as usize;
     // A bind exactly at the end of the last window belongs to it, never to one past it.
     let mut counts = vec![0u64; windows];
-    for at in bound_at {
+    for at in scheduled_at {
         let index = (at.as_nanos() / window.as_nanos()) as usize;
         counts[index.min(windows - 1)] += 1;
     }
@@ -131,7 +131,7 @@ pub fn throughput(bound_at: &[Duration], total: Duration) -> Throughput {
         perc95: nearest_rank(&samples, 95),
         perc99: nearest_rank(&samples, 99),
         overall: if seconds > 0.0 {
-            bound_at.len() as f64 / seconds
+            scheduled_at.len() as f64 / seconds
         } else {
             0.0
         },
@@ -224,7 +224,7 @@ mod tests {
     fn throughput_is_sampled_per_second() {
         struct Case {
             name: &'static str,
-            bound_at: Vec<Duration>,
+            scheduled_at: Vec<Duration>,
             total: Duration,
             samples: usize,
             average: f64,
@@ -234,7 +234,7 @@ mod tests {
         let cases = [
             Case {
                 name: "steady 10 pods/s over 3 s",
-                bound_at: (0..30).map(|i| ms(i * 100)).collect(),
+                scheduled_at: (0..30).map(|i| ms(i * 100)).collect(),
                 total: ms(3000),
                 samples: 3,
                 average: 10.0,
@@ -245,7 +245,7 @@ mod tests {
                 // Windows of 4, 0 and 2 pods: sorted 0, 4, 4 (the last half-second
                 // window holds 2 pods, 4 pods/s).
                 name: "uneven with a short last window",
-                bound_at: vec![ms(10), ms(20), ms(30), ms(40), ms(2100), ms(2400)],
+                scheduled_at: vec![ms(10), ms(20), ms(30), ms(40), ms(2100), ms(2400)],
                 total: ms(2500),
                 samples: 3,
                 average: 8.0 / 3.0,
@@ -254,7 +254,7 @@ mod tests {
             },
             Case {
                 name: "under a second is one sample",
-                bound_at: vec![ms(100), ms(200)],
+                scheduled_at: vec![ms(100), ms(200)],
                 total: ms(500),
                 samples: 1,
                 average: 4.0,
@@ -263,7 +263,7 @@ mod tests {
             },
             Case {
                 name: "nothing measured",
-                bound_at: vec![],
+                scheduled_at: vec![],
                 total: Duration::ZERO,
                 samples: 1,
                 average: 0.0,
@@ -272,7 +272,7 @@ mod tests {
             },
         ];
         for case in cases {
-            let got = throughput(&case.bound_at, case.total);
+            let got = throughput(&case.scheduled_at, case.total);
             assert_eq!(got.samples, case.samples, "{}", case.name);
             assert!(
                 (got.average - case.average).abs() < 1e-9,

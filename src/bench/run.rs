@@ -1,6 +1,9 @@
 //! One workload run: the cluster is built in memory, the init pods are scheduled
 //! (not timed), then the measured pods are added and scheduled under the clock, through
 //! the same driver loop as `berth simulate` ([`run_to_completion`]).
+//!
+//! A measured pod counts as scheduled when its scheduling cycle assumes it on a node
+//! (see [`Measurement`]); the measured duration still runs until the last pod is bound.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -14,7 +17,7 @@ use super::report::{UpstreamThreshold, WorkloadReport, percentiles, throughput};
 use super::workload::{Counts, Phase, Workload, node};
 use crate::cluster::{PodGroups, Workloads, pod_key};
 use crate::framework::Registry;
-use crate::scheduler::{AttemptReport, Outcome, Scheduler, SchedulerOptions};
+use crate::scheduler::{AttemptReport, CycleOutput, Outcome, Scheduler, SchedulerOptions};
 use crate::simulate::run::{
     CycleObserver, InMemoryBinder, SimulateError, ValidProfile, add_profiles, run_to_completion,
 };
@@ -91,7 +94,7 @@ pub async fn run_workload(
 
     let mut measurement = Measurement {
         started: Instant::now(),
-        bound_at: Vec::with_capacity(measure_pods.len()),
+        assumed_at: Vec::with_capacity(measure_pods.len()),
         cycles: Vec::with_capacity(measure_pods.len()),
         progress: Progress::new(options.progress, plan, "measure", measure_pods.len()),
     };
@@ -116,7 +119,7 @@ pub async fn run_workload(
         seed: options.seed,
         duration_seconds: duration.as_secs_f64(),
         init_duration_seconds: init_duration.as_secs_f64(),
-        scheduling_throughput: throughput(&measurement.bound_at, duration),
+        scheduling_throughput: throughput(&measurement.assumed_at, duration),
         attempt_duration_seconds: percentiles(&measurement.cycles),
         peak_rss_bytes: peak_rss(),
         upstream_threshold: UpstreamThreshold {
@@ -181,33 +184,33 @@ fn placements<'a>(
 /// The clock of the measured phase.
 struct Measurement {
     started: Instant,
-    /// When each measured pod was bound, since `started`.
-    bound_at: Vec<Duration>,
+    /// When each measured pod was assumed on its node, since `started`.
+    assumed_at: Vec<Duration>,
     /// Every scheduling cycle's wall time.
     cycles: Vec<Duration>,
     progress: Progress,
 }
 
 impl CycleObserver for Measurement {
-    fn scheduling_cycle(&mut self, elapsed: Duration) {
+    /// A pod counts as scheduled when its scheduling cycle assumes it: simulate's driver
+    /// runs binding cycles only once no pod is left to schedule, so counting binds would
+    /// put every pod of the run into its last second.
+    fn scheduling_cycle(&mut self, elapsed: Duration, output: &CycleOutput) {
         self.cycles.push(elapsed);
-    }
-
-    fn attempt_done(&mut self, report: &AttemptReport) {
-        if matches!(report.outcome, Outcome::Scheduled { .. }) {
-            self.bound_at.push(self.started.elapsed());
-            self.progress.bound();
+        if matches!(output, CycleOutput::Binding(_)) {
+            self.assumed_at.push(self.started.elapsed());
         }
+        self.progress.scheduling_cycle(elapsed, output);
     }
 }
 
-/// A one-line progress indicator on stderr, redrawn at most ten times a second; silent
-/// when stderr is not a terminal.
+/// A one-line progress indicator on stderr (pods assumed so far), redrawn at most ten
+/// times a second; silent when stderr is not a terminal.
 struct Progress {
     enabled: bool,
     label: String,
     total: usize,
-    bound: usize,
+    assumed: usize,
     drawn: Instant,
 }
 
@@ -217,22 +220,8 @@ impl Progress {
             enabled,
             label: format!("{} {} {phase}", plan.workload, plan.size),
             total,
-            bound: 0,
+            assumed: 0,
             drawn: Instant::now(),
-        }
-    }
-
-    fn bound(&mut self) {
-        self.bound += 1;
-        if self.enabled && self.drawn.elapsed() >= Duration::from_millis(100) {
-            self.drawn = Instant::now();
-            let mut stderr = std::io::stderr().lock();
-            let _ = write!(
-                stderr,
-                "\r\x1b[2K{}: {}/{} pods bound",
-                self.label, self.bound, self.total
-            );
-            let _ = stderr.flush();
         }
     }
 
@@ -244,9 +233,20 @@ impl Progress {
 }
 
 impl CycleObserver for Progress {
-    fn attempt_done(&mut self, report: &AttemptReport) {
-        if matches!(report.outcome, Outcome::Scheduled { .. }) {
-            self.bound();
+    fn scheduling_cycle(&mut self, _elapsed: Duration, output: &CycleOutput) {
+        if !matches!(output, CycleOutput::Binding(_)) {
+            return;
+        }
+        self.assumed += 1;
+        if self.enabled && self.drawn.elapsed() >= Duration::from_millis(100) {
+            self.drawn = Instant::now();
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(
+                stderr,
+                "\r\x1b[2K{}: {}/{} pods scheduled",
+                self.label, self.assumed, self.total
+            );
+            let _ = stderr.flush();
         }
     }
 }

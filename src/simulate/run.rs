@@ -378,9 +378,9 @@ fn degraded_plugins(health: &[(String, Arc<PluginHealth>)]) -> Vec<DegradedPlugi
 /// Watches the driver loop without changing it: `berth bench` times every scheduling
 /// cycle and every finished attempt through it; `berth simulate` passes `()`.
 pub trait CycleObserver {
-    /// A scheduling cycle ran ([`Scheduler::schedule_one`] returned a pod's outcome or
-    /// handed it to binding) and took `elapsed`.
-    fn scheduling_cycle(&mut self, _elapsed: std::time::Duration) {}
+    /// A scheduling cycle ran and took `elapsed`; `output` says whether it ended the
+    /// attempt or assumed the pod on a node and handed it to binding.
+    fn scheduling_cycle(&mut self, _elapsed: std::time::Duration, _output: &CycleOutput) {}
     /// An attempt ended: in the scheduling cycle (failure) or after its binding cycle.
     fn attempt_done(&mut self, _report: &AttemptReport) {}
 }
@@ -404,7 +404,7 @@ pub async fn run_to_completion(
         }
         let started = std::time::Instant::now();
         if let Some(output) = scheduler.schedule_one().await {
-            observer.scheduling_cycle(started.elapsed());
+            observer.scheduling_cycle(started.elapsed(), &output);
             match output {
                 CycleOutput::Done(report) => {
                     record(scheduler, report, pods, &mut reports, observer)
