@@ -376,13 +376,11 @@ fn degraded_plugins(health: &[(String, Arc<PluginHealth>)]) -> Vec<DegradedPlugi
 }
 
 /// Watches the driver loop without changing it: `berth bench` times every scheduling
-/// cycle and every finished attempt through it; `berth simulate` passes `()`.
+/// cycle through it; `berth simulate` passes `()`.
 pub trait CycleObserver {
     /// A scheduling cycle ran and took `elapsed`; `output` says whether it ended the
     /// attempt or assumed the pod on a node and handed it to binding.
     fn scheduling_cycle(&mut self, _elapsed: std::time::Duration, _output: &CycleOutput) {}
-    /// An attempt ended: in the scheduling cycle (failure) or after its binding cycle.
-    fn attempt_done(&mut self, _report: &AttemptReport) {}
 }
 
 impl CycleObserver for () {}
@@ -400,15 +398,13 @@ pub async fn run_to_completion(
         while let Some(done) = bindings.try_join_next() {
             let result =
                 done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))?;
-            complete(scheduler, result, pods, &mut reports, observer)?;
+            complete(scheduler, result, pods, &mut reports)?;
         }
         let started = std::time::Instant::now();
         if let Some(output) = scheduler.schedule_one().await {
             observer.scheduling_cycle(started.elapsed(), &output);
             match output {
-                CycleOutput::Done(report) => {
-                    record(scheduler, report, pods, &mut reports, observer)
-                }
+                CycleOutput::Done(report) => record(scheduler, report, pods, &mut reports),
                 CycleOutput::Binding(cycle) => {
                     bindings.spawn(cycle.run());
                 }
@@ -418,7 +414,7 @@ pub async fn run_to_completion(
         if let Some(done) = bindings.join_next().await {
             let result =
                 done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))?;
-            complete(scheduler, result, pods, &mut reports, observer)?;
+            complete(scheduler, result, pods, &mut reports)?;
             continue;
         }
         match scheduler.next_backoff_expiry() {
@@ -437,7 +433,6 @@ fn complete(
     result: BindingResult,
     pods: &HashMap<String, &Pod>,
     reports: &mut HashMap<String, AttemptReport>,
-    observer: &mut dyn CycleObserver,
 ) -> Result<(), SimulateError> {
     let report = scheduler.complete_binding(result);
     if let Outcome::Scheduled { node } = &report.outcome {
@@ -451,7 +446,7 @@ fn complete(
             SimulateError::Internal(format!("recording binding of {}: {e}", report.pod.key()))
         })?;
     }
-    record(scheduler, report, pods, reports, observer);
+    record(scheduler, report, pods, reports);
     Ok(())
 }
 
@@ -460,9 +455,7 @@ fn record(
     report: AttemptReport,
     pods: &HashMap<String, &Pod>,
     reports: &mut HashMap<String, AttemptReport>,
-    observer: &mut dyn CycleObserver,
 ) {
-    observer.attempt_done(&report);
     let key = report.pod.key().to_string();
     let gave_up =
         report.attempts >= MAX_ATTEMPTS && !matches!(report.outcome, Outcome::Scheduled { .. });
