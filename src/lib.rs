@@ -16,6 +16,8 @@
 //! 7. [`simulate`] — an adapter that runs all of the above against a cluster read from YAML.
 //! 8. [`operator`] — the other adapter: watches, the scheduling loop, the binder, the
 //!    profile and PodGroup controllers, leader election (`berth run`).
+//! 9. [`bench`] — upstream's scheduler_perf workloads generated in memory and timed through
+//!    simulate's driver (`berth bench`).
 //!
 //! The core (`cluster`, `queue`, `framework`, `plugins`, `scheduler`) takes k8s-openapi
 //! types in and returns decisions; it performs no Kubernetes I/O. The adapters (`simulate`
@@ -26,6 +28,7 @@
 //! is read through [`files`], which bounds its size.
 
 pub mod api;
+pub mod bench;
 pub mod cli;
 pub mod cluster;
 pub mod files;

@@ -4,6 +4,7 @@
 //! [`Registry`] (usually [`crate::plugins::default_registry`] plus your own plugins) and
 //! call `berth::cli::main(registry)`.
 
+pub mod bench;
 pub mod convert;
 pub mod crds;
 pub mod plugins;
@@ -44,6 +45,8 @@ pub enum Command {
     Plugins(plugins::PluginsArgs),
     /// Convert a KubeSchedulerConfiguration into SchedulerProfiles.
     Convert(convert::ConvertArgs),
+    /// Run upstream's scheduler_perf workloads in memory and report throughput.
+    Bench(bench::BenchArgs),
 }
 
 /// Exit code: success (for `simulate`: the input was valid, whatever the placements).
@@ -89,5 +92,6 @@ pub fn main(registry: Registry) -> ExitCode {
         Command::Crds(args) => crds::run(args, &registry),
         Command::Plugins(args) => plugins::run(args, &registry),
         Command::Convert(args) => convert::run(args, &registry),
+        Command::Bench(args) => bench::run(args, &registry),
     }
 }

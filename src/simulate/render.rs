@@ -92,7 +92,10 @@ fn render_explanation(pod: &PodReport, nodes: &[NodeReport]) -> String {
 }
 
 /// Pads every column but the last to its widest cell; trailing spaces are trimmed.
-fn align<const N: usize>(rows: impl Iterator<Item = [String; N]>, indent: &str) -> String {
+pub(crate) fn align<const N: usize>(
+    rows: impl Iterator<Item = [String; N]>,
+    indent: &str,
+) -> String {
     let rows: Vec<[String; N]> = rows.collect();
     let mut widths = [0usize; N];
     for row in &rows {

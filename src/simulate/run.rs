@@ -193,7 +193,7 @@ pub fn check_profiles(profiles: &[ProfileDocument], registry: &Registry) -> Chec
 /// Records bindings in memory; the driver replays them as pod updates, as an informer
 /// would.
 #[derive(Default)]
-struct InMemoryBinder {
+pub struct InMemoryBinder {
     bound: Mutex<HashMap<String, String>>,
 }
 
@@ -290,7 +290,7 @@ pub async fn simulate_checked(
     }
 
     let pods: HashMap<String, &Pod> = pending.iter().map(|p| (pod_key(p), *p)).collect();
-    let reports = run_to_completion(&mut scheduler, &pods).await?;
+    let reports = run_to_completion(&mut scheduler, &pods, &mut ()).await?;
     let mut report = build_report(&pending, &served, &reports, options.explain);
     report.degraded = degraded_plugins(&health);
     Ok(report)
@@ -320,7 +320,7 @@ fn workloads(input: &ClusterInput) -> Workloads {
 
 /// Instantiates every validated profile; returns each profile's plugin health, by
 /// scheduler name.
-fn add_profiles(
+pub fn add_profiles(
     scheduler: &mut Scheduler,
     profiles: Vec<ValidProfile>,
     registry: &Registry,
@@ -375,10 +375,22 @@ fn degraded_plugins(health: &[(String, Arc<PluginHealth>)]) -> Vec<DegradedPlugi
         .collect()
 }
 
+/// Watches the driver loop without changing it: `berth bench` times every scheduling
+/// cycle through it; `berth simulate` passes `()`.
+pub trait CycleObserver {
+    /// A scheduling cycle ran and took `elapsed`; `output` says whether it ended the
+    /// attempt or assumed the pod on a node and handed it to binding.
+    fn scheduling_cycle(&mut self, _elapsed: std::time::Duration, _output: &CycleOutput) {}
+}
+
+impl CycleObserver for () {}
+
 /// Scheduling and binding cycles until nothing can progress; the last attempt of each pod.
-async fn run_to_completion(
+/// A pod of `pods` that failed [`MAX_ATTEMPTS`] times is deleted from the scheduler.
+pub async fn run_to_completion(
     scheduler: &mut Scheduler,
     pods: &HashMap<String, &Pod>,
+    observer: &mut dyn CycleObserver,
 ) -> Result<HashMap<String, AttemptReport>, SimulateError> {
     let mut reports: HashMap<String, AttemptReport> = HashMap::new();
     let mut bindings: JoinSet<BindingResult> = JoinSet::new();
@@ -388,7 +400,9 @@ async fn run_to_completion(
                 done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))?;
             complete(scheduler, result, pods, &mut reports)?;
         }
+        let started = std::time::Instant::now();
         if let Some(output) = scheduler.schedule_one().await {
+            observer.scheduling_cycle(started.elapsed(), &output);
             match output {
                 CycleOutput::Done(report) => record(scheduler, report, pods, &mut reports),
                 CycleOutput::Binding(cycle) => {

@@ -1,0 +1,18 @@
+//! `berth bench`: upstream's scheduler_perf workloads (kubernetes/kubernetes
+//! `test/integration/scheduler_perf`) run in memory against the scheduling core.
+//!
+//! It mirrors scheduler_perf's `createNodes` / `createPods` / `createPods` with
+//! `collectMetrics` ([`workload`]): the init pods are scheduled first and not timed, then
+//! the measured pods are added and timed until the last is bound ([`run`]). The report
+//! holds what scheduler_perf reports — SchedulingThroughput (average and percentiles of
+//! per-second samples) and attempt-duration percentiles — plus the peak RSS and a check
+//! of the placements ([`check`], [`report`]).
+//!
+//! Unlike scheduler_perf there is no API server: a pod is bound by the in-memory binder of
+//! `berth simulate`, and the driver loop is simulate's own, so the numbers are those of
+//! the core plus that driver.
+
+pub mod check;
+pub mod report;
+pub mod run;
+pub mod workload;

@@ -1,0 +1,273 @@
+//! One workload run: the cluster is built in memory, the init pods are scheduled
+//! (not timed), then the measured pods are added and scheduled under the clock, through
+//! the same driver loop as `berth simulate` ([`run_to_completion`]).
+//!
+//! A measured pod counts as scheduled when its scheduling cycle assumes it on a node
+//! (see [`Measurement`]); the measured duration still runs until the last pod is bound.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::check::{Placement, check};
+use super::report::{UpstreamThreshold, WorkloadReport, percentiles, throughput};
+use super::workload::{Counts, Phase, Workload, node};
+use crate::cluster::{PodGroups, Workloads, pod_key};
+use crate::framework::Registry;
+use crate::scheduler::{AttemptReport, CycleOutput, Outcome, Scheduler, SchedulerOptions};
+use crate::simulate::run::{
+    CycleObserver, InMemoryBinder, SimulateError, ValidProfile, add_profiles, run_to_completion,
+};
+
+/// How to run a workload.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub seed: u64,
+    pub parallelism: usize,
+    /// Redraw a progress line on stderr (only when stderr is a terminal).
+    pub progress: bool,
+}
+
+/// A workload at a size.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub workload: Workload,
+    /// The size's name as reported.
+    pub size: String,
+    pub counts: Counts,
+}
+
+/// Runs `plan` with `profile`; the report's check says whether the placements keep the
+/// workload's promises.
+pub async fn run_workload(
+    plan: &Plan,
+    profile: &ValidProfile,
+    registry: &Registry,
+    options: &RunOptions,
+) -> Result<WorkloadReport, SimulateError> {
+    reset_peak_rss();
+    let scheduler_name = profile.profile.scheduler_name();
+    let mut scheduler = Scheduler::new(SchedulerOptions {
+        seed: options.seed,
+        record_diagnosis: false,
+    });
+    let binder = Arc::new(InMemoryBinder::default());
+    // The generated cluster has no workload controllers and no PodGroups.
+    add_profiles(
+        &mut scheduler,
+        vec![profile.clone()],
+        registry,
+        binder,
+        Arc::new(Workloads::new()),
+        Arc::new(PodGroups::new()),
+        options.parallelism,
+    )?;
+
+    let zones = plan.workload.zones();
+    let mut node_labels: HashMap<String, BTreeMap<String, String>> = HashMap::new();
+    for index in 0..plan.counts.nodes {
+        let node = node(index, zones);
+        let name = node.metadata.name.clone().unwrap_or_default();
+        node_labels.insert(
+            name.clone(),
+            node.metadata.labels.clone().unwrap_or_default(),
+        );
+        scheduler
+            .on_node_add(node)
+            .map_err(|e| invalid("Node", name, e))?;
+    }
+
+    let (init, measure) = plan.workload.phases();
+    let init_pods = pods(init, plan.counts.init_pods, &scheduler_name);
+    let measure_pods = pods(measure, plan.counts.measure_pods, &scheduler_name);
+
+    let init_started = Instant::now();
+    let mut init_progress = Progress::new(options.progress, plan, "init", init_pods.len());
+    add_pods(&mut scheduler, &init_pods)?;
+    let init_reports =
+        run_to_completion(&mut scheduler, &by_key(&init_pods), &mut init_progress).await?;
+    let init_duration = init_started.elapsed();
+    init_progress.finish();
+
+    let mut measurement = Measurement {
+        started: Instant::now(),
+        assumed_at: Vec::with_capacity(measure_pods.len()),
+        cycles: Vec::with_capacity(measure_pods.len()),
+        progress: Progress::new(options.progress, plan, "measure", measure_pods.len()),
+    };
+    add_pods(&mut scheduler, &measure_pods)?;
+    let measure_reports =
+        run_to_completion(&mut scheduler, &by_key(&measure_pods), &mut measurement).await?;
+    let duration = measurement.started.elapsed();
+    measurement.progress.finish();
+
+    let placements: Vec<Placement> = placements(init, &init_pods, &init_reports, false)
+        .chain(placements(measure, &measure_pods, &measure_reports, true))
+        .collect();
+    let (threshold_size, threshold) = plan.workload.upstream_threshold();
+    Ok(WorkloadReport {
+        workload: plan.workload.name().to_string(),
+        size: plan.size.clone(),
+        nodes: plan.counts.nodes,
+        init_pods: plan.counts.init_pods,
+        measure_pods: plan.counts.measure_pods,
+        scheduler_name,
+        parallelism: options.parallelism,
+        seed: options.seed,
+        duration_seconds: duration.as_secs_f64(),
+        init_duration_seconds: init_duration.as_secs_f64(),
+        scheduling_throughput: throughput(&measurement.assumed_at, duration),
+        attempt_duration_seconds: percentiles(&measurement.cycles),
+        peak_rss_bytes: peak_rss(),
+        upstream_threshold: UpstreamThreshold {
+            size: threshold_size.to_string(),
+            pods_per_second: threshold,
+        },
+        check: check(plan.workload, &placements, &node_labels),
+    })
+}
+
+/// `count` pods of `phase`, named after upstream's generateName prefixes.
+fn pods(phase: Phase, count: u64, scheduler_name: &str) -> Vec<Pod> {
+    (0..count)
+        .map(|i| {
+            phase
+                .template
+                .pod(phase.namespace, format!("pod-{i:05}"), scheduler_name)
+        })
+        .collect()
+}
+
+fn add_pods(scheduler: &mut Scheduler, pods: &[Pod]) -> Result<(), SimulateError> {
+    for pod in pods {
+        scheduler
+            .on_pod_add(pod.clone())
+            .map_err(|e| invalid("Pod", pod_key(pod), e))?;
+    }
+    Ok(())
+}
+
+fn by_key(pods: &[Pod]) -> HashMap<String, &Pod> {
+    pods.iter().map(|pod| (pod_key(pod), pod)).collect()
+}
+
+fn invalid(kind: &'static str, name: String, error: impl std::fmt::Display) -> SimulateError {
+    SimulateError::InvalidObject {
+        kind,
+        name,
+        message: error.to_string(),
+    }
+}
+
+/// Where each pod of `pods` ended, from the driver's last report per pod.
+fn placements<'a>(
+    phase: Phase,
+    pods: &'a [Pod],
+    reports: &'a HashMap<String, AttemptReport>,
+    measured: bool,
+) -> impl Iterator<Item = Placement> + 'a {
+    pods.iter().map(move |pod| Placement {
+        template: phase.template,
+        measured,
+        node: reports
+            .get(&pod_key(pod))
+            .and_then(|report| match &report.outcome {
+                Outcome::Scheduled { node } => Some(node.clone()),
+                _ => None,
+            }),
+    })
+}
+
+/// The clock of the measured phase.
+struct Measurement {
+    started: Instant,
+    /// When each measured pod was assumed on its node, since `started`.
+    assumed_at: Vec<Duration>,
+    /// Every scheduling cycle's wall time.
+    cycles: Vec<Duration>,
+    progress: Progress,
+}
+
+impl CycleObserver for Measurement {
+    /// A pod counts as scheduled when its scheduling cycle assumes it: simulate's driver
+    /// runs binding cycles only once no pod is left to schedule, so counting binds would
+    /// put every pod of the run into its last second.
+    fn scheduling_cycle(&mut self, elapsed: Duration, output: &CycleOutput) {
+        self.cycles.push(elapsed);
+        if matches!(output, CycleOutput::Binding(_)) {
+            self.assumed_at.push(self.started.elapsed());
+        }
+        self.progress.scheduling_cycle(elapsed, output);
+    }
+}
+
+/// A one-line progress indicator on stderr (pods assumed so far), redrawn at most ten
+/// times a second; silent when stderr is not a terminal.
+struct Progress {
+    enabled: bool,
+    label: String,
+    total: usize,
+    assumed: usize,
+    drawn: Instant,
+}
+
+impl Progress {
+    fn new(enabled: bool, plan: &Plan, phase: &str, total: usize) -> Progress {
+        Progress {
+            enabled,
+            label: format!("{} {} {phase}", plan.workload, plan.size),
+            total,
+            assumed: 0,
+            drawn: Instant::now(),
+        }
+    }
+
+    fn finish(&self) {
+        if self.enabled {
+            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+        }
+    }
+}
+
+impl CycleObserver for Progress {
+    fn scheduling_cycle(&mut self, _elapsed: Duration, output: &CycleOutput) {
+        if !matches!(output, CycleOutput::Binding(_)) {
+            return;
+        }
+        self.assumed += 1;
+        if self.enabled && self.drawn.elapsed() >= Duration::from_millis(100) {
+            self.drawn = Instant::now();
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(
+                stderr,
+                "\r\x1b[2K{}: {}/{} pods scheduled",
+                self.label, self.assumed, self.total
+            );
+            let _ = stderr.flush();
+        }
+    }
+}
+
+/// Peak resident set size of the process (`VmHWM` of `/proc/self/status`), Linux only.
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// Resets the peak to the current resident set (writing 5 to `/proc/self/clear_refs`),
+/// so that each workload of a run reports its own peak. Where this fails the peak is the
+/// process's since it started.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}

@@ -1,0 +1,228 @@
+//! `berth bench` as a user runs it: every scheduler_perf workload at a small size, the
+//! JSON report's fields, checks that fail under a profile that breaks their constraint,
+//! and exit code 2 for bad input. Nothing here asserts a timing.
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use serde_json::Value;
+
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{assert_exit, run_berth, stderr, stdout};
+
+const WORKLOADS: [&str; 8] = [
+    "SchedulingBasic",
+    "TopologySpreading",
+    "PreferredTopologySpreading",
+    "SchedulingPodAntiAffinity",
+    "SchedulingPodAffinity",
+    "SchedulingPreferredPodAffinity",
+    "SchedulingPreferredPodAntiAffinity",
+    "SchedulingNodeAffinity",
+];
+
+/// 50 nodes and 40 measured pods: the anti-affinity workload's 10 init pods (upstream's
+/// 100 per 500 nodes) and 40 measured pods fit one per node.
+const SMALL: [&str; 4] = ["--nodes", "50", "--pods", "40"];
+
+fn bench(args: &[&str]) -> Output {
+    let argv: Vec<&str> = std::iter::once("bench")
+        .chain(args.iter().copied())
+        .collect();
+    run_berth(&argv, None)
+}
+
+fn json(output: &Output) -> Value {
+    serde_json::from_str(&stdout(output)).unwrap_or_else(|e| {
+        panic!("stdout is JSON ({e}):\n{}", stdout(output));
+    })
+}
+
+/// A profile file in a fresh temporary directory.
+fn profile_file(name: &str, yaml: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("berth-bench-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("profile.yaml");
+    std::fs::write(&path, yaml).expect("profile written");
+    path
+}
+
+#[test]
+fn every_workload_schedules_all_measured_pods_and_passes_its_check() {
+    for workload in WORKLOADS {
+        let mut args = vec!["--workload", workload, "-o", "json"];
+        args.extend(SMALL);
+        let output = bench(&args);
+        assert_exit(&output, 0);
+        let report = json(&output);
+        let run = &report["workloads"][0];
+        assert_eq!(run["workload"], workload);
+        assert_eq!(run["nodes"], 50, "{workload}");
+        assert_eq!(run["measurePods"], 40, "{workload}");
+        assert_eq!(run["check"]["passed"], true, "{workload}: {}", run["check"]);
+        assert_eq!(run["check"]["scheduled"], 40, "{workload}");
+        assert_eq!(report["passed"], true, "{workload}");
+    }
+}
+
+#[test]
+fn the_json_report_has_the_documented_fields() {
+    let mut args = vec!["--workload", "SchedulingBasic", "-o", "json", "--seed", "7"];
+    args.extend(SMALL);
+    let output = bench(&args);
+    assert_exit(&output, 0);
+    let run = &json(&output)["workloads"][0];
+    for field in [
+        "durationSeconds",
+        "initDurationSeconds",
+        "schedulingThroughput/average",
+        "schedulingThroughput/perc50",
+        "schedulingThroughput/perc90",
+        "schedulingThroughput/perc95",
+        "schedulingThroughput/perc99",
+        "schedulingThroughput/overall",
+        "attemptDurationSeconds/perc50",
+        "attemptDurationSeconds/perc90",
+        "attemptDurationSeconds/perc95",
+        "attemptDurationSeconds/perc99",
+        "attemptDurationSeconds/max",
+    ] {
+        let value = run.pointer(&format!("/{field}"));
+        assert!(
+            value.is_some_and(|v| v.as_f64().is_some_and(|n| n >= 0.0)),
+            "{field}: {value:?}"
+        );
+    }
+    assert!(run["schedulingThroughput"]["samples"].as_u64() >= Some(1));
+    // SchedulingBasic at 50 nodes: upstream's 500 init pods per 500 nodes, scaled.
+    assert_eq!(run["initPods"], 50);
+    assert_eq!(run["size"], "500Nodes (custom)");
+    assert_eq!(run["schedulerName"], "default-scheduler");
+    assert_eq!(run["seed"], 7);
+    assert!(run["parallelism"].as_u64() >= Some(1));
+    // Upstream's CI threshold for SchedulingBasic (misc/performance-config.yaml).
+    assert_eq!(run["upstreamThreshold"]["size"], "5000Nodes_10000Pods");
+    assert_eq!(run["upstreamThreshold"]["podsPerSecond"], 680.0);
+    let rss = &run["peakRssBytes"];
+    if cfg!(target_os = "linux") {
+        assert!(rss.as_u64() > Some(0), "{rss}");
+    }
+    assert_eq!(run["check"]["failures"], Value::Array(vec![]));
+}
+
+#[test]
+fn the_table_has_one_row_per_workload() {
+    let mut args = vec![
+        "--workload",
+        "SchedulingBasic",
+        "--workload",
+        "SchedulingNodeAffinity",
+    ];
+    args.extend(SMALL);
+    let output = bench(&args);
+    assert_exit(&output, 0);
+    let text = stdout(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].starts_with("WORKLOAD"), "{text}");
+    assert!(lines[1].starts_with("SchedulingBasic "), "{text}");
+    assert!(lines[2].starts_with("SchedulingNodeAffinity "), "{text}");
+    assert!(lines[1].trim_end().ends_with("passed"), "{text}");
+    // Not a terminal: no progress line.
+    assert_eq!(stderr(&output), "");
+}
+
+#[test]
+fn a_profile_that_breaks_the_constraint_fails_the_check() {
+    // Without its plugin the constraint is not enforced, and MostAllocated packs the
+    // pods onto as few nodes as fit them.
+    let without = |plugin: &str| {
+        format!(
+            "apiVersion: berth.dev/v1alpha1\nkind: SchedulerProfile\nmetadata:\n  name: \
+             without-{}\nspec:\n  plugins:\n    multiPoint:\n      disabled:\n      - name: \
+             {plugin}\n  pluginConfig:\n    nodeResourcesFit:\n      scoringStrategy:\n        \
+             type: MostAllocated\n",
+            plugin.to_lowercase()
+        )
+    };
+    let cases = [
+        (
+            "anti-affinity without InterPodAffinity",
+            "SchedulingPodAntiAffinity",
+            "InterPodAffinity",
+            "one pod per node",
+        ),
+        (
+            "hard spreading without PodTopologySpread",
+            "TopologySpreading",
+            "PodTopologySpread",
+            "maxSkew 5",
+        ),
+    ];
+    for (name, workload, plugin, failure) in cases {
+        let path = profile_file(plugin, &without(plugin));
+        let path = path.to_string_lossy();
+        let mut args = vec!["--workload", workload, "--profile", &path, "-o", "json"];
+        args.extend(SMALL);
+        let output = bench(&args);
+        assert_exit(&output, 1);
+        let report = json(&output);
+        assert_eq!(report["passed"], false, "{name}");
+        let run = &report["workloads"][0];
+        assert_eq!(
+            run["schedulerName"],
+            format!("without-{}", plugin.to_lowercase())
+        );
+        let failures = run["check"]["failures"].to_string();
+        assert!(failures.contains(failure), "{name}: {failures}");
+    }
+}
+
+#[test]
+fn bad_input_exits_2_with_a_message() {
+    let invalid = profile_file(
+        "invalid",
+        "apiVersion: berth.dev/v1alpha1\nkind: SchedulerProfile\nmetadata:\n  name: bad\nspec:\n  \
+         percentageOfNodesToScore: 150\n",
+    );
+    let invalid = invalid.to_string_lossy().into_owned();
+    let cases: [(&str, Vec<&str>, &str); 9] = [
+        ("zero nodes", vec!["--nodes", "0"], "--nodes"),
+        ("a billion pods", vec!["--pods", "1000000000"], "--pods"),
+        ("unknown workload", vec!["--workload", "Nope"], "Nope"),
+        ("unknown size", vec!["--size", "50Nodes"], "50Nodes"),
+        (
+            "a size the workload lacks",
+            vec![
+                "--workload",
+                "SchedulingPodAffinity",
+                "--size",
+                "5000Nodes_10000Pods",
+            ],
+            "SchedulingBasic only",
+        ),
+        ("zero threads", vec!["--parallelism", "0"], "--parallelism"),
+        ("unknown output", vec!["-o", "yaml"], "yaml"),
+        (
+            "missing profile file",
+            vec!["--profile", "/nonexistent/profile.yaml"],
+            "/nonexistent/profile.yaml",
+        ),
+        (
+            "invalid profile",
+            vec!["--profile", &invalid],
+            "percentageOfNodesToScore",
+        ),
+    ];
+    for (name, args, message) in cases {
+        let output = bench(&args);
+        assert_exit(&output, 2);
+        assert!(
+            stderr(&output).contains(message),
+            "{name}: {}",
+            stderr(&output)
+        );
+        assert_eq!(stdout(&output), "", "{name}");
+    }
+}
