@@ -12,12 +12,12 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_OK, write_stdout};
+use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_OK};
 use crate::bench::report::{BenchReport, render_table};
 use crate::bench::run::{Plan, RunOptions, run_workload};
 use crate::bench::workload::{MAX_NODES, MAX_PODS, Size, Workload};
 use crate::framework::Registry;
-use crate::framework::parallel::MAX_PARALLELISM;
+use crate::framework::parallel::{MAX_PARALLELISM, default_parallelism};
 use crate::simulate::input;
 use crate::simulate::run::{DEFAULT_SCHEDULER_NAME, ValidProfile, check_profiles};
 
@@ -249,22 +249,8 @@ fn profile(path: Option<&PathBuf>, registry: &Registry) -> Result<ValidProfile, 
         .ok_or_else(|| vec![format!("no valid profile serves schedulerName {wanted:?}")])
 }
 
-fn default_parallelism() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| usize::from(n).min(MAX_PARALLELISM))
-}
-
 fn print_report(report: &BenchReport, format: OutputFormat) -> u8 {
-    let text = match format {
-        OutputFormat::Table => render_table(report),
-        OutputFormat::Json => match serde_json::to_string_pretty(report) {
-            Ok(json) => json + "\n",
-            Err(error) => {
-                eprintln!("error: cannot encode the report as JSON: {error}");
-                return EXIT_INTERNAL;
-            }
-        },
-    };
-    write_stdout(&text, "the report")
+    super::print_report(report, format == OutputFormat::Json, render_table)
 }
 
 #[cfg(test)]

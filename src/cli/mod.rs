@@ -57,6 +57,27 @@ pub const EXIT_INTERNAL: u8 = 1;
 /// names, unsupported configuration).
 pub const EXIT_INVALID_INPUT: u8 = 2;
 
+/// Prints a command's report: `table` renders it for people, otherwise it is pretty
+/// JSON; the exit code (see [`write_stdout`]).
+pub fn print_report<R: serde::Serialize>(
+    report: &R,
+    as_json: bool,
+    table: impl FnOnce(&R) -> String,
+) -> u8 {
+    let text = if as_json {
+        match serde_json::to_string_pretty(report) {
+            Ok(json) => json + "\n",
+            Err(error) => {
+                eprintln!("error: cannot encode the report as JSON: {error}");
+                return EXIT_INTERNAL;
+            }
+        }
+    } else {
+        table(report)
+    };
+    write_stdout(&text, "the report")
+}
+
 /// Writes `text` to stdout. A closed pipe (`berth ... | head`) is not a failure; any
 /// other write error is reported naming `what` and gives [`EXIT_INTERNAL`].
 pub fn write_stdout(text: &str, what: &str) -> u8 {

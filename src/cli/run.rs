@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use crate::framework::Registry;
-use crate::framework::parallel::MAX_PARALLELISM;
+use crate::framework::parallel::{MAX_PARALLELISM, default_parallelism};
 use crate::operator::leader::LeaseConfig;
 use crate::operator::{OperatorConfig, run as run_operator};
 
@@ -65,8 +65,7 @@ pub fn run(args: RunArgs, registry: Registry) -> ExitCode {
         parallelism: args
             .parallelism
             .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .clamp(1, MAX_PARALLELISM),
+            .unwrap_or_else(default_parallelism),
         seed: args.seed,
         serve_default_scheduler: args.serve_default_scheduler,
     };

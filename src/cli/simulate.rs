@@ -15,9 +15,9 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use crate::framework::Registry;
-use crate::framework::parallel::MAX_PARALLELISM;
+use crate::framework::parallel::{MAX_PARALLELISM, default_parallelism};
 
-use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT, write_stdout};
+use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT};
 use crate::simulate::input::{self, InputError};
 use crate::simulate::render;
 use crate::simulate::report::Report;
@@ -144,22 +144,8 @@ fn report_input_error(error: &InputError) -> u8 {
     EXIT_INVALID_INPUT
 }
 
-fn default_parallelism() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| usize::from(n).min(MAX_PARALLELISM))
-}
-
 fn print_report(report: &Report, format: OutputFormat) -> u8 {
-    let text = match format {
-        OutputFormat::Table => render::render_table(report),
-        OutputFormat::Json => match render::render_json(report) {
-            Ok(json) => json + "\n",
-            Err(error) => {
-                eprintln!("error: cannot encode the report as JSON: {error}");
-                return EXIT_INTERNAL;
-            }
-        },
-    };
-    write_stdout(&text, "the report")
+    super::print_report(report, format == OutputFormat::Json, render::render_table)
 }
 
 #[cfg(test)]

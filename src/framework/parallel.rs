@@ -15,6 +15,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// (`--parallelism 100000`) from starting a thread per value.
 pub const MAX_PARALLELISM: usize = 256;
 
+/// The default degree: the CPUs this process may use, within [`MAX_PARALLELISM`].
+pub fn default_parallelism() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_PARALLELISM))
+}
+
 static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
 
 /// The shared pool of `parallelism` threads (clamped to `1..=MAX_PARALLELISM`), started
