@@ -109,16 +109,8 @@ fn bench_command(args: BenchArgs, registry: &Registry) -> u8 {
             return EXIT_INVALID_INPUT;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
-            return EXIT_INTERNAL;
-        }
+    let Some(runtime) = super::paused_runtime() else {
+        return EXIT_INTERNAL;
     };
     let mut report = BenchReport {
         passed: true,

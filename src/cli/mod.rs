@@ -57,6 +57,23 @@ pub const EXIT_INTERNAL: u8 = 1;
 /// names, unsupported configuration).
 pub const EXIT_INVALID_INPUT: u8 = 2;
 
+/// The runtime of `simulate` and `bench`: one thread on tokio's paused clock, so
+/// backoff and Permit timeouts elapse as soon as nothing else can run, at once and
+/// deterministically. `None` (after an `error:` line) when it cannot start.
+pub fn paused_runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+    {
+        Ok(runtime) => Some(runtime),
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            None
+        }
+    }
+}
+
 /// Prints a command's report: `table` renders it for people, otherwise it is pretty
 /// JSON; the exit code (see [`write_stdout`]).
 pub fn print_report<R: serde::Serialize>(

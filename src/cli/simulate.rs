@@ -77,18 +77,8 @@ fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
         }
         return EXIT_INVALID_INPUT;
     }
-    // Virtual time: Permit timeouts and backoff elapse as soon as nothing else can run,
-    // so a simulation with a 60 s gang timeout finishes at once and deterministically.
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
-            return EXIT_INTERNAL;
-        }
+    let Some(runtime) = super::paused_runtime() else {
+        return EXIT_INTERNAL;
     };
     let options = SimulateOptions {
         explain: args.explain,
