@@ -7,8 +7,9 @@
 //! comes. Pods may arrive before their node; they are kept on a node-less [`NodeInfo`]
 //! that the snapshot skips.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
@@ -54,7 +55,7 @@ struct ImageState {
 
 /// Node and pod state of the cluster, including pods assumed on a node before their
 /// binding is confirmed.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Cache {
     /// How long an assumed pod whose binding finished may wait for its add event.
     /// `None`: forever.
@@ -74,7 +75,23 @@ pub struct Cache {
     /// Namespace labels; replaced (copy-on-write) when a namespace changes, so snapshots
     /// share it until then.
     namespaces: Arc<NamespaceLabels>,
+    /// Node infos by the generation of their last change (upstream keeps its node infos
+    /// in a list ordered by generation for the same purpose): a snapshot at generation
+    /// `g` needs exactly the entries after `g`, so updating it costs the changed nodes,
+    /// not the cluster.
+    changed: BTreeMap<u64, String>,
+    /// Each node info's key in `changed`.
+    changed_at: HashMap<String, u64>,
+    /// This cache among the process's caches, and the version of its node layout (the
+    /// set and order of nodes), bumped when `node_order` changes. A snapshot of another
+    /// cache or layout is rebuilt in full.
+    id: u64,
+    layout: u64,
 }
+
+/// Hands every cache its own id, so a snapshot never mistakes another cache's layout
+/// for the one it was built from.
+static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Cache {
     /// A cache whose assumed pods expire `assumed_pod_ttl` after their binding finished
@@ -82,7 +99,16 @@ impl Cache {
     pub fn new(assumed_pod_ttl: Option<Duration>) -> Self {
         Cache {
             assumed_pod_ttl,
-            ..Default::default()
+            nodes: HashMap::new(),
+            node_order: Vec::new(),
+            pods: HashMap::new(),
+            images: HashMap::new(),
+            node_images: HashMap::new(),
+            namespaces: Arc::default(),
+            changed: BTreeMap::new(),
+            changed_at: HashMap::new(),
+            id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
+            layout: 0,
         }
     }
 
@@ -108,7 +134,9 @@ impl Cache {
             self.nodes.remove(name);
         }
         self.node_order.retain(|n| n != name);
+        self.layout += 1;
         self.sync_images(name);
+        self.note_change(name);
     }
 
     /// Adds an assigned pod (its add event). A pod assumed by this scheduler is confirmed,
@@ -270,21 +298,55 @@ impl Cache {
         }
     }
 
+    /// Brings `snapshot` up to date. A snapshot of this cache's current node layout gets
+    /// the infos changed since its generation, cloned anew in place; any other snapshot
+    /// is rebuilt in node order, keeping the `Arc` of every info whose generation did not
+    /// change.
     pub fn update_snapshot(&self, snapshot: &mut Snapshot) {
         snapshot.set_namespaces(self.namespaces.clone());
-        let mut infos = Vec::with_capacity(self.node_order.len());
-        for name in &self.node_order {
-            let Some(info) = self.nodes.get(name) else {
-                continue;
-            };
-            let unchanged = snapshot
-                .get(name)
-                .filter(|shared| shared.generation == info.generation)
-                .cloned();
-            infos.push(unchanged.unwrap_or_else(|| Arc::new(info.clone())));
+        let layout = Some((self.id, self.layout));
+        if snapshot.layout == layout {
+            for (_, name) in self.changed.range(snapshot.generation + 1..) {
+                if let Some(info) = self.nodes.get(name).filter(|i| i.node().is_some()) {
+                    snapshot.replace(Arc::new(info.clone()));
+                }
+            }
+        } else {
+            let mut infos = Vec::with_capacity(self.node_order.len());
+            for name in &self.node_order {
+                let Some(info) = self.nodes.get(name) else {
+                    continue;
+                };
+                let unchanged = snapshot
+                    .get(name)
+                    .filter(|shared| shared.generation == info.generation)
+                    .cloned();
+                infos.push(unchanged.unwrap_or_else(|| Arc::new(info.clone())));
+            }
+            snapshot.set_nodes(infos);
+            snapshot.layout = layout;
         }
-        snapshot.generation = infos.iter().map(|i| i.generation).max().unwrap_or(0);
-        snapshot.set_nodes(infos);
+        snapshot.generation = self.generation();
+    }
+
+    /// The generation of the latest change to any node info.
+    fn generation(&self) -> u64 {
+        self.changed.last_key_value().map_or(0, |(g, _)| *g)
+    }
+
+    /// Records that node info `name` changed (or was dropped), under its generation.
+    fn note_change(&mut self, name: &str) {
+        let generation = self.nodes.get(name).map(|info| info.generation);
+        let previous = match generation {
+            Some(g) => self.changed_at.insert(name.to_owned(), g),
+            None => self.changed_at.remove(name),
+        };
+        if let Some(previous) = previous {
+            self.changed.remove(&previous);
+        }
+        if let Some(g) = generation {
+            self.changed.insert(g, name.to_owned());
+        }
     }
 
     fn upsert_node(&mut self, node: Node) -> Result<(), CacheError> {
@@ -302,8 +364,10 @@ impl Cache {
         }
         if let Err(position) = self.node_order.binary_search(&name) {
             self.node_order.insert(position, name.clone());
+            self.layout += 1;
         }
         self.sync_images(&name);
+        self.note_change(&name);
         Ok(())
     }
 
@@ -313,6 +377,7 @@ impl Cache {
             .entry(node.clone())
             .or_default()
             .add_pod(pod.clone());
+        self.note_change(&node);
         let key = pod.key().to_owned();
         let state = PodState {
             pod,
@@ -332,6 +397,7 @@ impl Cache {
             if info.node().is_none() && info.pods.is_empty() {
                 self.nodes.remove(&state.node);
             }
+            self.note_change(&state.node);
         }
         Some(state)
     }
@@ -376,6 +442,7 @@ impl Cache {
         }
 
         // Other nodes sharing a changed image see a new count.
+        let mut touched = Vec::new();
         for image in &changed {
             let Some(state) = self.images.get(image) else {
                 continue;
@@ -386,8 +453,12 @@ impl Cache {
                         summary.num_nodes = state.nodes.len();
                     }
                     info.touch();
+                    touched.push(other.clone());
                 }
             }
+        }
+        for other in &touched {
+            self.note_change(other);
         }
         // This node's summaries share the cache-wide size and count.
         if let Some(info) = self.nodes.get_mut(name) {

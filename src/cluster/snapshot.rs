@@ -11,10 +11,17 @@ use super::{NodeInfo, PodInfo, QuantityError};
 /// re-clones only the nodes that changed since the previous one.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    node_infos: Vec<Arc<NodeInfo>>,
+    /// Shared (`Arc`) so that a plugin can keep the cycle's node list in its cycle state
+    /// without copying it.
+    node_infos: Arc<Vec<Arc<NodeInfo>>>,
     index: HashMap<String, usize>,
-    /// The cache generation this snapshot reflects.
+    /// The cache generation this snapshot reflects: every node change with a later
+    /// generation is still to be applied.
     pub generation: u64,
+    /// The cache and the node layout (set and order of nodes) this snapshot was built
+    /// from; `None` for a snapshot not taken from a cache. While both match, the cache
+    /// updates the snapshot by replacing only the changed nodes in place.
+    pub(super) layout: Option<(u64, u64)>,
     /// Namespace name -> its labels, for namespace selectors (InterPodAffinity).
     namespaces: Arc<NamespaceLabels>,
 }
@@ -88,6 +95,11 @@ impl Snapshot {
         &self.node_infos
     }
 
+    /// All nodes, as [`Snapshot::nodes`], shared rather than copied.
+    pub fn shared_nodes(&self) -> Arc<Vec<Arc<NodeInfo>>> {
+        self.node_infos.clone()
+    }
+
     pub fn get(&self, name: &str) -> Option<&Arc<NodeInfo>> {
         self.index.get(name).map(|&i| &self.node_infos[i])
     }
@@ -125,7 +137,16 @@ impl Snapshot {
         for (i, info) in node_infos.iter().enumerate() {
             self.index.entry(info.name().to_owned()).or_insert(i);
         }
-        self.node_infos = node_infos;
+        self.node_infos = Arc::new(node_infos);
+    }
+
+    /// Replaces the info of the node with `info`'s name, keeping its place; a name the
+    /// snapshot does not list is ignored. The node list is copied only when a plugin
+    /// still holds it from an earlier cycle.
+    pub(super) fn replace(&mut self, info: Arc<NodeInfo>) {
+        if let Some(&i) = self.index.get(info.name()) {
+            Arc::make_mut(&mut self.node_infos)[i] = info;
+        }
     }
 }
 

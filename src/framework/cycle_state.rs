@@ -8,7 +8,7 @@
 //! scheduling cycle into the binding cycle with the pod.
 
 use std::any::{Any, TypeId};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// Data a plugin stores in [`CycleState`]. Implemented for every `Clone + Send + Sync`
 /// type.
@@ -33,7 +33,9 @@ impl<T: Any + Clone + Send + Sync> StateData for T {
 /// Typed, cloneable per-cycle storage.
 #[derive(Default)]
 pub struct CycleState {
-    entries: HashMap<TypeId, Box<dyn StateData>>,
+    /// A handful of entries (one or two per plugin), read on every node by Filter and
+    /// Score: a linear scan of a short list beats hashing the key each time.
+    entries: Vec<(TypeId, Box<dyn StateData>)>,
     /// Filter plugins whose PreFilter returned Skip in this cycle.
     pub(crate) skip_filter_plugins: HashSet<String>,
     /// Score plugins whose PreScore returned Skip in this cycle.
@@ -74,25 +76,34 @@ impl CycleState {
 
     /// Stores `value`, replacing an earlier value of the same type.
     pub fn write<T: StateData>(&mut self, value: T) {
-        self.entries.insert(TypeId::of::<T>(), Box::new(value));
+        let id = TypeId::of::<T>();
+        match self.entries.iter_mut().find(|(k, _)| *k == id) {
+            Some((_, v)) => *v = Box::new(value),
+            None => self.entries.push((id, Box::new(value))),
+        }
     }
 
     /// The value of type `T`, if one was written in this cycle.
     pub fn read<T: StateData>(&self) -> Option<&T> {
+        let id = TypeId::of::<T>();
         self.entries
-            .get(&TypeId::of::<T>())
-            .and_then(|v| v.as_ref().as_any().downcast_ref::<T>())
+            .iter()
+            .find(|(k, _)| *k == id)
+            .and_then(|(_, v)| v.as_ref().as_any().downcast_ref::<T>())
     }
 
     pub fn read_mut<T: StateData>(&mut self) -> Option<&mut T> {
+        let id = TypeId::of::<T>();
         self.entries
-            .get_mut(&TypeId::of::<T>())
-            .and_then(|v| v.as_mut().as_any_mut().downcast_mut::<T>())
+            .iter_mut()
+            .find(|(k, _)| *k == id)
+            .and_then(|(_, v)| v.as_mut().as_any_mut().downcast_mut::<T>())
     }
 
     pub fn remove<T: StateData>(&mut self) -> Option<T> {
-        let boxed = self.entries.remove(&TypeId::of::<T>())?;
-        let any: Box<dyn Any> = boxed;
+        let id = TypeId::of::<T>();
+        let at = self.entries.iter().position(|(k, _)| *k == id)?;
+        let any: Box<dyn Any> = self.entries.swap_remove(at).1;
         any.downcast::<T>().ok().map(|b| *b)
     }
 

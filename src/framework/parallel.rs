@@ -40,6 +40,33 @@ pub fn pool(parallelism: usize) -> Result<Arc<rayon::ThreadPool>, String> {
     Ok(pool)
 }
 
+/// Runs `work` for its per-node calls of [`map_range`]: on `pool`'s threads, or in place
+/// on the caller's thread when the pool has a single thread, where handing the work to
+/// that one worker and waiting for it would only add two context switches.
+pub fn run_on<R: Send>(pool: &rayon::ThreadPool, work: impl FnOnce() -> R + Send) -> R {
+    if pool.current_num_threads() <= 1 {
+        work()
+    } else {
+        pool.install(work)
+    }
+}
+
+/// `f(0), …, f(n - 1)` in order, split over `pool`'s threads (in place on the caller's
+/// thread for a single-thread pool, or when called inside [`run_on`] of the same pool,
+/// without a second handoff).
+pub fn map_range<T: Send>(
+    pool: &rayon::ThreadPool,
+    n: usize,
+    f: impl Fn(usize) -> T + Sync + Send,
+) -> Vec<T> {
+    use rayon::prelude::*;
+    if pool.current_num_threads() <= 1 {
+        (0..n).map(f).collect()
+    } else {
+        pool.install(|| (0..n).into_par_iter().map(f).collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,5 +82,16 @@ mod tests {
             pool(100_000).expect("a pool").current_num_threads(),
             MAX_PARALLELISM
         );
+    }
+
+    #[test]
+    fn map_range_keeps_order_on_any_pool() {
+        let want: Vec<usize> = (0..1000).map(|i| i * i).collect();
+        for threads in [1, 2, 4] {
+            let pool = pool(threads).expect("a pool");
+            assert_eq!(map_range(&pool, 1000, |i| i * i), want, "{threads} threads");
+            let nested = run_on(&pool, || map_range(&pool, 1000, |i| i * i));
+            assert_eq!(nested, want, "{threads} threads, inside run_on");
+        }
     }
 }

@@ -9,14 +9,13 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rayon::prelude::*;
-
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 
 use super::observer::Observer;
 use super::profile::ResolvedProfile;
 use super::{
-    ClusterEvent, Code, CycleState, ExtensionPoint, Handle, MAX_NODE_SCORE, MIN_NODE_SCORE,
+    ClusterEvent, Code, CycleState, ExtensionPoint, FilterPlugin, Handle, MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
     NodeToStatus, Plugin, PluginError, PostFilterResult, PreFilterResult, Registry, Status,
 };
 
@@ -35,6 +34,29 @@ pub struct ScoredNode {
     pub node: Arc<NodeInfo>,
     pub scores: Vec<NodeScoreDetail>,
     pub total: i64,
+}
+
+/// Normalized scores of the active Score plugins, plugin-major: `scores[j * nodes + i]`
+/// is plugin `j`'s score of node `i`.
+struct ScoreMatrix<'a> {
+    plugins: Vec<(&'a Arc<dyn Plugin>, i64)>,
+    nodes: usize,
+    scores: Vec<i64>,
+}
+
+impl ScoreMatrix<'_> {
+    fn get(&self, plugin: usize, node: usize) -> i64 {
+        self.scores[plugin * self.nodes + node]
+    }
+
+    /// The weighted sum over the plugins for node `node`.
+    fn total(&self, node: usize) -> i64 {
+        self.plugins
+            .iter()
+            .enumerate()
+            .map(|(j, (_, weight))| self.get(j, node) * weight)
+            .sum()
+    }
 }
 
 /// What PreFilter decided for one pod.
@@ -294,6 +316,14 @@ impl Framework {
         }
     }
 
+    /// [`Framework::observe`] for a start taken only when there is an observer: per-node
+    /// calls read no clock unless someone records them.
+    fn observe_since(&self, point: ExtensionPoint, code: Code, start: Option<Instant>) {
+        if let (Some(observer), Some(start)) = (&self.observer, start) {
+            observer.extension_point(&self.profile_name, point, code, start.elapsed());
+        }
+    }
+
     /// Records this profile's extension-point timings with `observer` (metrics).
     pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
         self.observer = Some(observer);
@@ -392,34 +422,67 @@ impl Framework {
     }
 
     fn run_filter_unobserved(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        for plugin in self.plugins(ExtensionPoint::Filter) {
-            if state.skips_filter(plugin.name()) {
-                continue;
-            }
-            let Some(filter) = plugin.as_filter() else {
-                continue;
-            };
-            let status = filter.filter(state, pod, node);
-            if !status.is_success() {
-                return plugin_failure("Filter", plugin.name(), status);
-            }
-        }
-        Status::success()
+        filter_with(&self.active_filters(state), state, pod, node)
     }
 
-    /// Filter over `nodes` in parallel; one status per node, in order.
-    pub fn run_filter_parallel(
+    /// The Filter plugins of this cycle, in order: those whose PreFilter said Skip are
+    /// left out once per cycle rather than looked up on every node.
+    fn active_filters(&self, state: &CycleState) -> Vec<(&str, &dyn FilterPlugin)> {
+        self.plugins(ExtensionPoint::Filter)
+            .iter()
+            .filter(|plugin| !state.skips_filter(plugin.name()))
+            .filter_map(|plugin| Some((plugin.name(), plugin.as_filter()?)))
+            .collect()
+    }
+
+    /// Filter over `nodes` in rotation order from index `start`, in parallel batches,
+    /// until `wanted` nodes passed or every node was tried. Returns the statuses in
+    /// rotation order, up to and including the `wanted`-th feasible node: which nodes
+    /// are tried past it depends on the batch, but they are not reported, so the result
+    /// is the same for every degree of parallelism.
+    pub fn run_filter_in_rotation(
         &self,
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
+        start: usize,
+        wanted: usize,
     ) -> Vec<Status> {
-        self.pool.install(|| {
-            nodes
-                .par_iter()
-                .map(|n| self.run_filter(state, pod, n))
-                .collect()
-        })
+        let n = nodes.len();
+        let mut statuses = Vec::with_capacity(wanted.min(n));
+        if n == 0 {
+            return statuses;
+        }
+        let mut feasible = 0;
+        let filters = self.active_filters(state);
+        let filter = |node: &NodeInfo| {
+            let start = self.observer.is_some().then(Instant::now);
+            let status = filter_with(&filters, state, pod, node);
+            self.observe_since(ExtensionPoint::Filter, status.code(), start);
+            status
+        };
+        super::parallel::run_on(&self.pool, || {
+            let mut offset = 0;
+            while offset < n && feasible < wanted {
+                // Enough nodes to reach `wanted` if all pass, never a tiny batch.
+                let batch = (wanted - feasible).max(FILTER_BATCH).min(n - offset);
+                let results = super::parallel::map_range(&self.pool, batch, |i| {
+                    filter(&nodes[(start + offset + i) % n])
+                });
+                offset += batch;
+                for status in results {
+                    let passed = status.is_success();
+                    statuses.push(status);
+                    if passed {
+                        feasible += 1;
+                        if feasible == wanted {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        statuses
     }
 
     async fn run_post_filter_unobserved(
@@ -472,31 +535,103 @@ impl Framework {
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
     ) -> Result<Vec<ScoredNode>, Status> {
-        let active: Vec<(&Arc<dyn Plugin>, i64)> = self
+        let scores = self.score_matrix(state, pod, nodes)?;
+        Ok(nodes
+            .iter()
+            .enumerate()
+            .map(|(i, node)| {
+                let details: Vec<NodeScoreDetail> = scores
+                    .plugins
+                    .iter()
+                    .enumerate()
+                    .map(|(j, (plugin, weight))| NodeScoreDetail {
+                        plugin: plugin.name().to_string(),
+                        score: scores.get(j, i),
+                        weight: *weight,
+                    })
+                    .collect();
+                ScoredNode {
+                    node: node.clone(),
+                    scores: details,
+                    total: scores.total(i),
+                }
+            })
+            .collect())
+    }
+
+    /// Score, NormalizeScore and weights over the feasible `nodes`, as
+    /// [`Framework::run_score`], but only the weighted total of each node, in order: what
+    /// the cycle needs to pick a host when nobody asked for the per-plugin details.
+    pub fn run_score_totals(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+    ) -> Result<Vec<i64>, Status> {
+        let start = Instant::now();
+        let out = self
+            .score_matrix(state, pod, nodes)
+            .map(|scores| (0..nodes.len()).map(|i| scores.total(i)).collect());
+        let code = out
+            .as_ref()
+            .map(|_| Code::Success)
+            .unwrap_or_else(|s: &Status| s.code());
+        self.observe(ExtensionPoint::Score, code, start);
+        out
+    }
+
+    /// Every active Score plugin on every node in one parallel pass, then NormalizeScore
+    /// and the range check plugin by plugin, in order. A plugin's Score error wins over
+    /// anything a later plugin reports, as when plugins run one after another; among its
+    /// nodes the first node's error is reported.
+    fn score_matrix(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+    ) -> Result<ScoreMatrix<'_>, Status> {
+        let plugins: Vec<(&Arc<dyn Plugin>, i64)> = self
             .plugins(ExtensionPoint::Score)
             .iter()
             .zip(self.score_weights.iter().copied())
             .filter(|(p, _)| !state.skips_score(p.name()) && p.as_score().is_some())
             .collect();
-        let mut per_plugin: Vec<Vec<i64>> = Vec::with_capacity(active.len());
-        for (plugin, _) in &active {
+        let n = nodes.len();
+        let raw = super::parallel::map_range(&self.pool, n * plugins.len(), |k| {
+            let (plugin, _) = plugins[k / n];
+            match plugin.as_score() {
+                Some(scorer) => scorer.score(state, pod, &nodes[k % n]),
+                None => Ok(0),
+            }
+        });
+        let mut scores = Vec::with_capacity(raw.len());
+        let mut first_error: Option<(usize, Status)> = None;
+        for (k, result) in raw.into_iter().enumerate() {
+            match result {
+                Ok(score) => scores.push(score),
+                Err(status) => {
+                    scores.push(0);
+                    if first_error.is_none() {
+                        first_error = Some((k / n, status));
+                    }
+                }
+            }
+        }
+        for (j, (plugin, _)) in plugins.iter().enumerate() {
+            if let Some((_, status)) = first_error.as_ref().filter(|(at, _)| *at == j) {
+                return Err(wrap_error("Score", plugin.name(), status));
+            }
             let Some(scorer) = plugin.as_score() else {
                 continue;
             };
-            let raw: Result<Vec<i64>, Status> = self.pool.install(|| {
-                nodes
-                    .par_iter()
-                    .map(|n| scorer.score(state, pod, n))
-                    .collect()
-            });
-            let mut scores = raw.map_err(|s| wrap_error("Score", plugin.name(), &s))?;
+            let row = &mut scores[j * n..(j + 1) * n];
             if let Some(ext) = scorer.score_extensions() {
-                let status = ext.normalize_score(state, pod, nodes, &mut scores);
+                let status = ext.normalize_score(state, pod, nodes, row);
                 if !status.is_success() {
                     return Err(wrap_error("NormalizeScore", plugin.name(), &status));
                 }
             }
-            if let Some(bad) = scores
+            if let Some(bad) = row
                 .iter()
                 .find(|s| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(*s))
             {
@@ -506,29 +641,12 @@ impl Framework {
                 ))
                 .with_plugin(plugin.name()));
             }
-            per_plugin.push(scores);
         }
-        Ok(nodes
-            .iter()
-            .enumerate()
-            .map(|(i, node)| {
-                let scores: Vec<NodeScoreDetail> = active
-                    .iter()
-                    .zip(&per_plugin)
-                    .map(|((plugin, weight), scores)| NodeScoreDetail {
-                        plugin: plugin.name().to_string(),
-                        score: scores[i],
-                        weight: *weight,
-                    })
-                    .collect();
-                let total = scores.iter().map(|s| s.score * s.weight).sum();
-                ScoredNode {
-                    node: node.clone(),
-                    scores,
-                    total,
-                }
-            })
-            .collect())
+        Ok(ScoreMatrix {
+            plugins,
+            nodes: n,
+            scores,
+        })
     }
 
     async fn run_reserve_unobserved(
@@ -646,6 +764,26 @@ impl Framework {
         }
     }
 }
+
+/// Filter on one node with the cycle's active Filter plugins: the first non-success
+/// status wins.
+fn filter_with(
+    filters: &[(&str, &dyn FilterPlugin)],
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+) -> Status {
+    for (name, filter) in filters {
+        let status = filter.filter(state, pod, node);
+        if !status.is_success() {
+            return plugin_failure("Filter", name, status);
+        }
+    }
+    Status::success()
+}
+
+/// The fewest nodes filtered per parallel batch.
+const FILTER_BATCH: usize = 64;
 
 /// Upstream caps a Permit wait at 15 minutes.
 pub const MAX_PERMIT_TIMEOUT: Duration = Duration::from_secs(15 * 60);

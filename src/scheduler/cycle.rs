@@ -8,7 +8,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
-use crate::framework::{CycleState, Framework, NodeToStatus, QueuedPodInfo, ScoredNode, Status};
+use crate::framework::{CycleState, Framework, NodeToStatus, QueuedPodInfo, Status};
 
 use super::failure::{Failure, FitError, NO_NODES_AVAILABLE};
 use super::{CycleDiagnosis, CycleOutput, Scheduler};
@@ -18,9 +18,6 @@ const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 /// The adaptive percentage never drops below this (upstream
 /// `minFeasibleNodesPercentageToFind`).
 const MIN_FEASIBLE_NODES_PERCENTAGE: i64 = 5;
-/// Nodes filtered per parallel batch; the cut at the wanted number of feasible nodes is
-/// made in rotation order, so results do not depend on parallelism.
-const FILTER_BATCH: usize = 64;
 
 /// Upstream `numFeasibleNodesToFind`: how many feasible nodes to look for before
 /// scoring. `percentage` 0 (or unset) means adaptive: `max(5, 50 - nodes/125)` percent,
@@ -80,12 +77,13 @@ pub(super) async fn schedule_pod(
     }
 
     let mut statuses = NodeToStatus::default();
-    let candidates: Vec<Arc<NodeInfo>> = match pre_filter
+    // Narrowed candidates are a new list; otherwise every node is one, without a copy.
+    let narrowed: Option<Vec<Arc<NodeInfo>>> = match pre_filter
         .result
         .as_ref()
         .and_then(|r| r.node_names.as_ref())
     {
-        None => all_nodes.to_vec(),
+        None => None,
         Some(names) => {
             let excluded = Status::unresolvable(format!(
                 "node(s) didn't satisfy plugin(s) {}",
@@ -100,18 +98,21 @@ pub(super) async fn schedule_pod(
                 );
             }
             statuses.absent = Some(excluded);
-            all_nodes
-                .iter()
-                .filter(|n| names.contains(n.name()))
-                .cloned()
-                .collect()
+            Some(
+                all_nodes
+                    .iter()
+                    .filter(|n| names.contains(n.name()))
+                    .cloned()
+                    .collect(),
+            )
         }
     };
+    let candidates = narrowed.as_deref().unwrap_or(all_nodes);
     let feasible = find_feasible(
         fwk,
         state,
         pod,
-        &candidates,
+        candidates,
         all_nodes.len(),
         next_start_node_index,
         &mut statuses,
@@ -134,18 +135,28 @@ pub(super) async fn schedule_pod(
     if !status.is_success() {
         return Err(Failure::error(&status).with_diagnosis(diagnosis));
     }
-    let scored = fwk
-        .run_score(state, pod, &feasible)
-        .map_err(|s| Failure::error(&s).with_diagnosis(diagnosis.clone()))?;
-    let host = select_host(&scored, rng);
-    if let Some(d) = diagnosis.as_mut() {
-        d.scored = scored;
-    }
+    let host = if diagnosis.is_some() {
+        // Per-plugin scores only when they are recorded.
+        let scored = fwk
+            .run_score(state, pod, &feasible)
+            .map_err(|s| Failure::error(&s).with_diagnosis(diagnosis.clone()))?;
+        let totals: Vec<i64> = scored.iter().map(|s| s.total).collect();
+        let host = select_host(&feasible, &totals, rng);
+        if let Some(d) = diagnosis.as_mut() {
+            d.scored = scored;
+        }
+        host
+    } else {
+        let totals = fwk
+            .run_score_totals(state, pod, &feasible)
+            .map_err(|s| Failure::error(&s))?;
+        select_host(&feasible, &totals, rng)
+    };
     Ok((host, diagnosis))
 }
 
-/// Filters `candidates` from the rotating start index, in parallel batches, until the
-/// wanted number of feasible nodes is found.
+/// Filters `candidates` from the rotating start index until the wanted number of
+/// feasible nodes is found.
 #[allow(clippy::too_many_arguments)]
 fn find_feasible(
     fwk: &Framework,
@@ -163,26 +174,18 @@ fn find_feasible(
     }
     let wanted = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score(), n);
     let start = *next_start_node_index % n;
-    let rotated: Vec<Arc<NodeInfo>> = (0..n)
-        .map(|i| candidates[(start + i) % n].clone())
-        .collect();
-    let mut feasible = Vec::with_capacity(wanted);
-    let mut processed = 0;
-    'batches: for batch in rotated.chunks(FILTER_BATCH) {
-        let results = fwk.run_filter_parallel(state, pod, batch);
-        for (node, status) in batch.iter().zip(results) {
-            processed += 1;
-            if let Some(d) = diagnosis.as_mut() {
-                d.filtered.push((node.name().to_string(), status.clone()));
-            }
-            if status.is_success() {
-                feasible.push(node.clone());
-                if feasible.len() >= wanted {
-                    break 'batches;
-                }
-            } else {
-                statuses.statuses.insert(node.name().to_string(), status);
-            }
+    let results = fwk.run_filter_in_rotation(state, pod, candidates, start, wanted);
+    let processed = results.len();
+    let mut feasible = Vec::with_capacity(wanted.min(processed));
+    for (i, status) in results.into_iter().enumerate() {
+        let node = &candidates[(start + i) % n];
+        if let Some(d) = diagnosis.as_mut() {
+            d.filtered.push((node.name().to_string(), status.clone()));
+        }
+        if status.is_success() {
+            feasible.push(node.clone());
+        } else {
+            statuses.statuses.insert(node.name().to_string(), status);
         }
     }
     *next_start_node_index = (*next_start_node_index + processed) % num_all_nodes.max(1);
@@ -207,17 +210,19 @@ async fn post_filter(
     Failure::fit(&fit).with_diagnosis(diagnosis)
 }
 
-/// The node with the highest total; ties broken uniformly at random.
-fn select_host(scored: &[ScoredNode], rng: &mut ChaCha8Rng) -> String {
-    let best = scored.iter().map(|s| s.total).max().unwrap_or(0);
-    let top: Vec<&ScoredNode> = scored.iter().filter(|s| s.total == best).collect();
+/// The node with the highest total (`totals[i]` belongs to `nodes[i]`); ties broken
+/// uniformly at random.
+fn select_host(nodes: &[Arc<NodeInfo>], totals: &[i64], rng: &mut ChaCha8Rng) -> String {
+    let best = totals.iter().copied().max().unwrap_or(0);
+    let top: Vec<usize> = (0..totals.len()).filter(|&i| totals[i] == best).collect();
     let pick = if top.len() > 1 {
         rng.random_range(0..top.len())
     } else {
         0
     };
     top.get(pick)
-        .map(|s| s.node.name().to_string())
+        .and_then(|&i| nodes.get(i))
+        .map(|n| n.name().to_string())
         .unwrap_or_default()
 }
 

@@ -394,6 +394,10 @@ pub async fn run_to_completion(
 ) -> Result<HashMap<String, AttemptReport>, SimulateError> {
     let mut reports: HashMap<String, AttemptReport> = HashMap::new();
     let mut bindings: JoinSet<BindingResult> = JoinSet::new();
+    // Binding cycles that did not wait at Permit, run at once so that their cycle state
+    // is released with the pod bound; their results are applied when the queues run dry,
+    // where a spawned binding cycle's result would be.
+    let mut bound: Vec<BindingResult> = Vec::new();
     loop {
         while let Some(done) = bindings.try_join_next() {
             let result =
@@ -405,9 +409,16 @@ pub async fn run_to_completion(
             observer.scheduling_cycle(started.elapsed(), &output);
             match output {
                 CycleOutput::Done(report) => record(scheduler, report, pods, &mut reports),
-                CycleOutput::Binding(cycle) => {
+                CycleOutput::Binding(cycle) if cycle.is_waiting() => {
                     bindings.spawn(cycle.run());
                 }
+                CycleOutput::Binding(cycle) => bound.push(cycle.run().await),
+            }
+            continue;
+        }
+        if !bound.is_empty() {
+            for result in std::mem::take(&mut bound) {
+                complete(scheduler, result, pods, &mut reports)?;
             }
             continue;
         }

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use rayon::prelude::*;
 
 use super::PodTopologySpread;
 use super::common::{
@@ -22,8 +21,9 @@ use crate::plugins::node_affinity::RequiredNodeAffinity;
 /// Every node of the cycle's snapshot, kept by PreFilter for PreScore: upstream scores
 /// domains by the matching pods on all nodes, while PreScore is only handed the feasible
 /// ones.
+/// Shared with the snapshot, not copied, and kept only for pods that PreScore will score.
 #[derive(Clone)]
-pub(super) struct ClusterNodes(pub(super) Vec<Arc<NodeInfo>>);
+pub(super) struct ClusterNodes(pub(super) Arc<Vec<Arc<NodeInfo>>>);
 
 /// A domain and its number of matching pods.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,35 +131,40 @@ impl PodTopologySpread {
         nodes: &[Arc<NodeInfo>],
     ) -> Result<PreFilterState, String> {
         let constraints = self.constraints(&pod.pod, DO_NOT_SCHEDULE)?;
+        if constraints.is_empty() {
+            return Ok(PreFilterState {
+                constraints: Arc::new(constraints),
+                critical_paths: Vec::new(),
+                tp_value_to_match_num: Vec::new(),
+            });
+        }
         let required = RequiredNodeAffinity::new(&pod.pod);
         let namespace = pod.namespace();
         // (constraint index, domain, matching pods) for each eligible node.
-        let counts: Vec<(usize, &str, i64)> = self.on_pool(|| {
-            nodes
-                .par_iter()
-                .flat_map_iter(|info| {
-                    let node = info
-                        .node()
-                        .filter(|n| node_has_all_topology_keys(node_labels(n), &constraints));
-                    node.into_iter().flat_map(|node| {
-                        let labels = node_labels(node);
-                        constraints
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, c)| c.includes_node(&pod.pod, node, &required))
-                            .map(|(i, c)| {
-                                let value = labels.get(&c.topology_key).map_or("", String::as_str);
-                                (
-                                    i,
-                                    value,
-                                    count_matching_pods(&info.pods, &c.selector, namespace),
-                                )
-                            })
-                            .collect::<Vec<_>>()
-                    })
+        let per_node: Vec<Vec<(usize, &str, i64)>> = self.map_nodes(nodes.len(), |n| {
+            let info = &nodes[n];
+            let Some(node) = info
+                .node()
+                .filter(|n| node_has_all_topology_keys(node_labels(n), &constraints))
+            else {
+                return Vec::new();
+            };
+            let labels = node_labels(node);
+            constraints
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.includes_node(&pod.pod, node, &required))
+                .map(|(i, c)| {
+                    let value = labels.get(&c.topology_key).map_or("", String::as_str);
+                    (
+                        i,
+                        value,
+                        count_matching_pods(&info.pods, &c.selector, namespace),
+                    )
                 })
                 .collect()
         });
+        let counts = per_node.into_iter().flatten();
         let mut tp_value_to_match_num = vec![HashMap::new(); constraints.len()];
         for (i, value, count) in counts {
             *tp_value_to_match_num[i]
@@ -193,7 +198,9 @@ impl PreFilterPlugin for PodTopologySpread {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        state.write(ClusterNodes(snapshot.nodes().to_vec()));
+        if self.scores(pod) {
+            state.write(ClusterNodes(snapshot.shared_nodes()));
+        }
         let pre_filter = match self.pre_filter_state(pod, snapshot.nodes()) {
             Ok(s) => s,
             Err(e) => {

@@ -274,7 +274,7 @@ pub struct PodTopologySpread {
     system_defaulted: bool,
     default_selector: Option<DefaultSelectorFn>,
     /// The profile's worker pool for per-node domain counting; `None` (a plugin built
-    /// with [`PodTopologySpread::new`] alone, in tests) counts on rayon's global pool.
+    /// with [`PodTopologySpread::new`] alone, in tests) counts on the caller's thread.
     pool: Option<Arc<rayon::ThreadPool>>,
 }
 
@@ -304,12 +304,21 @@ impl PodTopologySpread {
         self
     }
 
-    /// Runs per-node work (`par_iter` inside `work`) on the profile's pool.
-    fn on_pool<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+    /// `f(0), …, f(n - 1)` for per-node work, on the profile's pool (in order on the
+    /// caller's thread for a plugin without one).
+    fn map_nodes<T: Send>(&self, n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
         match &self.pool {
-            Some(pool) => pool.install(work),
-            None => work(),
+            Some(pool) => crate::framework::parallel::map_range(pool, n, f),
+            None => (0..n).map(f).collect(),
         }
+    }
+
+    /// Whether PreScore will score `pod`: it has soft constraints of its own, or none at
+    /// all and default constraints apply. PreFilter keeps the cluster's node list for
+    /// PreScore only then.
+    fn scores(&self, pod: &crate::cluster::PodInfo) -> bool {
+        self.constraints(&pod.pod, SCHEDULE_ANYWAY)
+            .map_or(true, |c| !c.is_empty())
     }
 
     /// Supplies the derivation of default-constraint selectors (see [`DefaultSelectorFn`]).

@@ -5,7 +5,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use rayon::prelude::*;
 
 use super::PodTopologySpread;
 use super::common::{
@@ -107,10 +106,8 @@ impl PreScorePlugin for PodTopologySpread {
     ) -> Status {
         // Without PreFilter in this cycle (the plugin disabled there), only the feasible
         // nodes are known.
-        let all_nodes = state
-            .read::<ClusterNodes>()
-            .map_or_else(|| nodes.to_vec(), |c| c.0.clone());
-        if all_nodes.is_empty() {
+        let cluster = state.read::<ClusterNodes>().map(|c| c.0.clone());
+        if cluster.as_ref().map_or(nodes.len(), |c| c.len()) == 0 {
             return Status::skip();
         }
         // Only the system defaults let nodes without a zone label keep hostname
@@ -128,42 +125,38 @@ impl PreScorePlugin for PodTopologySpread {
         if pre_score.constraints.is_empty() {
             return Status::skip();
         }
+        let all_nodes = cluster.unwrap_or_else(|| Arc::new(nodes.to_vec()));
         let required = RequiredNodeAffinity::new(&pod.pod);
         let namespace = pod.namespace();
         let state_ref = &pre_score;
         let required = &required;
         // (constraint index, domain, matching pods) over every node in a counted domain.
-        let counts: Vec<(usize, String, i64)> = self.on_pool(|| {
-            all_nodes
-                .par_iter()
-                .flat_map_iter(|info| {
-                    let node = info.node().filter(|n| {
-                        !require_all_topologies
-                            || node_has_all_topology_keys(node_labels(n), &state_ref.constraints)
-                    });
-                    node.into_iter().flat_map(move |node| {
-                        let labels = node_labels(node);
-                        state_ref
-                            .constraints
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, c)| c.includes_node(&pod.pod, node, required))
-                            .filter_map(|(i, c)| {
-                                let value =
-                                    labels.get(&c.topology_key).cloned().unwrap_or_default();
-                                state_ref.topology_value_to_pod_counts[i]
-                                    .contains_key(&value)
-                                    .then(|| {
-                                        let n =
-                                            count_matching_pods(&info.pods, &c.selector, namespace);
-                                        (i, value, n)
-                                    })
-                            })
-                            .collect::<Vec<_>>()
-                    })
+        let per_node: Vec<Vec<(usize, String, i64)>> = self.map_nodes(all_nodes.len(), |n| {
+            let info = &all_nodes[n];
+            let Some(node) = info.node().filter(|n| {
+                !require_all_topologies
+                    || node_has_all_topology_keys(node_labels(n), &state_ref.constraints)
+            }) else {
+                return Vec::new();
+            };
+            let labels = node_labels(node);
+            state_ref
+                .constraints
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.includes_node(&pod.pod, node, required))
+                .filter_map(|(i, c)| {
+                    let value = labels.get(&c.topology_key).cloned().unwrap_or_default();
+                    state_ref.topology_value_to_pod_counts[i]
+                        .contains_key(&value)
+                        .then(|| {
+                            let n = count_matching_pods(&info.pods, &c.selector, namespace);
+                            (i, value, n)
+                        })
                 })
                 .collect()
         });
+        let counts = per_node.into_iter().flatten();
         for (i, value, count) in counts {
             *pre_score.topology_value_to_pod_counts[i]
                 .entry(value)
