@@ -2,22 +2,23 @@
 //! (not timed), then the measured pods are added and scheduled under the clock, through
 //! the same driver loop as `berth simulate` ([`run_to_completion`]).
 //!
-//! A measured pod counts as scheduled when its scheduling cycle assumes it on a node
-//! (see [`Measurement`]); the measured duration still runs until the last pod is bound.
+//! A measured pod counts as scheduled when its binding cycle bound it (see
+//! [`Measurement`]); the measured duration runs until the last pod is bound.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
 
 use super::check::{Placement, check};
 use super::report::{UpstreamThreshold, WorkloadReport, percentiles, throughput};
 use super::workload::{Counts, Phase, Workload, node};
 use crate::cluster::{PodGroups, Workloads, pod_key};
 use crate::framework::Registry;
-use crate::scheduler::{AttemptReport, CycleOutput, Outcome, Scheduler, SchedulerOptions};
+use crate::scheduler::{
+    AttemptReport, BindingResult, CycleOutput, Outcome, Scheduler, SchedulerOptions,
+};
 use crate::simulate::run::{
     CycleObserver, InMemoryBinder, SimulateError, ValidProfile, add_profiles, run_to_completion,
 };
@@ -81,31 +82,32 @@ pub async fn run_workload(
     }
 
     let (init, measure) = plan.workload.phases();
-    let init_pods = pods(init, plan.counts.init_pods, &scheduler_name);
-    let measure_pods = pods(measure, plan.counts.measure_pods, &scheduler_name);
-
     let init_started = Instant::now();
-    let mut init_progress = Progress::new(options.progress, plan, "init", init_pods.len());
-    add_pods(&mut scheduler, &init_pods)?;
-    let init_reports =
-        run_to_completion(&mut scheduler, &by_key(&init_pods), &mut init_progress).await?;
+    let mut init_progress = Progress::new(options.progress, plan, "init", plan.counts.init_pods as usize);
+    let init_keys = add_pods(&mut scheduler, init, plan.counts.init_pods, &scheduler_name)?;
+    let init_reports = run_to_completion(&mut scheduler, &mut init_progress).await?;
     let init_duration = init_started.elapsed();
     init_progress.finish();
 
+    let measure_count = plan.counts.measure_pods as usize;
     let mut measurement = Measurement {
         started: Instant::now(),
-        assumed_at: Vec::with_capacity(measure_pods.len()),
-        cycles: Vec::with_capacity(measure_pods.len()),
-        progress: Progress::new(options.progress, plan, "measure", measure_pods.len()),
+        bound_at: Vec::with_capacity(measure_count),
+        cycles: Vec::with_capacity(measure_count),
+        progress: Progress::new(options.progress, plan, "measure", measure_count),
     };
-    add_pods(&mut scheduler, &measure_pods)?;
-    let measure_reports =
-        run_to_completion(&mut scheduler, &by_key(&measure_pods), &mut measurement).await?;
+    let measure_keys = add_pods(
+        &mut scheduler,
+        measure,
+        plan.counts.measure_pods,
+        &scheduler_name,
+    )?;
+    let measure_reports = run_to_completion(&mut scheduler, &mut measurement).await?;
     let duration = measurement.started.elapsed();
     measurement.progress.finish();
 
-    let placements: Vec<Placement> = placements(init, &init_pods, &init_reports, false)
-        .chain(placements(measure, &measure_pods, &measure_reports, true))
+    let placements: Vec<Placement> = placements(init, &init_keys, &init_reports, false)
+        .chain(placements(measure, &measure_keys, &measure_reports, true))
         .collect();
     let (threshold_size, threshold) = plan.workload.upstream_threshold();
     Ok(WorkloadReport {
@@ -119,7 +121,7 @@ pub async fn run_workload(
         seed: options.seed,
         duration_seconds: duration.as_secs_f64(),
         init_duration_seconds: init_duration.as_secs_f64(),
-        scheduling_throughput: throughput(&measurement.assumed_at, duration),
+        scheduling_throughput: throughput(&measurement.bound_at, duration),
         attempt_duration_seconds: percentiles(&measurement.cycles),
         peak_rss_bytes: peak_rss(),
         upstream_threshold: UpstreamThreshold {
@@ -130,28 +132,27 @@ pub async fn run_workload(
     })
 }
 
-/// `count` pods of `phase`, named after upstream's generateName prefixes.
-fn pods(phase: Phase, count: u64, scheduler_name: &str) -> Vec<Pod> {
-    (0..count)
-        .map(|i| {
-            phase
-                .template
-                .pod(phase.namespace, format!("pod-{i:05}"), scheduler_name)
-        })
-        .collect()
-}
-
-fn add_pods(scheduler: &mut Scheduler, pods: &[Pod]) -> Result<(), SimulateError> {
-    for pod in pods {
+/// Adds `count` pods of `phase`, named after upstream's generateName prefixes, to the
+/// scheduler's queue; returns their keys. The scheduler holds the only copy of each pod,
+/// as a scheduler fed by an informer would.
+fn add_pods(
+    scheduler: &mut Scheduler,
+    phase: Phase,
+    count: u64,
+    scheduler_name: &str,
+) -> Result<Vec<String>, SimulateError> {
+    let mut keys = Vec::with_capacity(count as usize);
+    for i in 0..count {
+        let pod = phase
+            .template
+            .pod(phase.namespace, format!("pod-{i:05}"), scheduler_name);
+        let key = pod_key(&pod);
         scheduler
-            .on_pod_add(pod.clone())
-            .map_err(|e| invalid("Pod", pod_key(pod), e))?;
+            .on_pod_add(pod)
+            .map_err(|e| invalid("Pod", key.clone(), e))?;
+        keys.push(key);
     }
-    Ok(())
-}
-
-fn by_key(pods: &[Pod]) -> HashMap<String, &Pod> {
-    pods.iter().map(|pod| (pod_key(pod), pod)).collect()
+    Ok(keys)
 }
 
 fn invalid(kind: &'static str, name: String, error: impl std::fmt::Display) -> SimulateError {
@@ -162,45 +163,44 @@ fn invalid(kind: &'static str, name: String, error: impl std::fmt::Display) -> S
     }
 }
 
-/// Where each pod of `pods` ended, from the driver's last report per pod.
+/// Where each pod of `keys` ended, from the driver's last report per pod.
 fn placements<'a>(
     phase: Phase,
-    pods: &'a [Pod],
+    keys: &'a [String],
     reports: &'a HashMap<String, AttemptReport>,
     measured: bool,
 ) -> impl Iterator<Item = Placement> + 'a {
-    pods.iter().map(move |pod| Placement {
+    keys.iter().map(move |key| Placement {
         template: phase.template,
         measured,
-        node: reports
-            .get(&pod_key(pod))
-            .and_then(|report| match &report.outcome {
-                Outcome::Scheduled { node } => Some(node.clone()),
-                _ => None,
-            }),
+        node: reports.get(key).and_then(|report| match &report.outcome {
+            Outcome::Scheduled { node } => Some(node.clone()),
+            _ => None,
+        }),
     })
 }
 
 /// The clock of the measured phase.
 struct Measurement {
     started: Instant,
-    /// When each measured pod was assumed on its node, since `started`.
-    assumed_at: Vec<Duration>,
+    /// When each measured pod was bound, since `started`.
+    bound_at: Vec<Duration>,
     /// Every scheduling cycle's wall time.
     cycles: Vec<Duration>,
     progress: Progress,
 }
 
 impl CycleObserver for Measurement {
-    /// A pod counts as scheduled when its scheduling cycle assumes it: simulate's driver
-    /// runs binding cycles only once no pod is left to schedule, so counting binds would
-    /// put every pod of the run into its last second.
     fn scheduling_cycle(&mut self, elapsed: Duration, output: &CycleOutput) {
         self.cycles.push(elapsed);
-        if matches!(output, CycleOutput::Binding(_)) {
-            self.assumed_at.push(self.started.elapsed());
-        }
         self.progress.scheduling_cycle(elapsed, output);
+    }
+
+    /// A pod counts as scheduled when it is bound, as upstream counts pods bound.
+    fn binding_cycle(&mut self, result: &BindingResult) {
+        if result.is_success() {
+            self.bound_at.push(self.started.elapsed());
+        }
     }
 }
 

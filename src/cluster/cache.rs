@@ -142,7 +142,11 @@ impl Cache {
     /// Adds an assigned pod (its add event). A pod assumed by this scheduler is confirmed,
     /// moving it if it was bound to another node than assumed.
     pub fn add_pod(&mut self, pod: Pod) -> Result<(), CacheError> {
-        let info = Arc::new(PodInfo::new(pod)?);
+        self.add_pod_info(Arc::new(PodInfo::new(pod)?))
+    }
+
+    /// [`Cache::add_pod`] for a pod whose info the caller already built.
+    pub fn add_pod_info(&mut self, info: Arc<PodInfo>) -> Result<(), CacheError> {
         let key = info.key().to_owned();
         let node = info
             .node_name()

@@ -249,7 +249,7 @@ impl Scheduler {
     pub fn on_pod_add(&mut self, pod: Pod) -> Result<(), IngestError> {
         let info = PodInfo::new(pod)?;
         if info.node_name().is_some() {
-            self.cache.add_pod(info.pod.as_ref().clone())?;
+            self.cache.add_pod_info(Arc::new(info))?;
             self.broadcast(ClusterEvent::new(
                 EventResource::AssignedPod,
                 ActionType::ADD,
@@ -275,7 +275,7 @@ impl Scheduler {
                 for profile in &mut self.profiles {
                     profile.queue.delete(&key);
                 }
-                self.cache.add_pod(info.pod.as_ref().clone())?;
+                self.cache.add_pod_info(Arc::new(info))?;
                 self.broadcast(ClusterEvent::new(
                     EventResource::AssignedPod,
                     ActionType::ADD,

@@ -289,8 +289,7 @@ pub async fn simulate_checked(
             })?;
     }
 
-    let pods: HashMap<String, &Pod> = pending.iter().map(|p| (pod_key(p), *p)).collect();
-    let reports = run_to_completion(&mut scheduler, &pods, &mut ()).await?;
+    let reports = run_to_completion(&mut scheduler, &mut ()).await?;
     let mut report = build_report(&pending, &served, &reports, options.explain);
     report.degraded = degraded_plugins(&health);
     Ok(report)
@@ -381,15 +380,17 @@ pub trait CycleObserver {
     /// A scheduling cycle ran and took `elapsed`; `output` says whether it ended the
     /// attempt or assumed the pod on a node and handed it to binding.
     fn scheduling_cycle(&mut self, _elapsed: std::time::Duration, _output: &CycleOutput) {}
+
+    /// A binding cycle finished (the pod is bound, or binding failed).
+    fn binding_cycle(&mut self, _result: &BindingResult) {}
 }
 
 impl CycleObserver for () {}
 
 /// Scheduling and binding cycles until nothing can progress; the last attempt of each pod.
-/// A pod of `pods` that failed [`MAX_ATTEMPTS`] times is deleted from the scheduler.
+/// A pod that failed [`MAX_ATTEMPTS`] times is deleted from the scheduler.
 pub async fn run_to_completion(
     scheduler: &mut Scheduler,
-    pods: &HashMap<String, &Pod>,
     observer: &mut dyn CycleObserver,
 ) -> Result<HashMap<String, AttemptReport>, SimulateError> {
     let mut reports: HashMap<String, AttemptReport> = HashMap::new();
@@ -402,30 +403,36 @@ pub async fn run_to_completion(
         while let Some(done) = bindings.try_join_next() {
             let result =
                 done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))?;
-            complete(scheduler, result, pods, &mut reports)?;
+            observer.binding_cycle(&result);
+            complete(scheduler, result, &mut reports)?;
         }
         let started = std::time::Instant::now();
         if let Some(output) = scheduler.schedule_one().await {
             observer.scheduling_cycle(started.elapsed(), &output);
             match output {
-                CycleOutput::Done(report) => record(scheduler, report, pods, &mut reports),
+                CycleOutput::Done(report) => record(scheduler, report, &mut reports),
                 CycleOutput::Binding(cycle) if cycle.is_waiting() => {
                     bindings.spawn(cycle.run());
                 }
-                CycleOutput::Binding(cycle) => bound.push(cycle.run().await),
+                CycleOutput::Binding(cycle) => {
+                    let result = cycle.run().await;
+                    observer.binding_cycle(&result);
+                    bound.push(result);
+                }
             }
             continue;
         }
         if !bound.is_empty() {
             for result in std::mem::take(&mut bound) {
-                complete(scheduler, result, pods, &mut reports)?;
+                complete(scheduler, result, &mut reports)?;
             }
             continue;
         }
         if let Some(done) = bindings.join_next().await {
             let result =
                 done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))?;
-            complete(scheduler, result, pods, &mut reports)?;
+            observer.binding_cycle(&result);
+            complete(scheduler, result, &mut reports)?;
             continue;
         }
         match scheduler.next_backoff_expiry() {
@@ -442,36 +449,42 @@ pub async fn run_to_completion(
 fn complete(
     scheduler: &mut Scheduler,
     result: BindingResult,
-    pods: &HashMap<String, &Pod>,
     reports: &mut HashMap<String, AttemptReport>,
 ) -> Result<(), SimulateError> {
-    let report = scheduler.complete_binding(result);
+    let mut report = scheduler.complete_binding(result);
     if let Outcome::Scheduled { node } = &report.outcome {
         // Replay the binding as the pod update an informer would deliver.
-        let old = report.pod.pod.as_ref().clone();
+        let old = report.pod.pod.as_ref();
         let mut bound = old.clone();
         if let Some(spec) = bound.spec.as_mut() {
             spec.node_name = Some(node.clone());
         }
-        scheduler.on_pod_update(&old, bound).map_err(|e| {
+        scheduler.on_pod_update(old, bound).map_err(|e| {
             SimulateError::Internal(format!("recording binding of {}: {e}", report.pod.key()))
         })?;
+        // The report keeps the bound pod the cache holds rather than a second copy of
+        // the pending one.
+        if let Some(bound) = scheduler.cache().get_pod(report.pod.key()) {
+            report.pod = bound;
+        }
     }
-    record(scheduler, report, pods, reports);
+    record(scheduler, report, reports);
     Ok(())
 }
 
+/// Keeps the latest report of the pod; a pod that failed its last allowed attempt is
+/// deleted so that nothing requeues it.
 fn record(
     scheduler: &mut Scheduler,
     report: AttemptReport,
-    pods: &HashMap<String, &Pod>,
     reports: &mut HashMap<String, AttemptReport>,
 ) {
     let key = report.pod.key().to_string();
     let gave_up =
         report.attempts >= MAX_ATTEMPTS && !matches!(report.outcome, Outcome::Scheduled { .. });
-    if let Some(pod) = pods.get(&key).filter(|_| gave_up) {
-        scheduler.on_pod_delete(pod);
+    if gave_up {
+        let pod = report.pod.clone();
+        scheduler.on_pod_delete(&pod.pod);
     }
     reports.insert(key, report);
 }
