@@ -10,7 +10,6 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-
 use super::check::{Placement, check};
 use super::report::{UpstreamThreshold, WorkloadReport, percentiles, throughput};
 use super::workload::{Counts, Phase, Workload, node};
@@ -83,7 +82,12 @@ pub async fn run_workload(
 
     let (init, measure) = plan.workload.phases();
     let init_started = Instant::now();
-    let mut init_progress = Progress::new(options.progress, plan, "init", plan.counts.init_pods as usize);
+    let mut init_progress = Progress::new(
+        options.progress,
+        plan,
+        "init",
+        plan.counts.init_pods as usize,
+    );
     let init_keys = add_pods(&mut scheduler, init, plan.counts.init_pods, &scheduler_name)?;
     let init_reports = run_to_completion(&mut scheduler, &mut init_progress).await?;
     let init_duration = init_started.elapsed();

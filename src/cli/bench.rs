@@ -131,7 +131,8 @@ fn bench_command(args: BenchArgs, registry: &Registry) -> u8 {
                 ),
             progress: std::io::stderr().is_terminal(),
         };
-        match runtime.block_on(run_workload(plan, &profile, registry, &options)) {
+        let run = || runtime.block_on(run_workload(plan, &profile, registry, &options));
+        match crate::framework::parallel::run_in_pool(options.parallelism, run) {
             Ok(workload) => {
                 report.passed &= workload.check.passed;
                 report.workloads.push(workload);

@@ -90,7 +90,9 @@ fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
             .unwrap_or_else(default_parallelism)
             .min(cluster.nodes.len().max(1)),
     };
-    match runtime.block_on(simulate_checked(cluster, profiles.valid, registry, options)) {
+    let parallelism = options.parallelism;
+    let run = || runtime.block_on(simulate_checked(cluster, profiles.valid, registry, options));
+    match crate::framework::parallel::run_in_pool(parallelism, run) {
         Ok(report) => {
             for warning in report.warnings() {
                 warn(warning);

@@ -19,5 +19,5 @@ pub use resource::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, QuantityError, Resource,
     is_extended_resource_name, is_scalar_resource_name, parse_milli_value, parse_value,
 };
-pub use snapshot::{NamespaceLabels, Snapshot};
+pub use snapshot::{ChangeCursor, NamespaceLabels, Snapshot};
 pub use workloads::Workloads;

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
@@ -22,8 +23,29 @@ pub struct Snapshot {
     /// from; `None` for a snapshot not taken from a cache. While both match, the cache
     /// updates the snapshot by replacing only the changed nodes in place.
     pub(super) layout: Option<(u64, u64)>,
+    /// Changes since the node list was last set: the index of every info replaced since,
+    /// in order. `epoch` names the node list it refers to (new on every full rebuild, and
+    /// when the log is trimmed), so a [`ChangeCursor`] of an older list is recognized.
+    replaced: Vec<usize>,
+    epoch: u64,
     /// Namespace name -> its labels, for namespace selectors (InterPodAffinity).
     namespaces: Arc<NamespaceLabels>,
+}
+
+/// A position in a snapshot's log of changed nodes: plugins that keep per-node results
+/// across cycles (PodTopologySpread's domain counts) recompute only the nodes changed
+/// since their cursor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeCursor {
+    epoch: u64,
+    position: usize,
+}
+
+/// Hands every node list its own epoch (0 is never handed out).
+static NEXT_EPOCH: AtomicU64 = AtomicU64::new(1);
+
+fn next_epoch() -> u64 {
+    NEXT_EPOCH.fetch_add(1, Ordering::Relaxed)
 }
 
 /// Labels of every namespace, by namespace name.
@@ -138,6 +160,25 @@ impl Snapshot {
             self.index.entry(info.name().to_owned()).or_insert(i);
         }
         self.node_infos = Arc::new(node_infos);
+        self.replaced.clear();
+        self.epoch = next_epoch();
+    }
+
+    /// Where the log of changed nodes stands now.
+    pub fn cursor(&self) -> ChangeCursor {
+        ChangeCursor {
+            epoch: self.epoch,
+            position: self.replaced.len(),
+        }
+    }
+
+    /// The indices (into [`Snapshot::nodes`]) of the nodes replaced since `cursor`, a
+    /// node possibly more than once; `None` when the node list was rebuilt since (or the
+    /// log trimmed), and everything must be recomputed.
+    pub fn changed_since(&self, cursor: ChangeCursor) -> Option<&[usize]> {
+        (cursor.epoch == self.epoch && self.epoch != 0)
+            .then(|| self.replaced.get(cursor.position..))
+            .flatten()
     }
 
     /// Replaces the info of the node with `info`'s name, keeping its place; a name the
@@ -146,6 +187,12 @@ impl Snapshot {
     pub(super) fn replace(&mut self, info: Arc<NodeInfo>) {
         if let Some(&i) = self.index.get(info.name()) {
             Arc::make_mut(&mut self.node_infos)[i] = info;
+            // Bounded: past as many entries as nodes, recomputing everything is as cheap.
+            if self.replaced.len() >= self.node_infos.len().max(1024) {
+                self.replaced.clear();
+                self.epoch = next_epoch();
+            }
+            self.replaced.push(i);
         }
     }
 }

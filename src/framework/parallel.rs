@@ -33,6 +33,8 @@ pub fn pool(parallelism: usize) -> Result<Arc<rayon::ThreadPool>, String> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("berth-worker-{i}"))
+        // A driver loop may run on a worker (see `run_in_pool`): the main thread's size.
+        .stack_size(8 << 20)
         .build()
         .map(Arc::new)
         .map_err(|e| format!("cannot start a pool of {threads} worker threads: {e}"))?;
@@ -48,6 +50,19 @@ pub fn run_on<R: Send>(pool: &rayon::ThreadPool, work: impl FnOnce() -> R + Send
         work()
     } else {
         pool.install(work)
+    }
+}
+
+/// Runs `work`, a whole scheduling loop, on a worker of the shared pool of
+/// `parallelism` threads: its Filter and Score passes then split their nodes with the
+/// other workers in place, instead of handing each pass to the pool and sleeping until
+/// it is done. For the command-line drivers (`simulate`, `bench`), whose loop owns its
+/// thread; the operator's loop runs on tokio and hands passes over. Runs on the
+/// caller's thread when the pool cannot start.
+pub fn run_in_pool<R: Send>(parallelism: usize, work: impl FnOnce() -> R + Send) -> R {
+    match pool(parallelism) {
+        Ok(pool) => run_on(&pool, work),
+        Err(_) => work(),
     }
 }
 

@@ -15,8 +15,8 @@ use super::observer::Observer;
 use super::profile::ResolvedProfile;
 use super::{
     ClusterEvent, Code, CycleState, ExtensionPoint, FilterPlugin, Handle, MAX_NODE_SCORE,
-    MIN_NODE_SCORE,
-    NodeToStatus, Plugin, PluginError, PostFilterResult, PreFilterResult, Registry, Status,
+    MIN_NODE_SCORE, NodeToStatus, Plugin, PluginError, PostFilterResult, PreFilterResult, Registry,
+    Status,
 };
 
 /// One Score plugin's normalized and weighted score on one node.

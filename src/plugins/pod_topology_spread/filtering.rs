@@ -8,22 +8,24 @@ use async_trait::async_trait;
 
 use super::PodTopologySpread;
 use super::common::{
-    DO_NOT_SCHEDULE, SpreadConstraint, count_matching_pods, node_has_all_topology_keys,
-    node_labels, pod_labels,
+    DO_NOT_SCHEDULE, LABEL_HOSTNAME, SCHEDULE_ANYWAY, SpreadConstraint, count_matching_pods,
+    node_has_all_topology_keys, node_labels, pod_labels,
 };
+use super::counts::per_node;
 use super::{ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH};
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::{
     CycleState, FilterPlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult, Status,
 };
 use crate::plugins::node_affinity::RequiredNodeAffinity;
+use crate::plugins::taint_toleration::pod_tolerations;
 
-/// Every node of the cycle's snapshot, kept by PreFilter for PreScore: upstream scores
-/// domains by the matching pods on all nodes, while PreScore is only handed the feasible
-/// ones.
-/// Shared with the snapshot, not copied, and kept only for pods that PreScore will score.
+/// Matching pods per domain of each soft constraint over every node of the cycle's
+/// snapshot, counted by PreFilter (which sees the snapshot) for PreScore (which is only
+/// handed the feasible nodes): upstream scores domains by the matching pods on all nodes.
+/// Hostname constraints have no entry; Score counts them per node.
 #[derive(Clone)]
-pub(super) struct ClusterNodes(pub(super) Arc<Vec<Arc<NodeInfo>>>);
+pub(super) struct SoftCounts(pub(super) Vec<HashMap<String, i64>>);
 
 /// A domain and its number of matching pods.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,12 +125,54 @@ impl PreFilterState {
 }
 
 impl PodTopologySpread {
+    /// The counts PreScore needs from every node, when it will score `pod` (see
+    /// [`SoftCounts`]); `None` leaves PreScore to report an error or skip.
+    fn soft_counts(&self, pod: &PodInfo, snapshot: &Snapshot) -> Option<SoftCounts> {
+        let constraints = self.constraints(&pod.pod, SCHEDULE_ANYWAY).ok()?;
+        if constraints.is_empty() {
+            return None;
+        }
+        let require_all_topologies = self.requires_all_topologies(&pod.pod);
+        let required = RequiredNodeAffinity::new(&pod.pod);
+        let namespace = pod.namespace();
+        let key = format!(
+            "soft|{require_all_topologies}|{namespace}|{constraints:?}|{required:?}|{:?}",
+            pod_tolerations(&pod.pod)
+        );
+        let eval = per_node(|info| {
+            let mut out = vec![None; constraints.len()];
+            let Some(node) = info.node().filter(|n| {
+                !require_all_topologies || node_has_all_topology_keys(node_labels(n), &constraints)
+            }) else {
+                return out;
+            };
+            let labels = node_labels(node);
+            for (i, c) in constraints.iter().enumerate() {
+                if c.topology_key != LABEL_HOSTNAME && c.includes_node(&pod.pod, node, &required) {
+                    let value = labels.get(&c.topology_key).map_or("", String::as_str);
+                    out[i] = Some((
+                        value,
+                        count_matching_pods(&info.pods, &c.selector, namespace),
+                    ));
+                }
+            }
+            out
+        });
+        Some(SoftCounts(self.counts.count(
+            key,
+            constraints.len(),
+            snapshot,
+            eval,
+            self.pool.as_deref(),
+        )))
+    }
+
     /// Upstream `calPreFilterState`: matching pods per domain over every node that has all
     /// the topology keys and that each constraint's inclusion policies admit.
     fn pre_filter_state(
         &self,
         pod: &PodInfo,
-        nodes: &[Arc<NodeInfo>],
+        snapshot: &Snapshot,
     ) -> Result<PreFilterState, String> {
         let constraints = self.constraints(&pod.pod, DO_NOT_SCHEDULE)?;
         if constraints.is_empty() {
@@ -140,37 +184,33 @@ impl PodTopologySpread {
         }
         let required = RequiredNodeAffinity::new(&pod.pod);
         let namespace = pod.namespace();
-        // (constraint index, domain, matching pods) for each eligible node.
-        let per_node: Vec<Vec<(usize, &str, i64)>> = self.map_nodes(nodes.len(), |n| {
-            let info = &nodes[n];
+        let key = format!(
+            "hard|{namespace}|{constraints:?}|{required:?}|{:?}",
+            pod_tolerations(&pod.pod)
+        );
+        let eval = per_node(|info| {
+            let mut out = vec![None; constraints.len()];
             let Some(node) = info
                 .node()
                 .filter(|n| node_has_all_topology_keys(node_labels(n), &constraints))
             else {
-                return Vec::new();
+                return out;
             };
             let labels = node_labels(node);
-            constraints
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.includes_node(&pod.pod, node, &required))
-                .map(|(i, c)| {
+            for (i, c) in constraints.iter().enumerate() {
+                if c.includes_node(&pod.pod, node, &required) {
                     let value = labels.get(&c.topology_key).map_or("", String::as_str);
-                    (
-                        i,
+                    out[i] = Some((
                         value,
                         count_matching_pods(&info.pods, &c.selector, namespace),
-                    )
-                })
-                .collect()
+                    ));
+                }
+            }
+            out
         });
-        let counts = per_node.into_iter().flatten();
-        let mut tp_value_to_match_num = vec![HashMap::new(); constraints.len()];
-        for (i, value, count) in counts {
-            *tp_value_to_match_num[i]
-                .entry(value.to_string())
-                .or_default() += count;
-        }
+        let tp_value_to_match_num =
+            self.counts
+                .count(key, constraints.len(), snapshot, eval, self.pool.as_deref());
         let critical_paths = tp_value_to_match_num
             .iter()
             .map(|domains: &HashMap<String, i64>| {
@@ -198,10 +238,10 @@ impl PreFilterPlugin for PodTopologySpread {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        if self.scores(pod) {
-            state.write(ClusterNodes(snapshot.shared_nodes()));
+        if let Some(soft) = self.soft_counts(pod, snapshot) {
+            state.write(soft);
         }
-        let pre_filter = match self.pre_filter_state(pod, snapshot.nodes()) {
+        let pre_filter = match self.pre_filter_state(pod, snapshot) {
             Ok(s) => s,
             Err(e) => {
                 return (

@@ -22,6 +22,7 @@
 //! supplies the derivation with [`PodTopologySpread::with_default_selector`].
 
 mod common;
+mod counts;
 mod filtering;
 mod scoring;
 #[cfg(test)]
@@ -276,6 +277,8 @@ pub struct PodTopologySpread {
     /// The profile's worker pool for per-node domain counting; `None` (a plugin built
     /// with [`PodTopologySpread::new`] alone, in tests) counts on the caller's thread.
     pool: Option<Arc<rayon::ThreadPool>>,
+    /// Per-node counts kept across cycles (see [`counts`]).
+    counts: counts::DomainCounts,
 }
 
 impl PodTopologySpread {
@@ -295,6 +298,7 @@ impl PodTopologySpread {
             system_defaulted,
             default_selector: None,
             pool: None,
+            counts: counts::DomainCounts::default(),
         }
     }
 
@@ -302,23 +306,6 @@ impl PodTopologySpread {
     pub fn with_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
         self.pool = Some(pool);
         self
-    }
-
-    /// `f(0), …, f(n - 1)` for per-node work, on the profile's pool (in order on the
-    /// caller's thread for a plugin without one).
-    fn map_nodes<T: Send>(&self, n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
-        match &self.pool {
-            Some(pool) => crate::framework::parallel::map_range(pool, n, f),
-            None => (0..n).map(f).collect(),
-        }
-    }
-
-    /// Whether PreScore will score `pod`: it has soft constraints of its own, or none at
-    /// all and default constraints apply. PreFilter keeps the cluster's node list for
-    /// PreScore only then.
-    fn scores(&self, pod: &crate::cluster::PodInfo) -> bool {
-        self.constraints(&pod.pod, SCHEDULE_ANYWAY)
-            .map_or(true, |c| !c.is_empty())
     }
 
     /// Supplies the derivation of default-constraint selectors (see [`DefaultSelectorFn`]).

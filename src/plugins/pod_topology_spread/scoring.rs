@@ -11,7 +11,7 @@ use super::common::{
     LABEL_HOSTNAME, SCHEDULE_ANYWAY, SpreadConstraint, count_matching_pods,
     node_has_all_topology_keys, node_labels, pod_constraints,
 };
-use super::filtering::ClusterNodes;
+use super::filtering::SoftCounts;
 use crate::cluster::{NodeInfo, PodInfo};
 use crate::framework::{
     CycleState, MAX_NODE_SCORE, PreScorePlugin, ScoreExtensions, ScorePlugin, Status,
@@ -84,6 +84,51 @@ impl PodTopologySpread {
     }
 }
 
+impl PodTopologySpread {
+    /// Only the system defaults let nodes without a zone label keep hostname spreading.
+    pub(super) fn requires_all_topologies(&self, pod: &k8s_openapi::api::core::v1::Pod) -> bool {
+        !pod_constraints(pod).is_empty() || !self.system_defaulted
+    }
+
+    /// Adds the matching pods of `nodes` to the domains PreScore counts, for a cycle
+    /// whose PreFilter did not count them over every node.
+    fn count_feasible(
+        &self,
+        pre_score: &mut PreScoreState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        require_all_topologies: bool,
+    ) {
+        let required = RequiredNodeAffinity::new(&pod.pod);
+        let namespace = pod.namespace();
+        let mut counts: Vec<(usize, String, i64)> = Vec::new();
+        for info in nodes {
+            let Some(node) = info.node().filter(|n| {
+                !require_all_topologies
+                    || node_has_all_topology_keys(node_labels(n), &pre_score.constraints)
+            }) else {
+                continue;
+            };
+            let labels = node_labels(node);
+            for (i, c) in pre_score.constraints.iter().enumerate() {
+                if !c.includes_node(&pod.pod, node, &required) {
+                    continue;
+                }
+                let value = labels.get(&c.topology_key).cloned().unwrap_or_default();
+                if pre_score.topology_value_to_pod_counts[i].contains_key(&value) {
+                    let n = count_matching_pods(&info.pods, &c.selector, namespace);
+                    counts.push((i, value, n));
+                }
+            }
+        }
+        for (i, value, count) in counts {
+            *pre_score.topology_value_to_pod_counts[i]
+                .entry(value)
+                .or_default() += count;
+        }
+    }
+}
+
 /// Upstream `topologyNormalizingWeight`.
 fn topology_normalizing_weight(size: usize) -> f64 {
     (size as f64 + 2.0).ln()
@@ -104,16 +149,11 @@ impl PreScorePlugin for PodTopologySpread {
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
     ) -> Status {
-        // Without PreFilter in this cycle (the plugin disabled there), only the feasible
-        // nodes are known.
-        let cluster = state.read::<ClusterNodes>().map(|c| c.0.clone());
-        if cluster.as_ref().map_or(nodes.len(), |c| c.len()) == 0 {
+        let soft = state.read::<SoftCounts>().map(|s| s.0.clone());
+        if soft.is_none() && nodes.is_empty() {
             return Status::skip();
         }
-        // Only the system defaults let nodes without a zone label keep hostname
-        // spreading.
-        let require_all_topologies =
-            !pod_constraints(&pod.pod).is_empty() || !self.system_defaulted;
+        let require_all_topologies = self.requires_all_topologies(&pod.pod);
         let mut pre_score = match self.init_pre_score_state(pod, nodes, require_all_topologies) {
             Ok(s) => s,
             Err(e) => {
@@ -125,42 +165,20 @@ impl PreScorePlugin for PodTopologySpread {
         if pre_score.constraints.is_empty() {
             return Status::skip();
         }
-        let all_nodes = cluster.unwrap_or_else(|| Arc::new(nodes.to_vec()));
-        let required = RequiredNodeAffinity::new(&pod.pod);
-        let namespace = pod.namespace();
-        let state_ref = &pre_score;
-        let required = &required;
-        // (constraint index, domain, matching pods) over every node in a counted domain.
-        let per_node: Vec<Vec<(usize, String, i64)>> = self.map_nodes(all_nodes.len(), |n| {
-            let info = &all_nodes[n];
-            let Some(node) = info.node().filter(|n| {
-                !require_all_topologies
-                    || node_has_all_topology_keys(node_labels(n), &state_ref.constraints)
-            }) else {
-                return Vec::new();
-            };
-            let labels = node_labels(node);
-            state_ref
-                .constraints
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.includes_node(&pod.pod, node, required))
-                .filter_map(|(i, c)| {
-                    let value = labels.get(&c.topology_key).cloned().unwrap_or_default();
-                    state_ref.topology_value_to_pod_counts[i]
-                        .contains_key(&value)
-                        .then(|| {
-                            let n = count_matching_pods(&info.pods, &c.selector, namespace);
-                            (i, value, n)
-                        })
-                })
-                .collect()
-        });
-        let counts = per_node.into_iter().flatten();
-        for (i, value, count) in counts {
-            *pre_score.topology_value_to_pod_counts[i]
-                .entry(value)
-                .or_default() += count;
+        match soft {
+            // The domains of the feasible nodes, counted over every node by PreFilter.
+            Some(soft) => {
+                for (domains, counted) in
+                    pre_score.topology_value_to_pod_counts.iter_mut().zip(&soft)
+                {
+                    for (domain, count) in domains.iter_mut() {
+                        *count += counted.get(domain).copied().unwrap_or(0);
+                    }
+                }
+            }
+            // Without PreFilter in this cycle (the plugin disabled there), only the
+            // feasible nodes are known.
+            None => self.count_feasible(&mut pre_score, pod, nodes, require_all_topologies),
         }
         state.write(pre_score);
         Status::success()
