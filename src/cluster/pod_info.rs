@@ -1,6 +1,7 @@
 //! A pod plus what the scheduler computes once per pod rather than once per node.
 
-use std::sync::Arc;
+use std::any::Any;
+use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodSpec};
 
@@ -26,6 +27,9 @@ pub struct PodInfo {
     /// The images of the init and app containers, one entry per container, normalized
     /// as node image names are (`:latest` added when untagged), for ImageLocality.
     pub images: Vec<String>,
+    /// What a plugin derived from the pod's spec once, for every later cycle to reuse
+    /// (see [`PodInfo::memo`]).
+    memo: OnceLock<Arc<dyn Any + Send + Sync>>,
 }
 
 impl PodInfo {
@@ -56,6 +60,7 @@ impl PodInfo {
             requests,
             non_zero_requests,
             images,
+            memo: OnceLock::new(),
         })
     }
 
@@ -70,7 +75,26 @@ impl PodInfo {
             requests: self.requests.clone(),
             non_zero_requests: self.non_zero_requests.clone(),
             images: self.images.clone(),
+            // Only the node name changed: what was derived from the spec still holds.
+            memo: self.memo.clone(),
         }
+    }
+
+    /// `derive(pod)`, computed once per pod and kept: upstream's `PodInfo` likewise
+    /// parses affinity terms once, not in every cycle that looks at the pod. `derive`
+    /// must depend on nothing but the pod. One type is kept per pod (the first one asked
+    /// for); another type is derived anew each time.
+    pub fn memo<T: Any + Send + Sync>(&self, derive: impl FnOnce(&Pod) -> T) -> Arc<T> {
+        if let Some(kept) = self.memo.get() {
+            return match kept.clone().downcast::<T>() {
+                Ok(value) => value,
+                Err(_) => Arc::new(derive(&self.pod)),
+            };
+        }
+        let value = Arc::new(derive(&self.pod));
+        // Another thread may have set it meanwhile; both values are the same.
+        let _ = self.memo.set(value.clone() as Arc<dyn Any + Send + Sync>);
+        value
     }
 
     /// The pod's identity in the cache and queue: its UID, or `namespace/name` when it

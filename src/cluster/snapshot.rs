@@ -28,6 +28,11 @@ pub struct Snapshot {
     /// when the log is trimmed), so a [`ChangeCursor`] of an older list is recognized.
     replaced: Vec<usize>,
     epoch: u64,
+    /// Indices of the nodes with pods with (anti-)affinity, and with required
+    /// anti-affinity, in node order; kept up to date on every replacement so that
+    /// InterPodAffinity does not scan every node for them each cycle.
+    with_affinity: Vec<usize>,
+    with_required_anti_affinity: Vec<usize>,
     /// Namespace name -> its labels, for namespace selectors (InterPodAffinity).
     namespaces: Arc<NamespaceLabels>,
 }
@@ -137,9 +142,7 @@ impl Snapshot {
     /// Nodes with at least one pod with (anti-)affinity (upstream
     /// `HavePodsWithAffinityList`).
     pub fn nodes_with_pods_with_affinity(&self) -> impl Iterator<Item = &Arc<NodeInfo>> {
-        self.node_infos
-            .iter()
-            .filter(|n| !n.pods_with_affinity.is_empty())
+        self.with_affinity.iter().map(|&i| &self.node_infos[i])
     }
 
     /// Nodes with at least one pod with required anti-affinity (upstream
@@ -147,9 +150,9 @@ impl Snapshot {
     pub fn nodes_with_pods_with_required_anti_affinity(
         &self,
     ) -> impl Iterator<Item = &Arc<NodeInfo>> {
-        self.node_infos
+        self.with_required_anti_affinity
             .iter()
-            .filter(|n| !n.pods_with_required_anti_affinity.is_empty())
+            .map(|&i| &self.node_infos[i])
     }
 
     /// Replaces the node list, rebuilding the name index. The first of two infos with the
@@ -159,6 +162,12 @@ impl Snapshot {
         for (i, info) in node_infos.iter().enumerate() {
             self.index.entry(info.name().to_owned()).or_insert(i);
         }
+        self.with_affinity = (0..node_infos.len())
+            .filter(|&i| !node_infos[i].pods_with_affinity.is_empty())
+            .collect();
+        self.with_required_anti_affinity = (0..node_infos.len())
+            .filter(|&i| !node_infos[i].pods_with_required_anti_affinity.is_empty())
+            .collect();
         self.node_infos = Arc::new(node_infos);
         self.replaced.clear();
         self.epoch = next_epoch();
@@ -186,6 +195,16 @@ impl Snapshot {
     /// still holds it from an earlier cycle.
     pub(super) fn replace(&mut self, info: Arc<NodeInfo>) {
         if let Some(&i) = self.index.get(info.name()) {
+            keep_listed(
+                &mut self.with_affinity,
+                i,
+                !info.pods_with_affinity.is_empty(),
+            );
+            keep_listed(
+                &mut self.with_required_anti_affinity,
+                i,
+                !info.pods_with_required_anti_affinity.is_empty(),
+            );
             Arc::make_mut(&mut self.node_infos)[i] = info;
             // Bounded: past as many entries as nodes, recomputing everything is as cheap.
             if self.replaced.len() >= self.node_infos.len().max(1024) {
@@ -194,6 +213,17 @@ impl Snapshot {
             }
             self.replaced.push(i);
         }
+    }
+}
+
+/// Adds `i` to or removes it from the sorted `list`, so that it is listed iff `listed`.
+fn keep_listed(list: &mut Vec<usize>, i: usize, listed: bool) {
+    match (list.binary_search(&i), listed) {
+        (Err(at), true) => list.insert(at, i),
+        (Ok(at), false) => {
+            list.remove(at);
+        }
+        _ => {}
     }
 }
 

@@ -148,7 +148,7 @@ impl PreFilterState {
                 continue;
             };
             for existing in &node_info.pods_with_required_anti_affinity {
-                let (existing_terms, _) = PodAffinityTerms::parse(&existing.pod);
+                let existing_terms = PodAffinityTerms::of_existing(existing);
                 state
                     .existing_anti_affinity_counts
                     .update_with_anti_affinity_terms(

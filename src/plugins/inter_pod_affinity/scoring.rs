@@ -51,14 +51,14 @@ impl ScoringInput {
         snapshot: &Snapshot,
     ) -> Self {
         let nodes = if terms.has_preferred() {
-            snapshot.nodes().to_vec()
+            snapshot.shared_nodes()
         } else {
-            snapshot.nodes_with_pods_with_affinity().cloned().collect()
+            Arc::new(snapshot.nodes_with_pods_with_affinity().cloned().collect())
         };
         ScoringInput {
             terms,
             namespace_labels,
-            nodes: Arc::new(nodes),
+            nodes,
         }
     }
 }
@@ -134,7 +134,7 @@ fn process_existing_pod(
         -1,
     );
 
-    let (existing_terms, _) = PodAffinityTerms::parse(&existing.pod);
+    let existing_terms = PodAffinityTerms::of_existing(existing);
     let ns_labels = &input.namespace_labels;
     if args.hard_pod_affinity_weight > 0 {
         let weight = i64::from(args.hard_pod_affinity_weight);

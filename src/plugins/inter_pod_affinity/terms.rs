@@ -11,12 +11,13 @@
 //! - a missing `labelSelector` matches no pod, an empty one every pod.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube::core::{Expression, Selector, SelectorExt};
 
-use crate::cluster::NamespaceLabels;
+use crate::cluster::{NamespaceLabels, PodInfo};
 use crate::plugins::helper::qualified_name_errors;
 
 /// The labels of an object with none.
@@ -102,6 +103,12 @@ pub(super) struct PodAffinityTerms {
 }
 
 impl PodAffinityTerms {
+    /// The terms of a pod already in the cluster, parsed once per pod (kept in its
+    /// [`PodInfo`]); parse errors leave the faulty group empty, as [`Self::parse`].
+    pub fn of_existing(pod: &PodInfo) -> Arc<Self> {
+        pod.memo(|pod| Self::parse(pod).0)
+    }
+
     /// Parses the terms of `pod`. A list with an invalid term is left empty and its error
     /// reported, the other lists are still parsed (as upstream `PodInfo.Update`). The
     /// error reads like upstream's aggregate: one error alone, several as `[a, b]`.
