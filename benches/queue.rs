@@ -19,7 +19,9 @@ use berth::bench::workload::PodTemplate;
 use berth::cluster::PodInfo;
 use berth::framework::{ActionType, ClusterEvent, EventResource, ExtensionPoint, Framework};
 use berth::queue::{DEFAULT_UNSCHEDULABLE_MAX_STAY, Placement, QueueConfig, SchedulingQueue};
-use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{
+    BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+};
 use tokio::time::Instant;
 
 const ADD_POP_SIZES: [usize; 2] = [1000, 10_000];
@@ -87,7 +89,10 @@ fn benches(c: &mut Criterion) {
     group
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
-        .sample_size(20);
+        .sample_size(20)
+        // An iteration of 10,000 pods takes tens of milliseconds: too long for criterion's
+        // default linear sampling to fit 20 samples in 2 s.
+        .sampling_mode(SamplingMode::Flat);
 
     for size in ADD_POP_SIZES {
         let pods = pods(size);
@@ -103,6 +108,7 @@ fn benches(c: &mut Criterion) {
         });
     }
 
+    group.sampling_mode(SamplingMode::Auto);
     let pods = pods(UNSCHEDULABLE);
     let node_add = ClusterEvent::new(EventResource::Node, ActionType::ADD);
     let mut check = unschedulable(&config, &pods, now);
