@@ -6,8 +6,8 @@
 //! - `update_snapshot/first/<nodes>`: the first snapshot, every node info cloned.
 //!
 //! The cluster is scheduler_perf's node-default nodes carrying 10 pods each: at 5000
-//! nodes, the 50,000 pods of upstream's largest run (SchedulingBasic
-//! 5000Nodes_50000Pods) once it is over.
+//! nodes, about as many pods as upstream's largest run (SchedulingBasic
+//! 5000Nodes_50000Pods) leaves bound.
 
 #[allow(dead_code, reason = "each benchmark target uses part of it")]
 mod common;
