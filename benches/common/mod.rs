@@ -1,0 +1,87 @@
+//! What the micro-benchmarks share: the cluster they run against, built from upstream
+//! scheduler_perf's node and pod templates (`berth::bench::workload`), and the default
+//! profile's plugins.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use berth::api::SchedulerProfileSpec;
+use berth::bench::workload::{PodTemplate, Workload};
+use berth::cluster::{Cache, PodGroups, Workloads};
+use berth::framework::{BindError, Binder, Framework, Handle, PluginHealth, WaitingPods, resolve};
+use k8s_openapi::api::core::v1::Pod;
+
+/// The scheduler name of every pod (the default profile's).
+pub const SCHEDULER_NAME: &str = "default-scheduler";
+
+/// The workload whose measured pods are of `template`: its zones, its init pods and its
+/// namespaces are the context the template's pods are scheduled in upstream.
+pub fn workload_of(template: PodTemplate) -> Workload {
+    Workload::ALL
+        .into_iter()
+        .find(|w| w.phases().1.template == template)
+        .unwrap_or(Workload::SchedulingBasic)
+}
+
+/// A measured pod of `template`, named `name`, in the namespace its workload measures in.
+pub fn measured_pod(template: PodTemplate, name: String) -> Pod {
+    let (_, measure) = workload_of(template).phases();
+    template.pod(measure.namespace, name, SCHEDULER_NAME)
+}
+
+/// A cache holding `nodes` node-default nodes of `workload` (its zone labels), each bound
+/// `pods_per_node` pods. Odd nodes carry the workload's init pods, even nodes pod-default
+/// pods (in the init namespace): the measured pod's terms match pods somewhere in the
+/// cluster, while node 0, the node per-node benchmarks use, fits the measured pod as most
+/// nodes of upstream's runs do.
+pub fn cluster(workload: Workload, nodes: u64, pods_per_node: u64) -> Cache {
+    let (init, _) = workload.phases();
+    let mut cache = Cache::new(None);
+    for index in 0..nodes {
+        let node = berth::bench::workload::node(index, workload.zones());
+        let node_name = node.metadata.name.clone().unwrap_or_default();
+        cache.add_node(node).expect("a node-default node is valid");
+        let template = if index % 2 == 1 {
+            init.template
+        } else {
+            PodTemplate::Default
+        };
+        for slot in 0..pods_per_node {
+            let name = format!("init-{index:05}-{slot:02}");
+            let mut pod = template.pod(init.namespace, name, SCHEDULER_NAME);
+            if let Some(spec) = pod.spec.as_mut() {
+                spec.node_name = Some(node_name.clone());
+            }
+            cache.add_pod(pod).expect("a template pod is valid");
+        }
+    }
+    cache
+}
+
+/// A binder that binds nothing: the benchmarks never reach Bind.
+struct NoBinder;
+
+#[async_trait]
+impl Binder for NoBinder {
+    async fn bind(&self, _: &Pod, _: &str) -> Result<(), BindError> {
+        Ok(())
+    }
+}
+
+/// The default profile (`spec: {}`) instantiated as the scheduler does, with
+/// `parallelism` workers for per-node Filter and Score.
+pub fn default_framework(parallelism: usize) -> Framework {
+    let registry = berth::plugins::default_registry();
+    let resolved =
+        resolve(&SchedulerProfileSpec::default(), &registry).expect("the default profile resolves");
+    let handle = Handle {
+        binder: Arc::new(NoBinder),
+        waiting_pods: Arc::new(WaitingPods::new()),
+        parallelism,
+        workloads: Arc::new(Workloads::new()),
+        pod_groups: Arc::new(PodGroups::new()),
+        health: Arc::new(PluginHealth::new()),
+    };
+    Framework::new(SCHEDULER_NAME, resolved, &registry, handle)
+        .expect("the default profile's plugins build")
+}
