@@ -393,12 +393,12 @@ impl BindWatch {
                 );
                 let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
                 let mut seen = lock(&seen);
+                let first_bind = !matches!(seen.get(&key), Some(Outcome::Bound(_)));
                 match node.filter(|n| !n.is_empty()) {
-                    Some(node) => {
-                        if !matches!(seen.get(&key), Some(Outcome::Bound(_))) {
-                            seen.insert(key, Outcome::Bound(Bound { node, at }));
-                        }
+                    Some(node) if first_bind => {
+                        seen.insert(key, Outcome::Bound(Bound { node, at }));
                     }
+                    Some(_) => {}
                     None if is_unschedulable(&pod) => {
                         seen.insert(key, Outcome::Unschedulable);
                     }
