@@ -5,7 +5,8 @@
 //! [--nodes N] [--pods N] [-o table|json]`. `cargo bench` builds this binary and
 //! `berth` with the bench profile (release settings), so the berth it starts is the
 //! optimized one. Exits 1 when a workload's check fails or a run errs, 2 for bad
-//! arguments.
+//! arguments. Run without the `--bench` that `cargo bench` passes (as `cargo test
+//! --all-targets` runs it), it does nothing.
 
 #[path = "api/live.rs"]
 mod live;
@@ -75,6 +76,12 @@ struct Report {
 }
 
 fn main() -> ExitCode {
+    // `cargo test --all-targets` runs this binary too, without `--bench` and with libtest's
+    // arguments; tests/bench_api.rs is what runs this code in the test suite.
+    if !std::env::args().skip(1).any(|arg| arg == "--bench") {
+        eprintln!("api: not under `cargo bench`; skipped (tests/bench_api.rs runs this code)");
+        return ExitCode::SUCCESS;
+    }
     let args = Args::parse();
     let bench_args = BenchArgs {
         workloads: args.workloads.clone(),

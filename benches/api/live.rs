@@ -68,6 +68,9 @@ pub struct LiveReport {
     pub init_duration_seconds: f64,
     /// Seconds from the first measured pod's create request to the last one's bind.
     pub duration_seconds: f64,
+    /// Seconds from the first measured pod's create request to the last one's answer:
+    /// when it is much shorter than the duration, the client did not hold berth back.
+    pub create_seconds: f64,
     /// scheduler_perf's SchedulingThroughput over the binds this process observed.
     pub scheduling_throughput: Throughput,
     /// From sending a measured pod's create request to observing it bound.
@@ -164,6 +167,7 @@ pub async fn run_live(plan: &Plan, options: &LiveOptions) -> Result<LiveReport, 
         options,
     )
     .await?;
+    let create_seconds = started.elapsed().as_secs_f64();
     let bound = binds
         .wait(&measure_created, options.timeout, &mut berth, "measured")
         .await?;
@@ -201,6 +205,7 @@ pub async fn run_live(plan: &Plan, options: &LiveOptions) -> Result<LiveReport, 
         setup_seconds,
         init_duration_seconds: init_duration.as_secs_f64(),
         duration_seconds: duration.as_secs_f64(),
+        create_seconds,
         scheduling_throughput: throughput(&bound_at, duration),
         create_to_bound_seconds: percentiles(&create_to_bound),
         cpu_seconds: CpuSeconds {
