@@ -204,11 +204,19 @@ pub fn render_table(report: &BenchReport) -> String {
     out
 }
 
-fn milliseconds(seconds: f64) -> String {
+/// Rows as aligned columns, for reports of other drivers of the same workloads (the
+/// benchmark of the live path through the API prints its own columns).
+pub fn render_columns<const N: usize>(rows: impl Iterator<Item = [String; N]>) -> String {
+    align(rows, "")
+}
+
+/// Seconds as milliseconds with two decimals, as the table shows durations.
+pub fn milliseconds(seconds: f64) -> String {
     format!("{:.2}ms", seconds * 1000.0)
 }
 
-fn mebibytes(bytes: u64) -> String {
+/// Bytes in MiB, as the table shows memory.
+pub fn mebibytes(bytes: u64) -> String {
     format!("{:.0}MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 

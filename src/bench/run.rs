@@ -257,7 +257,16 @@ impl CycleObserver for Progress {
 
 /// Peak resident set size of the process (`VmHWM` of `/proc/self/status`), Linux only.
 pub fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    peak_rss_in("/proc/self/status")
+}
+
+/// Peak resident set size of process `pid` (say, a `berth run` child), Linux only.
+pub fn peak_rss_of(pid: u32) -> Option<u64> {
+    peak_rss_in(&format!("/proc/{pid}/status"))
+}
+
+fn peak_rss_in(status_path: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(status_path).ok()?;
     let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
     let kib: u64 = line
         .trim_start_matches("VmHWM:")

@@ -154,8 +154,9 @@ fn bench_command(args: BenchArgs, registry: &Registry) -> u8 {
     }
 }
 
-/// The workloads to run at their sizes, in `Workload::ALL` order, each once.
-fn plans(args: &BenchArgs) -> Result<Vec<Plan>, String> {
+/// The workloads to run at their sizes, in `Workload::ALL` order, each once (also the
+/// benchmark of the live path's choice).
+pub fn plans(args: &BenchArgs) -> Result<Vec<Plan>, String> {
     let mut chosen = Vec::new();
     for name in &args.workloads {
         if name.eq_ignore_ascii_case("all") {
