@@ -13,6 +13,25 @@ const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 /// `v1.ContainerRestartPolicyAlways`: an init container with it is a sidecar.
 const RESTART_POLICY_ALWAYS: &str = "Always";
 
+/// A value [`PodInfo::memo`] derived from a pod: the one the pod keeps, or one derived
+/// for this call only.
+#[derive(Debug)]
+pub enum Memo<'a, T> {
+    Kept(&'a T),
+    Fresh(T),
+}
+
+impl<T> std::ops::Deref for Memo<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        match self {
+            Memo::Kept(value) => value,
+            Memo::Fresh(value) => value,
+        }
+    }
+}
+
 /// A pod and its precomputed requests.
 #[derive(Debug, Clone)]
 pub struct PodInfo {
@@ -84,17 +103,14 @@ impl PodInfo {
     /// parses affinity terms once, not in every cycle that looks at the pod. `derive`
     /// must depend on nothing but the pod. One type is kept per pod (the first one asked
     /// for); another type is derived anew each time.
-    pub fn memo<T: Any + Send + Sync>(&self, derive: impl FnOnce(&Pod) -> T) -> Arc<T> {
-        if let Some(kept) = self.memo.get() {
-            return match kept.clone().downcast::<T>() {
-                Ok(value) => value,
-                Err(_) => Arc::new(derive(&self.pod)),
-            };
+    pub fn memo<T: Any + Send + Sync>(&self, derive: impl Fn(&Pod) -> T) -> Memo<'_, T> {
+        let kept = self
+            .memo
+            .get_or_init(|| Arc::new(derive(&self.pod)) as Arc<dyn Any + Send + Sync>);
+        match kept.downcast_ref::<T>() {
+            Some(value) => Memo::Kept(value),
+            None => Memo::Fresh(derive(&self.pod)),
         }
-        let value = Arc::new(derive(&self.pod));
-        // Another thread may have set it meanwhile; both values are the same.
-        let _ = self.memo.set(value.clone() as Arc<dyn Any + Send + Sync>);
-        value
     }
 
     /// The pod's identity in the cache and queue: its UID, or `namespace/name` when it
@@ -584,5 +600,26 @@ pub(crate) mod tests {
             .filter_map(|p| p.host_port)
             .collect();
         assert_eq!(ports, vec![2, 3]);
+    }
+
+    #[test]
+    fn memo_derives_once_per_pod_and_survives_assuming() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let calls = AtomicUsize::new(0);
+        let names = |pod: &Pod| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            pod.spec.as_ref().map_or(0, |s| s.containers.len())
+        };
+        let info = PodInfo::new(pod_with(vec![], vec![container("a", &[])], &[])).expect("pod");
+        assert_eq!(*info.memo(names), 1);
+        assert_eq!(*info.memo(names), 1);
+        assert_eq!(calls.load(Ordering::Relaxed), 1, "derived once");
+        let assumed = info.with_node_name("n1");
+        assert_eq!(*assumed.memo(names), 1);
+        assert_eq!(calls.load(Ordering::Relaxed), 1, "kept by the assumed copy");
+        // Another type does not displace the kept one; it is derived on every call.
+        assert_eq!(*info.memo(|_| "other"), "other");
+        assert!(matches!(info.memo(|_| "other"), Memo::Fresh(_)));
+        assert!(matches!(info.memo(names), Memo::Kept(1)));
     }
 }

@@ -90,11 +90,16 @@ impl PluginArgs for InterPodAffinityArgs {
 #[derive(Debug, Clone, Default)]
 pub struct InterPodAffinity {
     args: InterPodAffinityArgs,
+    /// Topology scores kept across cycles (see [`scoring::KeptScores`]).
+    kept: scoring::KeptScores,
 }
 
 impl InterPodAffinity {
     pub fn new(args: InterPodAffinityArgs) -> Self {
-        InterPodAffinity { args }
+        InterPodAffinity {
+            args,
+            kept: scoring::KeptScores::default(),
+        }
     }
 
     pub fn args(&self) -> &InterPodAffinityArgs {
@@ -180,11 +185,12 @@ impl PreFilterPlugin for InterPodAffinity {
         terms.resolve_namespace_selectors(snapshot.namespaces());
         let terms = Arc::new(terms);
         let namespace_labels = Arc::new(namespace_labels_of(&pod.pod, snapshot));
-        state.write(ScoringInput::new(
-            terms.clone(),
-            namespace_labels.clone(),
-            snapshot,
-        ));
+        let mut input = ScoringInput::new(terms.clone(), namespace_labels.clone());
+        if !(self.args.ignore_preferred_terms_of_existing_pods && !terms.has_preferred()) {
+            let scores = self.kept.topology_score(&self.args, &input, pod, snapshot);
+            input.topology_score = Some(scores);
+        }
+        state.write(input);
         let pre_filter = PreFilterState::compute(&pod.pod, terms, namespace_labels, snapshot);
         if pre_filter.is_trivial() {
             return (None, Status::skip());

@@ -13,17 +13,18 @@
 //! onto 0..=100.
 //!
 //! Upstream PreScore walks the whole snapshot, which berth's PreScore does not receive:
-//! PreFilter (which sees the snapshot) leaves a [`ScoringInput`] in the cycle state with
-//! the nodes to walk. Without it (a profile that disables this plugin's PreFilter),
+//! PreFilter (which sees the snapshot) sums the scores over every node and leaves them in
+//! a [`ScoringInput`] in the cycle state, updating sums kept from earlier cycles rather
+//! than walking every node again ([`KeptScores`]). Without it (a profile that disables this plugin's PreFilter),
 //! PreScore falls back to the nodes it is given, the feasible ones, and cannot resolve
 //! namespace selectors.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
-use crate::cluster::{NodeInfo, PodInfo, Snapshot};
+use crate::cluster::{ChangeCursor, NodeInfo, PodInfo, Snapshot};
 use crate::framework::{CycleState, MAX_NODE_SCORE, Status};
 
 use super::InterPodAffinityArgs;
@@ -32,39 +33,73 @@ use super::terms::{PodAffinityTerms, WeightedAffinityTerm};
 
 static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
 
-/// What PreFilter leaves for PreScore: the incoming pod's parsed terms and the cluster
-/// nodes whose pods PreScore must visit.
+/// What PreFilter leaves for PreScore: the incoming pod's parsed terms and the topology
+/// scores it summed over every node.
 #[derive(Debug, Clone)]
 pub(super) struct ScoringInput {
     pub terms: Arc<PodAffinityTerms>,
     pub namespace_labels: Arc<BTreeMap<String, String>>,
-    /// Every node when the incoming pod has preferred terms, otherwise only the nodes
-    /// with pods with (anti-)affinity (upstream's choice of `List` vs
-    /// `HavePodsWithAffinityList`).
+    /// The nodes whose pods PreScore walks when it has no `topology_score` (a cycle
+    /// without this plugin's PreFilter: the feasible nodes).
     pub nodes: Arc<Vec<Arc<NodeInfo>>>,
+    /// The topology scores over every node, when PreFilter summed them (see
+    /// [`KeptScores`]); PreScore then has nothing left to walk.
+    pub topology_score: Option<Arc<ScoreMap>>,
 }
 
 impl ScoringInput {
+    /// The input for PreFilter to complete with the topology scores.
     pub fn new(
         terms: Arc<PodAffinityTerms>,
         namespace_labels: Arc<BTreeMap<String, String>>,
-        snapshot: &Snapshot,
     ) -> Self {
-        let nodes = if terms.has_preferred() {
-            snapshot.shared_nodes()
-        } else {
-            Arc::new(snapshot.nodes_with_pods_with_affinity().cloned().collect())
-        };
         ScoringInput {
             terms,
             namespace_labels,
-            nodes,
+            nodes: Arc::default(),
+            topology_score: None,
         }
     }
 }
 
 /// Summed weights by topology key, then value.
-type ScoreMap = HashMap<String, HashMap<String, i64>>;
+pub(super) type ScoreMap = HashMap<String, HashMap<String, i64>>;
+
+/// Where [`process_existing_pod`] adds its weights: the summed map, or one node's list.
+trait PairSink {
+    fn add_pair(&mut self, key: &str, value: &str, weight: i64);
+}
+
+impl PairSink for ScoreMap {
+    fn add_pair(&mut self, key: &str, value: &str, weight: i64) {
+        // Looked up before inserting: most pairs exist already, and `entry` would copy
+        // both strings for every call.
+        if let Some(score) = self.get_mut(key).and_then(|values| values.get_mut(value)) {
+            *score += weight;
+            return;
+        }
+        *self
+            .entry(key.to_owned())
+            .or_default()
+            .entry(value.to_owned())
+            .or_default() += weight;
+    }
+}
+
+/// One node's contributions: `(key, value, summed weight, additions)`.
+type NodePairs = Vec<(String, String, i64, i64)>;
+
+impl PairSink for NodePairs {
+    fn add_pair(&mut self, key: &str, value: &str, weight: i64) {
+        match self.iter_mut().find(|(k, v, _, _)| k == key && v == value) {
+            Some((_, _, sum, additions)) => {
+                *sum += weight;
+                *additions += 1;
+            }
+            None => self.push((key.to_owned(), value.to_owned(), weight, 1)),
+        }
+    }
+}
 
 /// What PreScore hands to Score and NormalizeScore.
 #[derive(Debug, Clone, Default)]
@@ -72,19 +107,15 @@ pub(super) struct PreScoreState {
     topology_score: Arc<ScoreMap>,
 }
 
-fn add(scores: &mut ScoreMap, node: &Node, key: &str, weight: i64) {
+fn add(scores: &mut impl PairSink, node: &Node, key: &str, weight: i64) {
     if let Some(value) = node_labels(node).get(key) {
-        *scores
-            .entry(key.to_owned())
-            .or_default()
-            .entry(value.clone())
-            .or_default() += weight;
+        scores.add_pair(key, value, weight);
     }
 }
 
 /// Upstream `processTerms`: `sign * weight` for each term selecting `pod`.
 fn process_terms(
-    scores: &mut ScoreMap,
+    scores: &mut impl PairSink,
     terms: &[WeightedAffinityTerm],
     pod: &Pod,
     namespace_labels: &BTreeMap<String, String>,
@@ -110,7 +141,7 @@ fn process_existing_pod(
     existing: &PodInfo,
     node: &Node,
     incoming: &Pod,
-    scores: &mut ScoreMap,
+    scores: &mut impl PairSink,
 ) {
     if node_labels(node).is_empty() {
         return;
@@ -181,6 +212,15 @@ pub(super) fn pre_score(
     if args.ignore_preferred_terms_of_existing_pods && !has_preferred {
         return Status::skip();
     }
+    if let Some(scores) = &input.topology_score {
+        if scores.is_empty() {
+            return Status::skip();
+        }
+        state.write(PreScoreState {
+            topology_score: scores.clone(),
+        });
+        return Status::success();
+    }
     let mut scores = ScoreMap::new();
     for node_info in input.nodes.iter() {
         let Some(node) = node_info.node() else {
@@ -221,6 +261,7 @@ fn fallback_input(pod: &Pod, feasible: &[Arc<NodeInfo>]) -> Result<ScoringInput,
         terms: Arc::new(terms),
         namespace_labels: Arc::new(BTreeMap::new()),
         nodes: Arc::new(nodes),
+        topology_score: None,
     })
 }
 
@@ -265,4 +306,155 @@ pub(super) fn normalize_score(state: &CycleState, scores: &mut [i64]) -> Status 
         };
     }
     Status::success()
+}
+
+/// Topology scores kept from one cycle to the next, as PodTopologySpread keeps its domain
+/// counts: each node's contributions are kept per incoming-pod signature (the pod's
+/// namespace, labels and parsed terms, its namespace's labels, the plugin's arguments),
+/// and the next pod with the same signature re-walks only the nodes whose info changed
+/// since (the snapshot's [`ChangeCursor`]). A pair is kept while at least one addition
+/// made it, so the map holds exactly the pairs a walk from scratch would.
+#[derive(Default)]
+pub(super) struct KeptScores {
+    entries: Mutex<Vec<KeptEntry>>,
+}
+
+impl Clone for KeptScores {
+    /// A copy starts with nothing kept: the scores are a cache, not configuration.
+    fn clone(&self) -> Self {
+        KeptScores::default()
+    }
+}
+
+impl std::fmt::Debug for KeptScores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.entries.lock().map_or(0, |entries| entries.len());
+        f.debug_struct("KeptScores").field("kept", &kept).finish()
+    }
+}
+
+/// The most signatures kept; the oldest goes first.
+const MAX_KEPT: usize = 8;
+
+struct KeptEntry {
+    key: String,
+    cursor: ChangeCursor,
+    per_node: Vec<NodePairs>,
+    totals: Arc<ScoreMap>,
+    additions: HashMap<String, HashMap<String, i64>>,
+}
+
+impl KeptEntry {
+    fn apply(&mut self, pairs: &NodePairs, sign: i64) {
+        let totals = Arc::make_mut(&mut self.totals);
+        for (key, value, weight, additions) in pairs {
+            let count = self
+                .additions
+                .entry(key.clone())
+                .or_default()
+                .entry(value.clone())
+                .or_default();
+            *count += sign * additions;
+            let gone = *count <= 0;
+            let values = totals.entry(key.clone()).or_default();
+            *values.entry(value.clone()).or_default() += sign * weight;
+            if gone {
+                values.remove(value);
+                if values.is_empty() {
+                    totals.remove(key);
+                }
+                if let Some(counts) = self.additions.get_mut(key) {
+                    counts.remove(value);
+                    if counts.is_empty() {
+                        self.additions.remove(key);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl KeptScores {
+    /// The topology scores of `pod` over every node of `snapshot`, for PreScore.
+    pub(super) fn topology_score(
+        &self,
+        args: &InterPodAffinityArgs,
+        input: &ScoringInput,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> Arc<ScoreMap> {
+        let has_preferred = input.terms.has_preferred();
+        let key = format!(
+            "{}|{:?}|{:?}|{:?}|{}|{}|{has_preferred}",
+            pod.namespace(),
+            pod.pod.metadata.labels,
+            input.terms,
+            input.namespace_labels,
+            args.hard_pod_affinity_weight,
+            args.ignore_preferred_terms_of_existing_pods,
+        );
+        let node_pairs = |info: &NodeInfo| -> NodePairs {
+            let mut pairs = NodePairs::new();
+            let Some(node) = info.node() else {
+                return pairs;
+            };
+            // Without preferred terms of its own, the incoming pod is only scored by the
+            // existing pods' terms.
+            let pods = if has_preferred {
+                &info.pods
+            } else {
+                &info.pods_with_affinity
+            };
+            for existing in pods {
+                process_existing_pod(args, input, existing, node, &pod.pod, &mut pairs);
+            }
+            pairs
+        };
+        let nodes = snapshot.nodes();
+        let taken = {
+            let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+            let at = entries.iter().position(|e| e.key == key);
+            at.map(|at| entries.remove(at))
+        };
+        let changed = taken.as_ref().and_then(|e| {
+            (e.per_node.len() == nodes.len())
+                .then(|| snapshot.changed_since(e.cursor))
+                .flatten()
+        });
+        let mut entry = match (taken, changed) {
+            (Some(mut entry), Some(changed)) => {
+                for &i in changed {
+                    let old = std::mem::take(&mut entry.per_node[i]);
+                    entry.apply(&old, -1);
+                    let new = node_pairs(&nodes[i]);
+                    entry.apply(&new, 1);
+                    entry.per_node[i] = new;
+                }
+                entry
+            }
+            _ => {
+                let mut entry = KeptEntry {
+                    key,
+                    cursor: snapshot.cursor(),
+                    per_node: nodes.iter().map(|n| node_pairs(n)).collect(),
+                    totals: Arc::default(),
+                    additions: HashMap::new(),
+                };
+                for i in 0..entry.per_node.len() {
+                    let pairs = std::mem::take(&mut entry.per_node[i]);
+                    entry.apply(&pairs, 1);
+                    entry.per_node[i] = pairs;
+                }
+                entry
+            }
+        };
+        entry.cursor = snapshot.cursor();
+        let totals = entry.totals.clone();
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if entries.len() >= MAX_KEPT {
+            entries.remove(0);
+        }
+        entries.push(entry);
+        totals
+    }
 }

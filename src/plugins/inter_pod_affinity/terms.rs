@@ -11,13 +11,12 @@
 //! - a missing `labelSelector` matches no pod, an empty one every pod.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube::core::{Expression, Selector, SelectorExt};
 
-use crate::cluster::{NamespaceLabels, PodInfo};
+use crate::cluster::{Memo, NamespaceLabels, PodInfo};
 use crate::plugins::helper::qualified_name_errors;
 
 /// The labels of an object with none.
@@ -105,7 +104,7 @@ pub(super) struct PodAffinityTerms {
 impl PodAffinityTerms {
     /// The terms of a pod already in the cluster, parsed once per pod (kept in its
     /// [`PodInfo`]); parse errors leave the faulty group empty, as [`Self::parse`].
-    pub fn of_existing(pod: &PodInfo) -> Arc<Self> {
+    pub fn of_existing(pod: &PodInfo) -> Memo<'_, Self> {
         pod.memo(|pod| Self::parse(pod).0)
     }
 

@@ -1637,3 +1637,88 @@ fn registry_points_match_the_accessors_and_events() {
         ActionType::UPDATE_NODE_ALLOCATABLE
     ));
 }
+
+#[tokio::test]
+async fn kept_scores_follow_cluster_changes_like_a_fresh_walk() {
+    // The scores a plugin keeps across cycles must equal a walk over the cluster as it is
+    // now, after pods come and go between cycles.
+    let hostname = "kubernetes.io/hostname";
+    let mut cache = crate::cluster::Cache::new(None);
+    for (name, zone) in [("n1", "a"), ("n2", "a"), ("n3", "b")] {
+        let n = node(name, &[("zone", zone), (hostname, name)]);
+        cache.add_node(n).expect("node");
+    }
+    let web_avoiding_web = || {
+        pod()
+            .ns("default")
+            .labels(&[("app", "web")])
+            .preferred_anti_affinity(weighted(
+                5,
+                term(hostname, vec![req("app", "In", &["web"])]),
+            ))
+    };
+    cache
+        .add_pod(web_avoiding_web().node("n1").obj())
+        .expect("pod");
+    let db = pod()
+        .ns("default")
+        .labels(&[("app", "db")])
+        .node("n3")
+        .obj();
+    cache.add_pod(db.clone()).expect("pod");
+    let incoming = pod()
+        .ns("default")
+        .labels(&[("app", "web")])
+        .preferred_affinity(weighted(3, term("zone", vec![req("app", "In", &["db"])])))
+        .preferred_anti_affinity(weighted(
+            2,
+            term(hostname, vec![req("app", "In", &["web"])]),
+        ))
+        .obj();
+    let mut snapshot = Snapshot::default();
+    cache.update_snapshot(&mut snapshot);
+    let kept = InterPodAffinity::new(InterPodAffinityArgs::default());
+    let before = run_score(&kept, &incoming, &snapshot)
+        .await
+        .expect("scored");
+    let fresh = InterPodAffinity::new(InterPodAffinityArgs::default());
+    assert_eq!(
+        before,
+        run_score(&fresh, &incoming, &snapshot)
+            .await
+            .expect("scored")
+    );
+    // The db pod (which attracted the incoming pod to zone b) leaves; a web pod that
+    // avoids web pods is assumed on n2; a db pod arrives on n1.
+    cache.remove_pod(&db);
+    let assumed = info(web_avoiding_web().obj());
+    cache.assume_pod(&assumed, "n2").expect("assume");
+    cache
+        .add_pod(
+            pod()
+                .ns("default")
+                .labels(&[("app", "db")])
+                .node("n1")
+                .obj(),
+        )
+        .expect("pod");
+    cache.update_snapshot(&mut snapshot);
+    let after = run_score(&kept, &incoming, &snapshot)
+        .await
+        .expect("scored");
+    let fresh = InterPodAffinity::new(InterPodAffinityArgs::default());
+    assert_eq!(
+        after,
+        run_score(&fresh, &incoming, &snapshot)
+            .await
+            .expect("scored")
+    );
+    // n1: +3 (a db pod in zone a, on n1 and n2's zone), -2 -5 (a web pod avoiding web);
+    // n2 the same; n3: nothing. Min-max normalized: n3 best.
+    assert_eq!(
+        after,
+        vec![0, 0, MAX_NODE_SCORE],
+        "scores after the changes"
+    );
+    assert_ne!(before, after, "the changes moved the scores");
+}
