@@ -280,16 +280,20 @@ fn name_of(point: &str, plugin: &str) -> String {
     format!("{point}/{plugin}")
 }
 
-/// The framework's Filter and Score over every node, on one worker thread: the per-node
-/// cost of the whole profile times the node count, without thread-pool noise. Run for
+/// The framework's Filter and Score over every node (the totals a cycle picks the host
+/// from), on one worker thread: the per-node cost of the whole profile times the node
+/// count, without thread-pool noise. Run for
 /// upstream's templates only.
 fn bench_cycle(c: &mut Criterion, framework: &Framework, cycle: &Cycle) {
     let nodes: &[Arc<NodeInfo>] = cycle.snapshot.nodes();
     let filter = cycle.measured.name("cycle/filter", &NODES.to_string());
     c.bench_function(&filter, |b| {
-        b.iter(|| framework.run_filter_parallel(&cycle.state, black_box(&cycle.pod), nodes))
+        b.iter(|| {
+            let pod = black_box(&cycle.pod);
+            framework.run_filter_in_rotation(&cycle.state, pod, nodes, 0, nodes.len())
+        })
     });
-    let scored = framework.run_score(&cycle.state, &cycle.pod, nodes);
+    let scored = framework.run_score_totals(&cycle.state, &cycle.pod, nodes);
     assert!(
         scored.is_ok(),
         "{}: Score: {scored:?}",
@@ -297,7 +301,7 @@ fn bench_cycle(c: &mut Criterion, framework: &Framework, cycle: &Cycle) {
     );
     let score = cycle.measured.name("cycle/score", &NODES.to_string());
     c.bench_function(&score, |b| {
-        b.iter(|| framework.run_score(&cycle.state, black_box(&cycle.pod), nodes))
+        b.iter(|| framework.run_score_totals(&cycle.state, black_box(&cycle.pod), nodes))
     });
 }
 

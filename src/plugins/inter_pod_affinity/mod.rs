@@ -186,7 +186,7 @@ impl PreFilterPlugin for InterPodAffinity {
         let terms = Arc::new(terms);
         let namespace_labels = Arc::new(namespace_labels_of(&pod.pod, snapshot));
         let mut input = ScoringInput::new(terms.clone(), namespace_labels.clone());
-        if !(self.args.ignore_preferred_terms_of_existing_pods && !terms.has_preferred()) {
+        if !self.args.ignore_preferred_terms_of_existing_pods || terms.has_preferred() {
             let scores = self.kept.topology_score(&self.args, &input, pod, snapshot);
             input.topology_score = Some(scores);
         }
