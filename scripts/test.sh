@@ -53,7 +53,9 @@ export BERTH_E2E_REQUEST_LOG_DIR
 trap 'rm -rf "$BERTH_E2E_REQUEST_LOG_DIR"' EXIT
 
 echo "== cargo test"
-cargo test --locked --workspace --all-targets -- --skip rbac_replay
+cargo test --locked --workspace --lib --bins --tests --examples -- --skip rbac_replay
+echo "== benchmarks, each once and unmeasured (criterion's test mode)"
+cargo test --locked --bench '*'
 
 echo "== RBAC replay: the chart's permissions against the end-to-end suite's requests"
 cargo test --locked --test chart rbac_replay
