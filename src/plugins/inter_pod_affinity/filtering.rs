@@ -11,11 +11,11 @@
 //! Filter then only looks the node's labels up in those counts.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
-use crate::cluster::{NodeInfo, PodInfo, Snapshot};
+use crate::cluster::{ChangeCursor, NodeInfo, PodInfo, Snapshot};
 use crate::framework::{CycleState, Status};
 
 use super::terms::{AffinityTerm, PodAffinityTerms, pod_matches_all_terms, pod_namespace};
@@ -56,16 +56,29 @@ impl TopologyCounts {
 
     /// Adds `delta` to the pair (`key`, the node's value for `key`), if the node has it.
     fn update(&mut self, node: &Node, key: &str, delta: i64) {
-        let Some(value) = node_labels(node).get(key) else {
-            return;
-        };
+        if let Some(value) = node_labels(node).get(key) {
+            self.add(key, value, delta);
+        }
+    }
+
+    /// Adds `delta` to the pair (`key`, `value`), dropping it when it reaches zero.
+    fn add(&mut self, key: &str, value: &str, delta: i64) {
         let values = self.0.entry(key.to_owned()).or_default();
-        let count = values.entry(value.clone()).or_default();
+        let count = values.entry(value.to_owned()).or_default();
         *count += delta;
         if *count == 0 {
             values.remove(value);
             if values.is_empty() {
                 self.0.remove(key);
+            }
+        }
+    }
+
+    /// Adds (`sign` 1) or subtracts (-1) every pair of `other`.
+    fn add_all(&mut self, other: &TopologyCounts, sign: i64) {
+        for (key, values) in &other.0 {
+            for (value, count) in values {
+                self.add(key, value, sign * count);
             }
         }
     }
@@ -129,7 +142,9 @@ pub(super) struct PreFilterState {
 }
 
 impl PreFilterState {
-    /// Counts over `snapshot` for the incoming `pod` with parsed `terms`.
+    /// Counts over `snapshot` for the incoming `pod` with parsed `terms`, walking every
+    /// node: the reference the counts PreFilter keeps ([`KeptCounts`]) are tested against.
+    #[cfg(test)]
     pub fn compute(
         pod: &Pod,
         terms: Arc<PodAffinityTerms>,
@@ -173,6 +188,46 @@ impl PreFilterState {
             }
         }
         state
+    }
+
+    /// What node `info` adds to the three counts for the incoming `pod`: the same walk as
+    /// [`PreFilterState::compute`], over one node.
+    fn node_counts(&self, pod: &Pod, info: &NodeInfo) -> NodeCounts {
+        let mut counts = NodeCounts::default();
+        let Some(node) = info.node() else {
+            return counts;
+        };
+        for existing in &info.pods_with_required_anti_affinity {
+            let existing_terms = PodAffinityTerms::of_existing(existing);
+            counts
+                .existing_anti_affinity
+                .update_with_anti_affinity_terms(
+                    &existing_terms.required_anti_affinity,
+                    pod,
+                    &self.namespace_labels,
+                    node,
+                    1,
+                );
+        }
+        if self.terms.required_affinity.is_empty() && self.terms.required_anti_affinity.is_empty() {
+            return counts;
+        }
+        for existing in &info.pods {
+            counts.affinity.update_with_affinity_terms(
+                &self.terms.required_affinity,
+                &existing.pod,
+                node,
+                1,
+            );
+            counts.anti_affinity.update_with_anti_affinity_terms(
+                &self.terms.required_anti_affinity,
+                &existing.pod,
+                &NO_LABELS,
+                node,
+                1,
+            );
+        }
+        counts
     }
 
     /// Whether Filter has anything to check (upstream's PreFilter Skip condition).
@@ -297,6 +352,129 @@ pub(super) fn update_state(
         pre_filter.update_with_pod(&pod_to_schedule.pod, &pod.pod, node, delta);
     }
     Status::success()
+}
+
+/// One node's share of the three counts of a [`PreFilterState`].
+#[derive(Debug, Clone, Default)]
+struct NodeCounts {
+    existing_anti_affinity: TopologyCounts,
+    affinity: TopologyCounts,
+    anti_affinity: TopologyCounts,
+}
+
+impl NodeCounts {
+    fn add_all(&mut self, other: &NodeCounts, sign: i64) {
+        self.existing_anti_affinity
+            .add_all(&other.existing_anti_affinity, sign);
+        self.affinity.add_all(&other.affinity, sign);
+        self.anti_affinity.add_all(&other.anti_affinity, sign);
+    }
+}
+
+/// PreFilter's counts kept from one cycle to the next, as the scoring side keeps its
+/// topology scores ([`super::scoring::KeptScores`]): each node's share is kept per
+/// incoming-pod signature (its namespace, labels and parsed terms, its namespace's
+/// labels), and the next pod with the same signature recounts only the nodes the
+/// snapshot replaced since. The totals are the sums a walk from scratch makes.
+#[derive(Default)]
+pub(super) struct KeptCounts {
+    entries: Mutex<Vec<KeptCountsEntry>>,
+}
+
+/// The most signatures kept; the oldest goes first.
+const MAX_KEPT_COUNTS: usize = 8;
+
+struct KeptCountsEntry {
+    key: String,
+    cursor: ChangeCursor,
+    per_node: Vec<NodeCounts>,
+    totals: NodeCounts,
+}
+
+impl Clone for KeptCounts {
+    /// A copy starts with nothing kept: the counts are a cache, not configuration.
+    fn clone(&self) -> Self {
+        KeptCounts::default()
+    }
+}
+
+impl std::fmt::Debug for KeptCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.entries.lock().map_or(0, |entries| entries.len());
+        f.debug_struct("KeptCounts").field("kept", &kept).finish()
+    }
+}
+
+impl KeptCounts {
+    /// [`PreFilterState::compute`], from the counts kept for `pod`'s signature.
+    pub fn pre_filter_state(
+        &self,
+        pod: &Pod,
+        terms: Arc<PodAffinityTerms>,
+        namespace_labels: Arc<BTreeMap<String, String>>,
+        snapshot: &Snapshot,
+    ) -> PreFilterState {
+        let mut state = PreFilterState {
+            terms,
+            namespace_labels,
+            existing_anti_affinity_counts: TopologyCounts::default(),
+            affinity_counts: TopologyCounts::default(),
+            anti_affinity_counts: TopologyCounts::default(),
+        };
+        let key = format!(
+            "{}|{:?}|{:?}|{:?}",
+            pod_namespace(pod),
+            pod.metadata.labels,
+            state.terms,
+            state.namespace_labels
+        );
+        let nodes = snapshot.nodes();
+        let taken = {
+            let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+            let at = entries.iter().position(|e| e.key == key);
+            at.map(|at| entries.remove(at))
+        };
+        let changed = taken.as_ref().and_then(|e| {
+            (e.per_node.len() == nodes.len())
+                .then(|| snapshot.changed_since(e.cursor))
+                .flatten()
+        });
+        let mut entry = match (taken, changed) {
+            (Some(mut entry), Some(changed)) => {
+                for &i in changed {
+                    let new = state.node_counts(pod, &nodes[i]);
+                    entry.totals.add_all(&entry.per_node[i], -1);
+                    entry.totals.add_all(&new, 1);
+                    entry.per_node[i] = new;
+                }
+                entry
+            }
+            _ => {
+                let per_node: Vec<NodeCounts> =
+                    nodes.iter().map(|n| state.node_counts(pod, n)).collect();
+                let mut totals = NodeCounts::default();
+                for counts in &per_node {
+                    totals.add_all(counts, 1);
+                }
+                KeptCountsEntry {
+                    key,
+                    cursor: snapshot.cursor(),
+                    per_node,
+                    totals,
+                }
+            }
+        };
+        entry.cursor = snapshot.cursor();
+        state.existing_anti_affinity_counts = entry.totals.existing_anti_affinity.clone();
+        state.affinity_counts = entry.totals.affinity.clone();
+        state.anti_affinity_counts = entry.totals.anti_affinity.clone();
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if entries.len() >= MAX_KEPT_COUNTS {
+            entries.remove(0);
+        }
+        entries.push(entry);
+        state
+    }
 }
 
 /// The labels of the incoming pod's namespace, empty when the namespace is unknown

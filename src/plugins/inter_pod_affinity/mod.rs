@@ -36,7 +36,7 @@ pub use filtering::{
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
 };
 
-use filtering::{PreFilterState, namespace_labels_of};
+use filtering::namespace_labels_of;
 use scoring::ScoringInput;
 use terms::PodAffinityTerms;
 
@@ -92,6 +92,8 @@ pub struct InterPodAffinity {
     args: InterPodAffinityArgs,
     /// Topology scores kept across cycles (see [`scoring::KeptScores`]).
     kept: scoring::KeptScores,
+    /// PreFilter's counts kept across cycles (see [`filtering::KeptCounts`]).
+    kept_counts: filtering::KeptCounts,
 }
 
 impl InterPodAffinity {
@@ -99,6 +101,7 @@ impl InterPodAffinity {
         InterPodAffinity {
             args,
             kept: scoring::KeptScores::default(),
+            kept_counts: filtering::KeptCounts::default(),
         }
     }
 
@@ -191,7 +194,9 @@ impl PreFilterPlugin for InterPodAffinity {
             input.topology_score = Some(scores);
         }
         state.write(input);
-        let pre_filter = PreFilterState::compute(&pod.pod, terms, namespace_labels, snapshot);
+        let pre_filter =
+            self.kept_counts
+                .pre_filter_state(&pod.pod, terms, namespace_labels, snapshot);
         if pre_filter.is_trivial() {
             return (None, Status::skip());
         }

@@ -17,6 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 
+use super::filtering::PreFilterState;
 use super::*;
 use crate::cluster::NamespaceLabels;
 use crate::framework::{Code, MAX_NODE_SCORE, decode_args};
@@ -1721,4 +1722,78 @@ async fn kept_scores_follow_cluster_changes_like_a_fresh_walk() {
         "scores after the changes"
     );
     assert_ne!(before, after, "the changes moved the scores");
+}
+
+#[tokio::test]
+async fn kept_counts_follow_cluster_changes_like_a_fresh_walk() {
+    // PreFilter's counts kept across cycles must equal a walk over the cluster as it is
+    // now, and Filter must decide as upstream's table says for the cluster as it is now.
+    let hostname = "kubernetes.io/hostname";
+    let mut cache = crate::cluster::Cache::new(None);
+    for (name, zone) in [("n1", "a"), ("n2", "a"), ("n3", "b")] {
+        let n = node(name, &[("zone", zone), (hostname, name)]);
+        cache.add_node(n).expect("node");
+    }
+    let lonely = || {
+        pod()
+            .ns("default")
+            .labels(&[("app", "lonely")])
+            .anti_affinity_in("app", hostname, &["lonely"])
+    };
+    let db = pod()
+        .ns("default")
+        .labels(&[("app", "db")])
+        .node("n3")
+        .obj();
+    cache.add_pod(lonely().node("n1").obj()).expect("pod");
+    cache.add_pod(db.clone()).expect("pod");
+    // Wants a db pod in its zone, and no lonely pod on its node (and is lonely itself).
+    let incoming = lonely().affinity_in("app", "zone", &["db"]).obj();
+    let mut snapshot = Snapshot::default();
+    cache.update_snapshot(&mut snapshot);
+    let plugin = InterPodAffinity::new(InterPodAffinityArgs::default());
+    let (_, before) = run_filter(&plugin, &incoming, &snapshot).await;
+    assert_eq!(
+        before,
+        vec![unresolvable(AFFINITY), unresolvable(AFFINITY), ok()],
+        "only zone b has a db pod"
+    );
+    // The db pod moves to zone a (n2), a lonely pod is assumed on n3.
+    cache.remove_pod(&db);
+    cache
+        .add_pod(
+            pod()
+                .ns("default")
+                .labels(&[("app", "db")])
+                .node("n2")
+                .obj(),
+        )
+        .expect("pod");
+    cache
+        .assume_pod(&info(lonely().obj()), "n3")
+        .expect("assume");
+    cache.update_snapshot(&mut snapshot);
+    let (_, after) = run_filter(&plugin, &incoming, &snapshot).await;
+    assert_eq!(
+        after,
+        vec![unschedulable(ANTI), ok(), unresolvable(AFFINITY)],
+        "n1 holds a lonely pod, zone a has the db pod, zone b none"
+    );
+    // The kept counts are the counts of a walk from scratch.
+    let pod_info = info(incoming.clone());
+    let mut state = CycleState::new();
+    let _ = plugin.pre_filter(&mut state, &pod_info, &snapshot).await;
+    let kept = state.read::<PreFilterState>().expect("PreFilter state");
+    let fresh = PreFilterState::compute(
+        &incoming,
+        kept.terms.clone(),
+        kept.namespace_labels.clone(),
+        &snapshot,
+    );
+    assert_eq!(
+        kept.existing_anti_affinity_counts,
+        fresh.existing_anti_affinity_counts
+    );
+    assert_eq!(kept.affinity_counts, fresh.affinity_counts);
+    assert_eq!(kept.anti_affinity_counts, fresh.anti_affinity_counts);
 }
