@@ -7,6 +7,7 @@ pub mod events;
 mod handle;
 pub mod health;
 pub mod interface;
+pub mod kept;
 mod observer;
 pub mod parallel;
 pub mod profile;

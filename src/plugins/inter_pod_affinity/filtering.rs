@@ -11,11 +11,12 @@
 //! Filter then only looks the node's labels up in those counts.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
-use crate::cluster::{ChangeCursor, NodeInfo, PodInfo, Snapshot};
+use crate::cluster::{NodeInfo, PodInfo, Snapshot};
+use crate::framework::kept::Kept;
 use crate::framework::{CycleState, Status};
 
 use super::terms::{AffinityTerm, PodAffinityTerms, pod_matches_all_terms, pod_namespace};
@@ -142,6 +143,20 @@ pub(super) struct PreFilterState {
 }
 
 impl PreFilterState {
+    /// The state for `terms` before anything is counted.
+    fn uncounted(
+        terms: Arc<PodAffinityTerms>,
+        namespace_labels: Arc<BTreeMap<String, String>>,
+    ) -> Self {
+        PreFilterState {
+            terms,
+            namespace_labels,
+            existing_anti_affinity_counts: TopologyCounts::default(),
+            affinity_counts: TopologyCounts::default(),
+            anti_affinity_counts: TopologyCounts::default(),
+        }
+    }
+
     /// Counts over `snapshot` for the incoming `pod` with parsed `terms`, walking every
     /// node: the reference the counts PreFilter keeps ([`KeptCounts`]) are tested against.
     #[cfg(test)]
@@ -151,13 +166,7 @@ impl PreFilterState {
         namespace_labels: Arc<BTreeMap<String, String>>,
         snapshot: &Snapshot,
     ) -> Self {
-        let mut state = PreFilterState {
-            terms,
-            namespace_labels,
-            existing_anti_affinity_counts: TopologyCounts::default(),
-            affinity_counts: TopologyCounts::default(),
-            anti_affinity_counts: TopologyCounts::default(),
-        };
+        let mut state = PreFilterState::uncounted(terms, namespace_labels);
         for node_info in snapshot.nodes_with_pods_with_required_anti_affinity() {
             let Some(node) = node_info.node() else {
                 continue;
@@ -371,37 +380,35 @@ impl NodeCounts {
     }
 }
 
-/// PreFilter's counts kept from one cycle to the next, as the scoring side keeps its
-/// topology scores ([`super::scoring::KeptScores`]): each node's share is kept per
-/// incoming-pod signature (its namespace, labels and parsed terms, its namespace's
-/// labels), and the next pod with the same signature recounts only the nodes the
-/// snapshot replaced since. The totals are the sums a walk from scratch makes.
-#[derive(Default)]
-pub(super) struct KeptCounts {
-    entries: Mutex<Vec<KeptCountsEntry>>,
+/// PreFilter's counts kept from one cycle to the next ([`Kept`]), as the scoring side
+/// keeps its topology scores: each node's share is kept per incoming-pod signature (its
+/// namespace, labels and parsed terms, its namespace's labels), and the next pod with the
+/// same signature recounts only the nodes the snapshot replaced since. The totals are the
+/// sums a walk from scratch makes.
+#[derive(Debug, Clone)]
+pub(super) struct KeptCounts(Kept<CountTable>);
+
+impl Default for KeptCounts {
+    fn default() -> Self {
+        KeptCounts(Kept::new(MAX_KEPT_COUNTS))
+    }
 }
 
-/// The most signatures kept; the oldest goes first.
+/// The most signatures kept.
 const MAX_KEPT_COUNTS: usize = 8;
 
-struct KeptCountsEntry {
-    key: String,
-    cursor: ChangeCursor,
+/// Every node's share of the counts for one signature, and their sums.
+struct CountTable {
     per_node: Vec<NodeCounts>,
     totals: NodeCounts,
 }
 
-impl Clone for KeptCounts {
-    /// A copy starts with nothing kept: the counts are a cache, not configuration.
-    fn clone(&self) -> Self {
-        KeptCounts::default()
-    }
-}
-
-impl std::fmt::Debug for KeptCounts {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kept = self.entries.lock().map_or(0, |entries| entries.len());
-        f.debug_struct("KeptCounts").field("kept", &kept).finish()
+impl CountTable {
+    /// Replaces node `i`'s share with `counts`.
+    fn replace(&mut self, i: usize, counts: NodeCounts) {
+        self.totals.add_all(&self.per_node[i], -1);
+        self.totals.add_all(&counts, 1);
+        self.per_node[i] = counts;
     }
 }
 
@@ -414,14 +421,8 @@ impl KeptCounts {
         namespace_labels: Arc<BTreeMap<String, String>>,
         snapshot: &Snapshot,
     ) -> PreFilterState {
-        let mut state = PreFilterState {
-            terms,
-            namespace_labels,
-            existing_anti_affinity_counts: TopologyCounts::default(),
-            affinity_counts: TopologyCounts::default(),
-            anti_affinity_counts: TopologyCounts::default(),
-        };
-        let key = format!(
+        let mut state = PreFilterState::uncounted(terms, namespace_labels);
+        let signature = format!(
             "{}|{:?}|{:?}|{:?}",
             pod_namespace(pod),
             pod.metadata.labels,
@@ -429,50 +430,24 @@ impl KeptCounts {
             state.namespace_labels
         );
         let nodes = snapshot.nodes();
-        let taken = {
-            let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-            let at = entries.iter().position(|e| e.key == key);
-            at.map(|at| entries.remove(at))
+        let build = || {
+            let mut table = CountTable {
+                per_node: vec![NodeCounts::default(); nodes.len()],
+                totals: NodeCounts::default(),
+            };
+            for (i, node) in nodes.iter().enumerate() {
+                table.replace(i, state.node_counts(pod, node));
+            }
+            table
         };
-        let changed = taken.as_ref().and_then(|e| {
-            (e.per_node.len() == nodes.len())
-                .then(|| snapshot.changed_since(e.cursor))
-                .flatten()
+        let update =
+            |table: &mut CountTable, i: usize| table.replace(i, state.node_counts(pod, &nodes[i]));
+        let totals = self.0.with(signature, snapshot, build, update, |table| {
+            table.totals.clone()
         });
-        let mut entry = match (taken, changed) {
-            (Some(mut entry), Some(changed)) => {
-                for &i in changed {
-                    let new = state.node_counts(pod, &nodes[i]);
-                    entry.totals.add_all(&entry.per_node[i], -1);
-                    entry.totals.add_all(&new, 1);
-                    entry.per_node[i] = new;
-                }
-                entry
-            }
-            _ => {
-                let per_node: Vec<NodeCounts> =
-                    nodes.iter().map(|n| state.node_counts(pod, n)).collect();
-                let mut totals = NodeCounts::default();
-                for counts in &per_node {
-                    totals.add_all(counts, 1);
-                }
-                KeptCountsEntry {
-                    key,
-                    cursor: snapshot.cursor(),
-                    per_node,
-                    totals,
-                }
-            }
-        };
-        entry.cursor = snapshot.cursor();
-        state.existing_anti_affinity_counts = entry.totals.existing_anti_affinity.clone();
-        state.affinity_counts = entry.totals.affinity.clone();
-        state.anti_affinity_counts = entry.totals.anti_affinity.clone();
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        if entries.len() >= MAX_KEPT_COUNTS {
-            entries.remove(0);
-        }
-        entries.push(entry);
+        state.existing_anti_affinity_counts = totals.existing_anti_affinity;
+        state.affinity_counts = totals.affinity;
+        state.anti_affinity_counts = totals.anti_affinity;
         state
     }
 }

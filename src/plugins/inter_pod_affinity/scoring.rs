@@ -20,11 +20,12 @@
 //! namespace selectors.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
-use crate::cluster::{ChangeCursor, NodeInfo, PodInfo, Snapshot};
+use crate::cluster::{NodeInfo, PodInfo, Snapshot};
+use crate::framework::kept::Kept;
 use crate::framework::{CycleState, MAX_NODE_SCORE, Status};
 
 use super::InterPodAffinityArgs;
@@ -308,43 +309,31 @@ pub(super) fn normalize_score(state: &CycleState, scores: &mut [i64]) -> Status 
     Status::success()
 }
 
-/// Topology scores kept from one cycle to the next, as PodTopologySpread keeps its domain
-/// counts: each node's contributions are kept per incoming-pod signature (the pod's
-/// namespace, labels and parsed terms, its namespace's labels, the plugin's arguments),
-/// and the next pod with the same signature re-walks only the nodes whose info changed
-/// since (the snapshot's [`ChangeCursor`]). A pair is kept while at least one addition
-/// made it, so the map holds exactly the pairs a walk from scratch would.
-#[derive(Default)]
-pub(super) struct KeptScores {
-    entries: Mutex<Vec<KeptEntry>>,
-}
+/// Topology scores kept from one cycle to the next ([`Kept`]): each node's contributions
+/// are kept per incoming-pod signature (the pod's namespace, labels and parsed terms, its
+/// namespace's labels, the plugin's arguments), and the next pod with the same signature
+/// re-walks only the nodes the snapshot replaced since. A pair is kept while at least one
+/// addition made it, so the map holds exactly the pairs a walk from scratch would.
+#[derive(Debug, Clone)]
+pub(super) struct KeptScores(Kept<ScoreTable>);
 
-impl Clone for KeptScores {
-    /// A copy starts with nothing kept: the scores are a cache, not configuration.
-    fn clone(&self) -> Self {
-        KeptScores::default()
+impl Default for KeptScores {
+    fn default() -> Self {
+        KeptScores(Kept::new(MAX_KEPT))
     }
 }
 
-impl std::fmt::Debug for KeptScores {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kept = self.entries.lock().map_or(0, |entries| entries.len());
-        f.debug_struct("KeptScores").field("kept", &kept).finish()
-    }
-}
-
-/// The most signatures kept; the oldest goes first.
+/// The most signatures kept.
 const MAX_KEPT: usize = 8;
 
-struct KeptEntry {
-    key: String,
-    cursor: ChangeCursor,
+/// Every node's contributions for one signature, and their sums.
+struct ScoreTable {
     per_node: Vec<NodePairs>,
     totals: Arc<ScoreMap>,
     additions: HashMap<String, HashMap<String, i64>>,
 }
 
-impl KeptEntry {
+impl ScoreTable {
     fn apply(&mut self, pairs: &NodePairs, sign: i64) {
         let totals = Arc::make_mut(&mut self.totals);
         for (key, value, weight, additions) in pairs {
@@ -372,6 +361,14 @@ impl KeptEntry {
             }
         }
     }
+
+    /// Replaces node `i`'s contributions with `pairs`.
+    fn replace(&mut self, i: usize, pairs: NodePairs) {
+        let old = std::mem::take(&mut self.per_node[i]);
+        self.apply(&old, -1);
+        self.apply(&pairs, 1);
+        self.per_node[i] = pairs;
+    }
 }
 
 impl KeptScores {
@@ -384,7 +381,7 @@ impl KeptScores {
         snapshot: &Snapshot,
     ) -> Arc<ScoreMap> {
         let has_preferred = input.terms.has_preferred();
-        let key = format!(
+        let signature = format!(
             "{}|{:?}|{:?}|{:?}|{}|{}|{has_preferred}",
             pod.namespace(),
             pod.pod.metadata.labels,
@@ -411,50 +408,20 @@ impl KeptScores {
             pairs
         };
         let nodes = snapshot.nodes();
-        let taken = {
-            let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-            let at = entries.iter().position(|e| e.key == key);
-            at.map(|at| entries.remove(at))
-        };
-        let changed = taken.as_ref().and_then(|e| {
-            (e.per_node.len() == nodes.len())
-                .then(|| snapshot.changed_since(e.cursor))
-                .flatten()
-        });
-        let mut entry = match (taken, changed) {
-            (Some(mut entry), Some(changed)) => {
-                for &i in changed {
-                    let old = std::mem::take(&mut entry.per_node[i]);
-                    entry.apply(&old, -1);
-                    let new = node_pairs(&nodes[i]);
-                    entry.apply(&new, 1);
-                    entry.per_node[i] = new;
-                }
-                entry
+        let build = || {
+            let mut table = ScoreTable {
+                per_node: vec![NodePairs::new(); nodes.len()],
+                totals: Arc::default(),
+                additions: HashMap::new(),
+            };
+            for (i, node) in nodes.iter().enumerate() {
+                table.replace(i, node_pairs(node));
             }
-            _ => {
-                let mut entry = KeptEntry {
-                    key,
-                    cursor: snapshot.cursor(),
-                    per_node: nodes.iter().map(|n| node_pairs(n)).collect(),
-                    totals: Arc::default(),
-                    additions: HashMap::new(),
-                };
-                for i in 0..entry.per_node.len() {
-                    let pairs = std::mem::take(&mut entry.per_node[i]);
-                    entry.apply(&pairs, 1);
-                    entry.per_node[i] = pairs;
-                }
-                entry
-            }
+            table
         };
-        entry.cursor = snapshot.cursor();
-        let totals = entry.totals.clone();
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        if entries.len() >= MAX_KEPT {
-            entries.remove(0);
-        }
-        entries.push(entry);
-        totals
+        let update = |table: &mut ScoreTable, i: usize| table.replace(i, node_pairs(&nodes[i]));
+        self.0.with(signature, snapshot, build, update, |table| {
+            table.totals.clone()
+        })
     }
 }

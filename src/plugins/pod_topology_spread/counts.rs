@@ -5,13 +5,14 @@
 //! the cluster. Pods of one workload share their constraints, so the plugin keeps each
 //! node's contribution for the last few distinct constraint sets and, for the next pod
 //! with the same set, recounts only the nodes whose info changed since (the snapshot's
-//! [`ChangeCursor`]). The totals are the same sums over the same nodes as counting from
-//! scratch, so the result is identical; a rebuilt node list starts the count over.
+//! `ChangeCursor`, through [`Kept`]). The totals are the same sums over the same nodes as
+//! counting from scratch, so the result is identical; a rebuilt node list starts the
+//! count over.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
 
-use crate::cluster::{ChangeCursor, NodeInfo, Snapshot};
+use crate::cluster::{NodeInfo, Snapshot};
+use crate::framework::kept::Kept;
 use crate::framework::parallel::map_range;
 
 /// The most constraint sets kept; the least recently used one goes first.
@@ -31,23 +32,17 @@ where
 }
 
 /// Per-node contributions of recently seen constraint sets.
-#[derive(Default)]
-pub(super) struct DomainCounts {
-    entries: Mutex<Entries>,
+#[derive(Debug)]
+pub(super) struct DomainCounts(Kept<Table>);
+
+impl Default for DomainCounts {
+    fn default() -> Self {
+        DomainCounts(Kept::new(MAX_ENTRIES))
+    }
 }
 
-#[derive(Default)]
-struct Entries {
-    list: Vec<Entry>,
-    /// Bumped on every use; an entry's `used` says how recent it is.
-    clock: u64,
-}
-
-struct Entry {
-    /// What determines every node's contribution besides the node itself.
-    key: String,
-    cursor: ChangeCursor,
-    used: u64,
+/// Every node's contributions for one constraint set, and their sums per domain.
+struct Table {
     constraints: usize,
     /// `nodes × constraints`: the domain (an index into `domains`) and matching pods.
     per_node: Vec<Option<(u32, i64)>>,
@@ -57,7 +52,17 @@ struct Entry {
     totals: Vec<Vec<(i64, i64)>>,
 }
 
-impl Entry {
+impl Table {
+    fn new(constraints: usize, nodes: usize) -> Self {
+        Table {
+            constraints,
+            per_node: vec![None; nodes * constraints],
+            domains: Vec::new(),
+            domain_ids: HashMap::new(),
+            totals: vec![Vec::new(); constraints],
+        }
+    }
+
     fn domain_id(&mut self, domain: &str) -> u32 {
         if let Some(&id) = self.domain_ids.get(domain) {
             return id;
@@ -84,7 +89,7 @@ impl Entry {
 
     /// Stores node `i`'s contributions and adds them to the totals.
     fn set(&mut self, i: usize, contributions: &[Contribution<'_>]) {
-        for (c, contribution) in contributions.iter().enumerate() {
+        for (c, contribution) in contributions.iter().enumerate().take(self.constraints) {
             let stored = contribution.map(|(domain, pods)| (self.domain_id(domain), pods));
             self.per_node[i * self.constraints + c] = stored;
         }
@@ -124,58 +129,22 @@ impl DomainCounts {
         E: for<'n> Fn(&'n NodeInfo) -> Vec<Contribution<'n>> + Sync + Send,
     {
         let nodes = snapshot.nodes();
-        let taken = {
-            let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-            let at = entries.list.iter().position(|e| e.key == key);
-            at.map(|at| entries.list.swap_remove(at))
-        };
-        let changed = taken.as_ref().and_then(|entry| {
-            (entry.constraints == constraints && entry.per_node.len() == nodes.len() * constraints)
-                .then(|| snapshot.changed_since(entry.cursor))
-                .flatten()
-        });
-        let mut entry = match (taken, changed) {
-            (Some(mut entry), Some(changed)) => {
-                for &i in changed {
-                    entry.apply(i, -1);
-                    let contributions = eval(&nodes[i]);
-                    entry.set(i, &contributions);
-                }
-                entry
+        let build = || {
+            let per_node = match pool {
+                Some(pool) => map_range(pool, nodes.len(), |i| eval(&nodes[i])),
+                None => nodes.iter().map(|n| eval(n)).collect(),
+            };
+            let mut table = Table::new(constraints, nodes.len());
+            for (i, contributions) in per_node.iter().enumerate() {
+                table.set(i, contributions);
             }
-            _ => {
-                let per_node = match pool {
-                    Some(pool) => map_range(pool, nodes.len(), |i| eval(&nodes[i])),
-                    None => nodes.iter().map(|n| eval(n)).collect(),
-                };
-                let mut entry = Entry {
-                    key,
-                    cursor: snapshot.cursor(),
-                    used: 0,
-                    constraints,
-                    per_node: vec![None; nodes.len() * constraints],
-                    domains: Vec::new(),
-                    domain_ids: HashMap::new(),
-                    totals: vec![Vec::new(); constraints],
-                };
-                for (i, contributions) in per_node.iter().enumerate() {
-                    entry.set(i, contributions);
-                }
-                entry
-            }
+            table
         };
-        entry.cursor = snapshot.cursor();
-        let result = entry.result();
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        entries.clock += 1;
-        entry.used = entries.clock;
-        if entries.list.len() >= MAX_ENTRIES
-            && let Some(oldest) = (0..entries.list.len()).min_by_key(|&i| entries.list[i].used)
-        {
-            entries.list.swap_remove(oldest);
-        }
-        entries.list.push(entry);
-        result
+        let update = |table: &mut Table, i: usize| {
+            table.apply(i, -1);
+            table.set(i, &eval(&nodes[i]));
+        };
+        self.0.with(key, snapshot, build, update, Table::result)
     }
 }
 
@@ -185,6 +154,8 @@ mod tests {
 
     use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
     use crate::cluster::{Cache, PodInfo};
@@ -216,9 +187,15 @@ mod tests {
         }
     }
 
-    /// Web pods per zone, over the nodes that have a zone.
-    fn count(counts: &DomainCounts, snapshot: &Snapshot) -> HashMap<String, i64> {
+    /// Web pods per zone, over the nodes that have a zone; `evaluated` counts the nodes
+    /// looked at.
+    fn count(
+        counts: &DomainCounts,
+        snapshot: &Snapshot,
+        evaluated: &AtomicUsize,
+    ) -> HashMap<String, i64> {
         let eval = per_node(|info| {
+            evaluated.fetch_add(1, Ordering::Relaxed);
             let zone = info
                 .node()
                 .and_then(|n| n.metadata.labels.as_ref())
@@ -255,8 +232,10 @@ mod tests {
         let mut snapshot = Snapshot::default();
         cache.update_snapshot(&mut snapshot);
         let kept = DomainCounts::default();
+        let evaluated = AtomicUsize::new(0);
         let want = HashMap::from([("a".to_string(), 1), ("b".to_string(), 0)]);
-        assert_eq!(count(&kept, &snapshot), want, "first count");
+        assert_eq!(count(&kept, &snapshot, &evaluated), want, "first count");
+        assert_eq!(evaluated.swap(0, Ordering::Relaxed), 4, "every node");
 
         // Pods come and go; a node moves to another zone; a zone-less node gets one.
         let assumed = PodInfo::new(pod("p3", None, "web")).expect("pod");
@@ -266,40 +245,55 @@ mod tests {
         cache.update_node(node("n1", Some("c"))).expect("node");
         cache.update_node(node("n3", Some("b"))).expect("node");
         cache.update_snapshot(&mut snapshot);
-        assert!(
-            snapshot.changed_since(kept_cursor(&kept)).is_some(),
-            "an incremental update"
-        );
         let want = HashMap::from([
             ("a".to_string(), 0),
             ("b".to_string(), 2),
             ("c".to_string(), 1),
         ]);
-        assert_eq!(count(&kept, &snapshot), want, "kept counts, updated");
         assert_eq!(
-            count(&DomainCounts::default(), &snapshot),
+            count(&kept, &snapshot, &evaluated),
             want,
-            "from scratch"
+            "kept counts, updated"
+        );
+        assert_eq!(
+            evaluated.swap(0, Ordering::Relaxed),
+            4,
+            "the four changed nodes"
+        );
+        let scratch = AtomicUsize::new(0);
+        let fresh = count(&DomainCounts::default(), &snapshot, &scratch);
+        assert_eq!(fresh, want, "from scratch");
+
+        // One more pod: one node to recount.
+        let assumed = PodInfo::new(pod("p6", None, "web")).expect("pod");
+        cache.assume_pod(&assumed, "n0").expect("assume");
+        cache.update_snapshot(&mut snapshot);
+        let want = HashMap::from([
+            ("a".to_string(), 1),
+            ("b".to_string(), 2),
+            ("c".to_string(), 1),
+        ]);
+        assert_eq!(count(&kept, &snapshot, &evaluated), want, "one more pod");
+        assert_eq!(
+            evaluated.swap(0, Ordering::Relaxed),
+            1,
+            "only the changed node"
         );
 
         // A new node rebuilds the node list: the kept counts start over.
         cache.add_node(node("n4", Some("c"))).expect("node");
         cache.add_pod(pod("p5", Some("n4"), "web")).expect("pod");
         cache.update_snapshot(&mut snapshot);
-        assert!(
-            snapshot.changed_since(kept_cursor(&kept)).is_none(),
-            "a rebuilt list"
-        );
         let want = HashMap::from([
-            ("a".to_string(), 0),
+            ("a".to_string(), 1),
             ("b".to_string(), 2),
             ("c".to_string(), 2),
         ]);
-        assert_eq!(count(&kept, &snapshot), want, "after a rebuild");
-    }
-
-    fn kept_cursor(counts: &DomainCounts) -> ChangeCursor {
-        let entries = counts.entries.lock().expect("not poisoned");
-        entries.list[0].cursor
+        assert_eq!(count(&kept, &snapshot, &evaluated), want, "after a rebuild");
+        assert_eq!(
+            evaluated.load(Ordering::Relaxed),
+            5,
+            "a rebuilt list: every node"
+        );
     }
 }
