@@ -310,7 +310,7 @@ impl Cache {
         snapshot.set_namespaces(self.namespaces.clone());
         let layout = Some((self.id, self.layout));
         if snapshot.layout == layout {
-            for (_, name) in self.changed.range(snapshot.generation + 1..) {
+            for (_, name) in self.changed.range(snapshot.generation.saturating_add(1)..) {
                 if let Some(info) = self.nodes.get(name).filter(|i| i.node().is_some()) {
                     snapshot.replace(Arc::new(info.clone()));
                 }
