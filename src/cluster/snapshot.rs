@@ -12,9 +12,7 @@ use super::{NodeInfo, PodInfo, QuantityError};
 /// re-clones only the nodes that changed since the previous one.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    /// Shared (`Arc`) so that a plugin can keep the cycle's node list in its cycle state
-    /// without copying it.
-    node_infos: Arc<Vec<Arc<NodeInfo>>>,
+    node_infos: Vec<Arc<NodeInfo>>,
     index: HashMap<String, usize>,
     /// The cache generation this snapshot reflects: every node change with a later
     /// generation is still to be applied.
@@ -122,11 +120,6 @@ impl Snapshot {
         &self.node_infos
     }
 
-    /// All nodes, as [`Snapshot::nodes`], shared rather than copied.
-    pub fn shared_nodes(&self) -> Arc<Vec<Arc<NodeInfo>>> {
-        self.node_infos.clone()
-    }
-
     pub fn get(&self, name: &str) -> Option<&Arc<NodeInfo>> {
         self.index.get(name).map(|&i| &self.node_infos[i])
     }
@@ -168,7 +161,7 @@ impl Snapshot {
         self.with_required_anti_affinity = (0..node_infos.len())
             .filter(|&i| !node_infos[i].pods_with_required_anti_affinity.is_empty())
             .collect();
-        self.node_infos = Arc::new(node_infos);
+        self.node_infos = node_infos;
         self.replaced.clear();
         self.epoch = next_epoch();
     }
@@ -191,8 +184,7 @@ impl Snapshot {
     }
 
     /// Replaces the info of the node with `info`'s name, keeping its place; a name the
-    /// snapshot does not list is ignored. The node list is copied only when a plugin
-    /// still holds it from an earlier cycle.
+    /// snapshot does not list is ignored.
     pub(super) fn replace(&mut self, info: Arc<NodeInfo>) {
         if let Some(&i) = self.index.get(info.name()) {
             keep_listed(
@@ -205,7 +197,7 @@ impl Snapshot {
                 i,
                 !info.pods_with_required_anti_affinity.is_empty(),
             );
-            Arc::make_mut(&mut self.node_infos)[i] = info;
+            self.node_infos[i] = info;
             // Bounded: past as many entries as nodes, recomputing everything is as cheap.
             if self.replaced.len() >= self.node_infos.len().max(1024) {
                 self.replaced.clear();
