@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use berth::api::convert::{Conversion, ConvertError, ConvertOptions, convert};
 use berth::api::{EffectivePlugins, SchedulerProfile, WeightedPlugin};
+use berth::convert::{Conversion, ConvertError, ConvertOptions, convert};
 use berth::framework::{
     ExtensionPoint, Handle, PluginArgs, PluginError, PluginFactory, Registry, resolve,
 };

@@ -22,7 +22,7 @@ fn crds_dir() -> PathBuf {
 }
 
 fn generated(registry: &Registry) -> Vec<CustomResourceDefinition> {
-    berth::api::crds(registry).expect("CRDs for the registry")
+    berth::schema::crds(registry).expect("CRDs for the registry")
 }
 
 /// `(SchedulerProfile schema, PodGroup schema)` for the default registry, as JSON.
@@ -79,7 +79,7 @@ fn stdout_stream_is_the_files_joined_and_parses_back_to_the_crds() {
     let registry = berth::plugins::default_registry();
     let crds = generated(&registry);
     let files = crd_files(&crds).expect("YAML for the CRDs");
-    let stream = berth::api::crds_yaml(&registry).expect("YAML stream");
+    let stream = berth::schema::crds_yaml(&registry).expect("YAML stream");
     let joined: Vec<&str> = files.iter().map(|f| f.yaml.as_str()).collect();
     assert_eq!(stream, joined.join("---\n"));
 

@@ -10,7 +10,7 @@
 //!   error of the shape `fuzz.yaml: document N: ...` that names where the problem is;
 //! - some valid inputs are also simulated (a few nodes) and rendered as a table and as
 //!   JSON, which must not panic or report an internal error;
-//! - `berth::api::convert::convert` never panics on a mutated configuration.
+//! - `berth::convert::convert` never panics on a mutated configuration.
 //!
 //! The suite runs a few hundred cases per property. A longer run takes the case count
 //! from `BERTH_FUZZ_CASES`:
@@ -26,7 +26,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use berth::api::convert::{ConvertOptions, convert};
+use berth::convert::{ConvertOptions, convert};
 use berth::framework::Registry;
 use berth::plugins::default_registry;
 use berth::simulate::input::{ClusterInput, load_str};

@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use berth::api::ProfileValidator;
 use berth::framework::{FieldError, FieldErrorKind};
 use berth::plugins::default_registry;
+use berth::schema::ProfileValidator;
 use serde_json::Value;
 
 /// What a corpus file's header comments promise.

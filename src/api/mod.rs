@@ -1,14 +1,18 @@
-//! berth's Kubernetes API (group `berth.dev`, version `v1alpha1`): the
-//! [`SchedulerProfile`] and [`PodGroup`] custom resources, and the generation of their CRDs,
-//! enriched from the plugin registry so the API server validates plugin names and args.
+//! berth's Kubernetes API (group `berth.dev`, version `v1alpha1`) as plain types: the
+//! [`SchedulerProfile`] and [`PodGroup`] custom resources, the [`ExtensionPoint`]s a
+//! profile names and the apimachinery-style [`FieldError`] every check of user input
+//! reports. This is the bottom layer: it imports nothing of berth. Generating the CRDs
+//! from these types and the plugin registry, and validating profiles locally, is the
+//! job of [`crate::schema`], above the framework.
 
-pub mod convert;
-mod crd;
+mod extension_point;
+mod field_error;
+pub(crate) mod limits;
 mod podgroup;
 mod profile;
-pub mod validation;
 
-pub use crd::{CrdError, crds, crds_yaml};
+pub use extension_point::ExtensionPoint;
+pub use field_error::{FieldError, FieldErrorKind};
 pub use podgroup::{
     MIN_MEMBER_ANNOTATION, POD_GROUP_LABEL, POD_GROUP_LABEL_COMPAT, PodGroup, PodGroupPhase,
     PodGroupSpec, PodGroupStatus,
@@ -16,10 +20,6 @@ pub use podgroup::{
 pub use profile::{
     EffectivePlugins, PluginRef, PluginSet, Plugins, SchedulerProfile, SchedulerProfileSpec,
     SchedulerProfileStatus, WeightedPlugin,
-};
-pub use validation::{
-    CrdValidator, ProfileValidation, ProfileValidator, SchemaError, validate_pod_group,
-    validate_profile,
 };
 
 /// The API group of berth's resources.

@@ -41,7 +41,7 @@ pub struct PodGroupSpec {
     /// Resources the whole group needs; checked against free capacity before any member
     /// is placed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::api::crd::quantity_map_schema")]
+    #[schemars(schema_with = "crate::api::limits::quantity_map_schema")]
     pub min_resources: Option<BTreeMap<String, Quantity>>,
     /// How long members wait at Permit for their siblings; defaults to the Coscheduling
     /// plugin's `permitWaitingTimeSeconds`.
@@ -81,6 +81,6 @@ pub struct PodGroupStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "crate::api::crd::conditions_schema")]
+    #[schemars(schema_with = "crate::api::limits::conditions_schema")]
     pub conditions: Vec<Condition>,
 }

@@ -7,7 +7,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::framework::ExtensionPoint;
+use super::ExtensionPoint;
 
 /// One scheduler: which plugins run at which extension point, with which weights and
 /// arguments. Pods name it in `spec.schedulerName`.
@@ -42,7 +42,7 @@ pub struct SchedulerProfileSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
         length(min = 1, max = 253),
-        regex(pattern = crate::api::crd::DNS1123_SUBDOMAIN_PATTERN)
+        regex(pattern = crate::api::limits::DNS1123_SUBDOMAIN_PATTERN)
     )]
     pub scheduler_name: Option<String>,
     /// Percentage of nodes to score once that many feasible nodes are found; 0 means
@@ -121,7 +121,7 @@ pub struct PluginSet {
     // list names a plugin twice.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
-        length(max = crate::api::crd::MAX_PLUGINS_PER_SET),
+        length(max = crate::api::limits::MAX_PLUGINS_PER_SET),
         extend("x-kubernetes-validations" = [{
             "rule": "self.all(p, self.exists_one(q, q.name == p.name))",
             "message": "a plugin may be enabled only once per extension point",
@@ -130,7 +130,7 @@ pub struct PluginSet {
     pub enabled: Vec<PluginRef>,
     /// Default plugins not to run at this point; `"*"` disables them all (at most 64).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = crate::api::crd::MAX_PLUGINS_PER_SET))]
+    #[schemars(length(max = crate::api::limits::MAX_PLUGINS_PER_SET))]
     pub disabled: Vec<PluginRef>,
 }
 
@@ -219,40 +219,40 @@ pub struct WeightedPlugin {
 #[serde(rename_all = "camelCase")]
 pub struct EffectivePlugins {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
+    #[schemars(length(max = crate::api::limits::MAX_EFFECTIVE_PLUGINS))]
     pub pre_enqueue: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
+    #[schemars(length(max = crate::api::limits::MAX_EFFECTIVE_PLUGINS))]
     pub queue_sort: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
+    #[schemars(length(max = crate::api::limits::MAX_EFFECTIVE_PLUGINS))]
     pub pre_filter: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
+    #[schemars(length(max = crate::api::limits::MAX_EFFECTIVE_PLUGINS))]
     pub filter: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
+    #[schemars(length(max = crate::api::limits::MAX_EFFECTIVE_PLUGINS))]
     pub post_filter: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
+    #[schemars(length(max = crate::api::limits::MAX_EFFECTIVE_PLUGINS))]
     pub pre_score: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
+    #[schemars(length(max = crate::api::limits::MAX_EFFECTIVE_PLUGINS))]
     pub score: Vec<WeightedPlugin>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
+    #[schemars(length(max = crate::api::limits::MAX_EFFECTIVE_PLUGINS))]
     pub reserve: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
+    #[schemars(length(max = crate::api::limits::MAX_EFFECTIVE_PLUGINS))]
     pub permit: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
+    #[schemars(length(max = crate::api::limits::MAX_EFFECTIVE_PLUGINS))]
     pub pre_bind: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
+    #[schemars(length(max = crate::api::limits::MAX_EFFECTIVE_PLUGINS))]
     pub bind: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = crate::api::crd::MAX_EFFECTIVE_PLUGINS))]
+    #[schemars(length(max = crate::api::limits::MAX_EFFECTIVE_PLUGINS))]
     pub post_bind: Vec<String>,
 }
 
@@ -268,7 +268,7 @@ pub struct SchedulerProfileStatus {
     pub scheduler_name: Option<String>,
     /// Accepted, Ready and Degraded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "crate::api::crd::conditions_schema")]
+    #[schemars(schema_with = "crate::api::limits::conditions_schema")]
     pub conditions: Vec<Condition>,
     /// The effective, resolved plugin list per extension point.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,6 +1,6 @@
 //! `berth convert`: turns `KubeSchedulerConfiguration` files into SchedulerProfiles
 //! (one per `profiles[]` entry) on standard output. The mapping lives in
-//! [`crate::api::convert`]; this module reads files, reports and prints.
+//! [`crate::convert`]; this module reads files, reports and prints.
 //!
 //! Exit codes (documented in `docs/convert.md`): 0 when every profile was written; 2 for
 //! input that cannot be read (malformed YAML, wrong kind, unknown apiVersion, a field of
@@ -17,9 +17,7 @@ use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
 use crate::api::SchedulerProfile;
-use crate::api::convert::{
-    ConvertError, ConvertOptions, Unsupported, convert, is_dns1123_subdomain,
-};
+use crate::convert::{ConvertError, ConvertOptions, Unsupported, convert, is_dns1123_subdomain};
 use crate::files;
 use crate::framework::Registry;
 

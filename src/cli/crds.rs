@@ -31,7 +31,7 @@ pub struct CrdFile {
     pub yaml: String,
 }
 
-/// The files `--output-dir` writes for `crds` (from [`crate::api::crds`]).
+/// The files `--output-dir` writes for `crds` (from [`crate::schema::crds`]).
 pub fn crd_files(
     crds: &[CustomResourceDefinition],
 ) -> Result<Vec<CrdFile>, serde_saphyr::SerializeError> {
@@ -60,7 +60,7 @@ pub fn run(args: CrdsArgs, registry: &Registry) -> ExitCode {
 }
 
 fn print_stream(registry: &Registry) -> Result<(), String> {
-    let yaml = crate::api::crds_yaml(registry).map_err(|e| e.to_string())?;
+    let yaml = crate::schema::crds_yaml(registry).map_err(|e| e.to_string())?;
     std::io::stdout()
         .lock()
         .write_all(yaml.as_bytes())
@@ -68,7 +68,7 @@ fn print_stream(registry: &Registry) -> Result<(), String> {
 }
 
 fn write_files(registry: &Registry, dir: &Path) -> Result<(), String> {
-    let crds = crate::api::crds(registry).map_err(|e| e.to_string())?;
+    let crds = crate::schema::crds(registry).map_err(|e| e.to_string())?;
     let files = crd_files(&crds).map_err(|e| format!("cannot render the CRDs as YAML: {e}"))?;
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create directory {}: {e}", dir.display()))?;

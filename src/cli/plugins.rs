@@ -6,14 +6,14 @@
 //! `docs/plugins.md` (all plugins, or NAME's section). Exit codes: 0, 2 for an unknown
 //! NAME, 1 when stdout cannot be written.
 //!
-//! The rendering lives in [`crate::plugins::reference`].
+//! The rendering lives in [`crate::schema::reference`].
 
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
 use crate::framework::Registry;
-use crate::plugins::reference::{self, Reference};
+use crate::schema::reference::{self, Reference};
 
 #[derive(Debug, Args)]
 pub struct PluginsArgs {

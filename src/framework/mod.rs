@@ -17,6 +17,7 @@ mod status;
 mod types;
 mod waiting_pods;
 
+pub use crate::api::{ExtensionPoint, FieldError, FieldErrorKind};
 pub use cycle_state::{CycleState, StateData};
 pub use events::{ActionType, ClusterEvent, EventResource};
 pub use handle::{BindError, Binder, Handle};
@@ -25,15 +26,15 @@ pub use interface::*;
 pub use observer::Observer;
 pub use profile::{ProfileConfig, ResolvedProfile, resolve};
 pub use registry::{
-    ArgsSpec, Coupling, DefaultPlugin, FieldError, FieldErrorKind, NoArgs, PluginArgs, PluginEntry,
-    PluginError, PluginFactory, Registry, decode_args, lower_camel,
+    ArgsSpec, Coupling, DefaultPlugin, NoArgs, PluginArgs, PluginEntry, PluginError, PluginFactory,
+    Registry, decode_args, lower_camel,
 };
 pub use runner::{
     Framework, MAX_PERMIT_TIMEOUT, NodeScoreDetail, PreFilterOutcome, ScoredNode, implements,
 };
 pub use status::{Code, Status};
 pub use types::{
-    ExtensionPoint, NodeToStatus, PodsToActivate, PostFilterResult, PreFilterResult, QueuedPodInfo,
+    NodeToStatus, PodsToActivate, PostFilterResult, PreFilterResult, QueuedPodInfo,
     RetryAfterBackoff,
 };
 pub use waiting_pods::{WaitingPod, WaitingPods, format_duration};

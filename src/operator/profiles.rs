@@ -64,11 +64,12 @@ use tracing::Instrument;
 
 use super::conditions::{self, ACCEPTED, DEGRADED, DesiredCondition, READY, reason};
 use super::types::{LoopMessage, OperatorState, ProfileCommand};
-use crate::api::{ProfileValidator, SchedulerProfile, SchedulerProfileStatus};
+use crate::api::{SchedulerProfile, SchedulerProfileStatus};
 use crate::framework::{
     Binder, ExtensionPoint, FieldError, FieldErrorKind, Framework, Handle, Observer, PluginError,
     PluginHealth, Registry, ResolvedProfile, WaitingPods,
 };
+use crate::schema::ProfileValidator;
 
 /// How often an unchanged profile is reconciled anyway (kube-runtime's advice for
 /// eventual consistency when a watch event is missed).

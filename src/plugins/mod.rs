@@ -17,7 +17,6 @@ pub mod pod_topology_spread;
 pub mod priority_sort;
 pub mod prometheus;
 pub mod qos_sort;
-pub mod reference;
 pub mod scheduling_gates;
 pub mod taint_toleration;
 

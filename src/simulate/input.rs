@@ -130,7 +130,7 @@ pub struct ClusterInput {
     pub pods: Vec<Pod>,
     pub pod_groups: Vec<PodGroup>,
     /// SchedulerProfile documents as written (metadata admitted), validated later with
-    /// [`validate_profile`](crate::api::validate_profile), as the API server would.
+    /// [`validate_profile`](crate::schema::validate_profile), as the API server would.
     pub profiles: Vec<ProfileDocument>,
     pub pvcs: Vec<PersistentVolumeClaim>,
     pub pvs: Vec<PersistentVolume>,

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 use tokio::task::JoinSet;
 
-use crate::api::{ProfileValidator, SchedulerProfile};
+use crate::api::SchedulerProfile;
 use crate::cluster::{PodGroups, Workloads, pod_key};
 use crate::framework::{
     BindError, Binder, FieldError, Framework, Handle, PluginHealth, Registry, ResolvedProfile,
@@ -23,6 +23,7 @@ use crate::framework::{
 use crate::scheduler::{
     AttemptReport, BindingResult, CycleOutput, Outcome, Scheduler, SchedulerOptions,
 };
+use crate::schema::ProfileValidator;
 
 use super::input::{ClusterInput, InputWarning, ProfileDocument, Source};
 use super::report::{DegradedPlugin, NodeReport, PluginScore, PodReport, PodResult, Report};

@@ -1202,10 +1202,10 @@ pub fn csi_node(csi_node: &CSINode) -> Vec<FieldError> {
 // PodGroups
 
 /// A PodGroup as the API server validates it with berth's CRD (schema, bounds, unknown
-/// fields; [`crate::api::validate_pod_group`]) plus its metadata, as for any custom
+/// fields; [`crate::schema::validate_pod_group`]) plus its metadata, as for any custom
 /// resource. `raw` is the document before decoding.
 pub fn pod_group_document(raw: &Value) -> Vec<FieldError> {
-    crate::api::validate_pod_group(raw)
+    crate::schema::validate_pod_group(raw)
 }
 
 pub fn pod_group(group: &PodGroup) -> Vec<FieldError> {

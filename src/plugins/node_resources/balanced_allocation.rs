@@ -212,8 +212,8 @@ mod tests {
 
     use super::super::test_util::*;
     use super::*;
-    use crate::api::ProfileValidator;
     use crate::framework::{Code, Registry, decode_args};
+    use crate::schema::ProfileValidator;
 
     const PATH: &str = "spec.pluginConfig.nodeResourcesBalancedAllocation";
     const GPU: &str = "nvidia.com/gpu";

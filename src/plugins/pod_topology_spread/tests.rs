@@ -1236,7 +1236,7 @@ fn corpus_files_behave_as_their_headers_say() {
         for file in files {
             let text = std::fs::read_to_string(&file).expect("readable");
             let raw: serde_json::Value = serde_saphyr::from_str(&text).expect("YAML");
-            let errors = crate::api::validate_profile(&raw, &registry).errors;
+            let errors = crate::schema::validate_profile(&raw, &registry).errors;
             let listing: Vec<String> = errors.iter().map(ToString::to_string).collect();
             let mut expected: Vec<(String, String)> = Vec::new();
             for line in text.lines().filter_map(|l| l.strip_prefix("# ")) {

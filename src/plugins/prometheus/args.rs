@@ -390,7 +390,7 @@ mod tests {
             ),
         ];
         for (name, args, want) in cases {
-            let errors = crate::api::validate_profile(&profile_with(args), &registry).errors;
+            let errors = crate::schema::validate_profile(&profile_with(args), &registry).errors;
             let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
             assert_eq!(paths, want, "{name}: {errors:#?}");
             if name == "http" {

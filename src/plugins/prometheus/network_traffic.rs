@@ -500,7 +500,7 @@ mod tests {
     fn a_profile_enabling_it_without_args_names_the_missing_address() {
         let registry = crate::plugins::default_registry();
         let validator =
-            crate::api::ProfileValidator::new(&registry).unwrap_or_else(|e| panic!("{e}"));
+            crate::schema::ProfileValidator::new(&registry).unwrap_or_else(|e| panic!("{e}"));
         let profile = serde_json::json!({
             "apiVersion": "berth.dev/v1alpha1",
             "kind": "SchedulerProfile",

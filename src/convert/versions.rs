@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::{Converter, is_empty, not_registered};
-use crate::api::{PluginRef, PluginSet, Plugins};
-use crate::framework::{ExtensionPoint, resolve};
+use crate::api::{ExtensionPoint, PluginRef, PluginSet, Plugins};
+use crate::framework::resolve;
 
 /// A `kubescheduler.config.k8s.io` version `berth convert` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

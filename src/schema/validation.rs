@@ -41,8 +41,9 @@ use kube::core::cel::{
 use serde_json::{Map, Value, json};
 
 use super::crd::pod_group_crd;
-use super::{CrdError, GROUP, SchedulerProfile, VERSION, crds};
-use crate::framework::{FieldError, FieldErrorKind, Registry, ResolvedProfile, resolve};
+use super::{CrdError, crds};
+use crate::api::{FieldError, FieldErrorKind, GROUP, SchedulerProfile, VERSION};
+use crate::framework::{Registry, ResolvedProfile, resolve};
 
 /// The outcome of [`validate_profile`].
 #[derive(Debug, Clone, Default)]

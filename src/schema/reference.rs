@@ -17,7 +17,8 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use crate::framework::{ExtensionPoint, PluginEntry, Registry};
+use crate::api::ExtensionPoint;
+use crate::framework::{PluginEntry, Registry};
 
 /// Everything `berth plugins` shows, for every registered plugin.
 #[derive(Debug, Clone, PartialEq)]

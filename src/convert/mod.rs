@@ -33,9 +33,12 @@ use std::fmt;
 
 use serde_json::{Map, Value, json};
 
-use super::ProfileValidator;
-use super::{PluginRef, PluginSet, Plugins, SchedulerProfile, SchedulerProfileSpec};
-use crate::framework::{ExtensionPoint, FieldError, FieldErrorKind, Registry, resolve};
+use crate::api::{
+    ExtensionPoint, FieldError, FieldErrorKind, PluginRef, PluginSet, Plugins, SchedulerProfile,
+    SchedulerProfileSpec,
+};
+use crate::framework::{Registry, resolve};
+use crate::schema::ProfileValidator;
 
 mod versions;
 pub use versions::Version;
@@ -1456,7 +1459,7 @@ fn message_of(error: &FieldError, args_path: &str) -> String {
 /// The typed `spec.pluginConfig` properties of the SchedulerProfile CRD generated from
 /// `registry`; empty when the CRD cannot be generated (then no field is pruned).
 fn plugin_config_schemas(registry: &Registry) -> Map<String, Value> {
-    let schema = super::crds(registry)
+    let schema = crate::schema::crds(registry)
         .ok()
         .and_then(|crds| crds.into_iter().next())
         .and_then(|crd| crd.spec.versions.into_iter().next())
