@@ -1,0 +1,188 @@
+use super::*;
+
+fn load(text: &str) -> Result<(ClusterInput, Vec<InputWarning>), InputError> {
+    load_str(Path::new("test.yaml"), text)
+}
+
+fn documents(text: &str) -> Vec<(usize, bool)> {
+    split_documents(text)
+        .iter()
+        .map(|d| (d.first_line, d.has_content))
+        .collect()
+}
+
+#[test]
+fn splits_documents_as_a_user_counts_them() {
+    // (name, text, (first line, has content) per document)
+    type Case = (&'static str, &'static str, Vec<(usize, bool)>);
+    let cases: &[Case] = &[
+        ("one bare document", "a: 1\n", vec![(1, true)]),
+        (
+            "leading marker opens document 0",
+            "---\na: 1\n",
+            vec![(1, true)],
+        ),
+        (
+            "comment before leading marker",
+            "# c\n---\na: 1\n---\nb: 2\n",
+            vec![(1, true), (4, true)],
+        ),
+        (
+            "empty document in the middle counts",
+            "a: 1\n---\n---\nb: 2\n",
+            vec![(1, true), (2, false), (3, true)],
+        ),
+        (
+            "content on the marker line",
+            "--- {a: 1}\n",
+            vec![(1, true)],
+        ),
+        (
+            "end marker then next document",
+            "a: 1\n...\n---\nb: 2\n",
+            vec![(1, true), (3, true)],
+        ),
+        (
+            "indented dashes are content",
+            "a: |\n  ---\n",
+            vec![(1, true)],
+        ),
+        (
+            "no newline at end",
+            "a: 1\n---\nb: 2",
+            vec![(1, true), (2, true)],
+        ),
+    ];
+    for (name, text, want) in cases {
+        assert_eq!(&documents(text), want, "{name}");
+    }
+}
+
+#[test]
+fn malformed_yaml_names_document_and_file_line() {
+    let text = "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\n---\nkind: [unclosed\n";
+    let error = load(text).expect_err("invalid input").to_string();
+    assert!(
+        error.starts_with("test.yaml: document 2: malformed YAML"),
+        "{error}"
+    );
+    assert!(error.contains("line 6"), "{error}");
+}
+
+#[test]
+fn decode_error_names_field_path() {
+    let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    ports: [{containerPort: http}]\n";
+    let error = load(text).expect_err("invalid input").to_string();
+    assert!(
+        error.starts_with("test.yaml: document 0: spec.containers[0].ports[0].containerPort: "),
+        "{error}"
+    );
+}
+
+#[test]
+fn list_items_error_path_includes_index() {
+    let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n- apiVersion: v1\n  kind: Node\n  metadata: {labels: [x]}\n";
+    let error = load(text).expect_err("invalid input").to_string();
+    assert!(
+        error.starts_with("test.yaml: document 0: items[1].metadata.labels"),
+        "{error}"
+    );
+}
+
+#[test]
+fn unknown_kind_warns_and_is_skipped() {
+    let text = "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: d}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: a}\n";
+    let (input, warnings) = load(text).expect("valid input");
+    assert_eq!(input.nodes.len(), 1);
+    assert_eq!(warnings.len(), 1);
+    assert!(
+        warnings[0]
+            .to_string()
+            .starts_with("test.yaml: document 0: skipping CronJob")
+    );
+}
+
+#[test]
+fn duplicate_names_are_rejected_per_kind_and_namespace() {
+    let pod =
+        |ns: &str| format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: {ns}}}\n");
+    let ok = format!("{}---\n{}", pod("a"), pod("b"));
+    assert!(load(&ok).is_ok());
+    let dup = format!(
+        "{}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\n",
+        pod("default")
+    );
+    let error = load(&dup).expect_err("invalid input").to_string();
+    assert!(
+        error.starts_with("test.yaml: document 1: metadata.name: Duplicate value: \"default/p\""),
+        "{error}"
+    );
+    assert!(error.contains("test.yaml: document 0"), "{error}");
+}
+
+#[test]
+fn pods_get_api_server_defaults() {
+    let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containers:\n  - name: c\n    resources: {limits: {cpu: 2}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec: {containers: []}\n";
+    let (input, _) = load(text).expect("valid input");
+    let [a, b] = &input.pods[..] else {
+        panic!("want two pods, got {}", input.pods.len());
+    };
+    let spec = a.spec.clone().unwrap_or_default();
+    assert_eq!(a.metadata.namespace.as_deref(), Some("default"));
+    assert_eq!(spec.scheduler_name.as_deref(), Some("default-scheduler"));
+    assert_eq!(spec.priority, Some(0));
+    let requests = spec.containers[0]
+        .resources
+        .clone()
+        .unwrap_or_default()
+        .requests;
+    assert_eq!(
+        requests.and_then(|r| r.get("cpu").cloned()).map(|q| q.0),
+        Some("2".to_string())
+    );
+    assert!(a.metadata.creation_timestamp < b.metadata.creation_timestamp);
+    assert_ne!(a.metadata.uid, b.metadata.uid);
+    let (again, _) = load(text).expect("valid input");
+    assert_eq!(
+        again.pods[0].metadata.uid, a.metadata.uid,
+        "uid is deterministic"
+    );
+}
+
+#[test]
+fn priority_comes_from_class_or_global_default() {
+    let classes = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: base}\nvalue: 10\nglobalDefault: true\n";
+    let text = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: a}}\nspec: {{priorityClassName: high, containers: []}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {{name: b}}\nspec: {{containers: []}}\n---\n{classes}"
+    );
+    let (input, _) = load(&text).expect("valid input");
+    let priorities: Vec<_> = input
+        .pods
+        .iter()
+        .map(|p| p.spec.as_ref().and_then(|s| s.priority))
+        .collect();
+    assert_eq!(priorities, vec![Some(1000), Some(10)]);
+}
+
+#[test]
+fn unknown_priority_class_is_rejected_naming_the_pod() {
+    let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: ml}\nspec: {priorityClassName: nope, containers: []}\n";
+    let error = load(text).expect_err("invalid input").to_string();
+    assert!(
+        error.starts_with("test.yaml: document 0: spec.priorityClassName"),
+        "{error}"
+    );
+    assert!(error.contains("pod ml/a"), "{error}");
+    let system = text.replace("nope", "system-node-critical");
+    assert!(load(&system).is_ok());
+}
+
+#[test]
+fn not_an_object_is_an_error() {
+    for text in ["just a string\n", "- a\n- b\n", "kind: Node\n"] {
+        assert!(
+            matches!(load(text), Err(InputError::Field { .. })),
+            "{text}"
+        );
+    }
+}
