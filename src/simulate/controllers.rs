@@ -650,7 +650,5 @@ fn safe_encode(s: &str) -> String {
         .collect()
 }
 
-/// Upstream `AddOrUpdateDaemonPodTolerations`: daemon pods tolerate the node conditions
-
 #[cfg(test)]
 mod tests;

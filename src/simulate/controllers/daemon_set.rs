@@ -4,6 +4,7 @@
 
 use super::*;
 
+/// Upstream `AddOrUpdateDaemonPodTolerations`: daemon pods tolerate the node conditions
 /// that would otherwise keep them off a node, and network-unavailable with hostNetwork.
 pub(super) fn add_daemon_tolerations(spec: &mut PodSpec) {
     let mut added = vec![

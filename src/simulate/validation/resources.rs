@@ -2,6 +2,7 @@
 
 use super::*;
 
+/// apimachinery's grammar for quantities, shown when one does not parse.
 pub(super) const QUANTITY_REGEX_ERROR: &str =
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 pub(super) const NEGATIVE: &str = "must be greater than or equal to 0";
