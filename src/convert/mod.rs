@@ -258,6 +258,36 @@ impl<'a> Converter<'a> {
         });
     }
 
+    /// An object with a non-empty `name` and no fields but `fields` (others are reported
+    /// as unsupported): a plugin, or a plugin config. `what` names it in errors.
+    fn named_entry<'v>(
+        &mut self,
+        value: &'v Value,
+        path: &str,
+        what: &str,
+        fields: &[&str],
+    ) -> Option<(&'v Map<String, Value>, String)> {
+        let Some(object) = value.as_object() else {
+            self.invalid(path, value, &format!("{what} ({})", fields.join(", ")));
+            return None;
+        };
+        let name = match object.get("name") {
+            Some(Value::String(name)) if !name.is_empty() => name.clone(),
+            other => {
+                let other = other.unwrap_or(&Value::Null);
+                self.invalid(&format!("{path}.name"), other, "a plugin name");
+                return None;
+            }
+        };
+        for key in object.keys().filter(|k| !fields.contains(&k.as_str())) {
+            self.unsupported(
+                format!("{path}.{key}"),
+                format!("unknown field: {what} has only {}", fields.join(" and ")),
+            );
+        }
+        Some((object, name))
+    }
+
     fn invalid(&mut self, path: &str, value: &Value, expected: &str) {
         self.invalid.push(FieldError::new(
             path,

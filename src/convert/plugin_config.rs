@@ -63,27 +63,7 @@ impl Converter<'_> {
         value: &'v Value,
         path: &str,
     ) -> Option<(String, Option<&'v Value>)> {
-        let Some(object) = value.as_object() else {
-            self.invalid(path, value, "a plugin config (name, args)");
-            return None;
-        };
-        let name = match object.get("name") {
-            Some(Value::String(name)) if !name.is_empty() => name.clone(),
-            other => {
-                let other = other.unwrap_or(&Value::Null);
-                self.invalid(&format!("{path}.name"), other, "a plugin name");
-                return None;
-            }
-        };
-        for key in object
-            .keys()
-            .filter(|k| !matches!(k.as_str(), "name" | "args"))
-        {
-            self.unsupported(
-                format!("{path}.{key}"),
-                "unknown field: a plugin config has only name and args",
-            );
-        }
+        let (object, name) = self.named_entry(value, path, "a plugin config", &["name", "args"])?;
         Some((name, object.get("args")))
     }
 

@@ -256,31 +256,11 @@ impl Converter<'_> {
         value: &Value,
         path: &str,
     ) -> Option<(String, Option<i32>)> {
-        let Some(object) = value.as_object() else {
-            self.invalid(path, value, "a plugin (name, weight)");
-            return None;
-        };
-        let name = match object.get("name") {
-            Some(Value::String(name)) if !name.is_empty() => name.clone(),
-            other => {
-                let other = other.unwrap_or(&Value::Null);
-                self.invalid(&format!("{path}.name"), other, "a plugin name");
-                return None;
-            }
-        };
+        let (object, name) = self.named_entry(value, path, "a plugin", &["name", "weight"])?;
         let weight = match object.get("weight") {
             None | Some(Value::Null) => None,
             Some(weight) => self.int32(weight, &format!("{path}.weight")),
         };
-        for key in object
-            .keys()
-            .filter(|k| !matches!(k.as_str(), "name" | "weight"))
-        {
-            self.unsupported(
-                format!("{path}.{key}"),
-                "unknown field: a plugin has only name and weight",
-            );
-        }
         Some((name, weight))
     }
 
