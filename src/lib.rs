@@ -1,31 +1,45 @@
 //! # berth
 //!
-//! berth turns `SchedulerProfile` custom resources into running scheduler instances.
-//! The code follows the path a pod takes through the scheduler:
+//! berth turns `SchedulerProfile` custom resources into running scheduler instances, and
+//! runs the same scheduler against a cluster described in YAML. The modules stack in
+//! layers (docs/architecture.md, "Layers"; `tests/layering.rs` keeps them honest), and a
+//! pod's way through them is the reading order.
 //!
-//! 1. [`api`] — the Kubernetes API of berth: `SchedulerProfile`, `PodGroup`, and the CRDs
-//!    generated from them, enriched from the plugin registry.
-//! 2. [`cluster`] — resources and quantities, [`cluster::PodInfo`], [`cluster::NodeInfo`],
-//!    the [`cluster::Cache`] that pod and node events feed, and the cheap
-//!    [`cluster::Snapshot`] a scheduling cycle reads.
-//! 3. [`queue`] — the per-profile scheduling queue (activeQ, backoffQ, unschedulable pods).
-//! 4. [`framework`] — extension-point traits, `Status`, `CycleState`, the `Registry`,
-//!    profile resolution and the `Framework` runner that calls plugins.
-//! 5. [`plugins`] — one module per plugin, plus shared helpers.
-//! 6. [`scheduler`] — the scheduling cycle and the binding cycle, failure reporting.
-//! 7. [`simulate`] — an adapter that runs all of the above against a cluster read from YAML.
-//! 8. [`operator`] — the other adapter: watches, the scheduling loop, the binder, the
-//!    profile and PodGroup controllers, leader election (`berth run`).
-//! 9. [`bench`] — upstream's scheduler_perf workloads generated in memory and timed through
-//!    simulate's driver (`berth bench`).
+//! ## `berth run`: the operator
 //!
-//! The core (`cluster`, `queue`, `framework`, `plugins`, `scheduler`) takes k8s-openapi
-//! types in and returns decisions; it performs no Kubernetes I/O. The adapters (`simulate`
-//! and `operator`) provide the binder and the event sources. `docs/architecture.md` is the
-//! contract these modules follow.
+//! 1. [`operator`] watches nodes, pods and the cluster objects plugins read, and feeds
+//!    every change to the [`cluster::Cache`] of each profile's [`scheduler::Scheduler`].
+//!    Its profile controller reads `SchedulerProfile`s ([`api`]), validates them as the
+//!    API server would ([`schema`]), resolves their plugin sets against the plugin
+//!    [`framework::Registry`] and starts one scheduler per profile.
+//! 2. A pending pod enters that scheduler's [`queue`] (activeQ, backoffQ, unschedulable
+//!    pods), ordered by the profile's QueueSort plugin.
+//! 3. The scheduling cycle ([`scheduler`]) takes the next pod, updates the
+//!    [`cluster::Snapshot`] from the cache, and runs the profile's [`plugins`] through the
+//!    [`framework::Framework`]: PreFilter, Filter on every node (split over the worker
+//!    pool), PostFilter, PreScore, Score, Reserve, Permit. A node chosen is assumed in the
+//!    cache.
+//! 4. The binding cycle runs PreBind, Bind and PostBind; the operator's binder writes the
+//!    `Binding`, its event recorder the `Scheduled` or `FailedScheduling` event and pod
+//!    condition, and [`observability`] the metrics.
 //!
-//! Every file a user names (simulate's and convert's input, a Prometheus CA or token file)
-//! is read through [`files`], which bounds its size.
+//! ## `berth simulate`: the same core, from YAML
+//!
+//! 1. [`simulate`] reads multi-document YAML, applies the API server's defaults and
+//!    validation, and creates what the workload controllers would (the pods of
+//!    Deployments, StatefulSets, Jobs, DaemonSets).
+//! 2. The objects go into a [`cluster::Cache`] and the pods into the [`queue`] of the
+//!    same [`scheduler::Scheduler`] the operator runs, with the same plugins.
+//! 3. Cycles run until nothing can progress; an in-memory binder records each placement
+//!    and the report says, per pod, where it went or why it could not.
+//!
+//! [`bench`] times upstream's scheduler_perf workloads through simulate's driver;
+//! [`convert`] turns a `KubeSchedulerConfiguration` into SchedulerProfiles; [`cli`] holds
+//! one file per subcommand.
+//!
+//! The core ([`cluster`], [`framework`], [`queue`], [`plugins`], [`scheduler`]) takes
+//! k8s-openapi types in and returns decisions; it performs no Kubernetes I/O. Every file
+//! a user names is read through [`files`], which bounds its size.
 
 pub mod api;
 pub mod bench;
