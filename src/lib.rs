@@ -11,7 +11,8 @@
 //! 3. [`queue`] — the per-profile scheduling queue (activeQ, backoffQ, unschedulable pods).
 //! 4. [`framework`] — extension-point traits, `Status`, `CycleState`, the `Registry`,
 //!    profile resolution and the `Framework` runner that calls plugins.
-//! 5. [`plugins`] — one module per plugin, plus shared helpers.
+//! 5. [`plugins`] — one module per plugin; what several of them share (node affinity,
+//!    tolerations, score normalization) lives once in [`helpers`].
 //! 6. [`scheduler`] — the scheduling cycle and the binding cycle, failure reporting.
 //! 7. [`simulate`] — an adapter that runs all of the above against a cluster read from YAML.
 //! 8. [`operator`] — the other adapter: watches, the scheduling loop, the binder, the
@@ -34,6 +35,7 @@ pub mod cluster;
 pub mod convert;
 pub mod files;
 pub mod framework;
+pub mod helpers;
 pub mod observability;
 pub mod operator;
 pub mod plugins;
