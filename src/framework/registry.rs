@@ -552,4 +552,33 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn the_default_set_names_plugins_by_type_in_registration_order() {
+        use crate::plugins::{NodeName, PrioritySort, TaintToleration};
+        let mut registry = Registry::new();
+        registry
+            .register_default::<PrioritySort>()
+            .register_default::<NodeName>()
+            .register_default_weighted::<TaintToleration>(3)
+            // Registering a default again replaces it and moves it to the end, as
+            // registering a name again replaces its entry.
+            .register_default_weighted::<NodeName>(2);
+        assert_eq!(
+            registry.defaults(),
+            [
+                DefaultPlugin::new("PrioritySort"),
+                DefaultPlugin::weighted("TaintToleration", 3),
+                DefaultPlugin::weighted("NodeName", 2),
+            ]
+        );
+        assert_eq!(
+            registry.names(),
+            ["NodeName", "PrioritySort", "TaintToleration"]
+        );
+        assert_eq!(
+            DefaultPlugin::of::<TaintToleration>().weight(3),
+            DefaultPlugin::weighted("TaintToleration", 3)
+        );
+    }
 }

@@ -27,7 +27,7 @@ use berth::framework::{
     Handle, PluginArgs, PluginError, PreBindPlugin, PreFilterExtensions, PreFilterPlugin,
     PreFilterResult, Status,
 };
-use berth::plugins::helper::qualified_name_errors;
+use berth::helpers::validation::qualified_name_errors;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

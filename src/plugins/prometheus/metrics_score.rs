@@ -171,8 +171,7 @@ impl Metric {
 }
 
 impl PluginArgs for MetricsScoreArgs {
-    /// A Prometheus address and one metric (node load, lower is better): the two fields
-    /// without a default.
+    /// The fields without a default: a Prometheus address and one metric (node load).
     fn example() -> Self {
         MetricsScoreArgs {
             prometheus: PrometheusArgs::for_address(EXAMPLE_ADDRESS),
@@ -369,14 +368,12 @@ crate::plugin! {
     }
 
     impl Plugin {
-        /// A node rejected for a metric past its threshold may pass once the metric moves;
-        /// no cluster event says so.
+        /// A node rejected for a metric past its threshold may pass once the metric moves.
+        /// No cluster event says so, hence no `events_to_register` either: any event (or
+        /// the periodic flush) retries the pod.
         fn rejections_expire(&self) -> bool {
             true
         }
-
-        // No `events_to_register`: a rejected pod waits for a metric to change, which no
-        // cluster event announces, so any event (or the periodic flush) retries it.
     }
 
     impl PluginFactory {
