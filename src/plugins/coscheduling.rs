@@ -2,9 +2,8 @@
 //! `pkg/coscheduling`, adapted to berth's PodGroup).
 //!
 //! A pod is a member of the group `<its namespace>/<name>` when it carries the label
-//! [`POD_GROUP_LABEL`](crate::api::POD_GROUP_LABEL) (`berth.dev/pod-group`) or, failing that,
-//! [`POD_GROUP_LABEL_COMPAT`](crate::api::POD_GROUP_LABEL_COMPAT) (`scheduling.x-k8s.io/pod-group`). Pods without either label
-//! pass every point untouched.
+//! `berth.dev/pod-group` or, failing that, `scheduling.x-k8s.io/pod-group`
+//! ([`pod_group_of`]). Pods without either label pass every point untouched.
 //!
 //! - **QueueSort**: higher priority first; then the group's creation time (a pod without a
 //!   group uses its own `creationTimestamp`, and a pod with neither falls back to its queue

@@ -3,9 +3,9 @@
 //! `plugins/nodeunschedulable`).
 //!
 //! The toleration check is the same code TaintToleration uses
-//! ([`tolerations_tolerate_taint`](crate::helpers::taints::tolerations_tolerate_taint)), applied to the taint the node
-//! lifecycle controller puts on cordoned nodes, so a pod that tolerates that taint also
-//! tolerates the cordon itself, even before the taint appears.
+//! ([`tolerations_tolerate_taint`]), applied to the taint the node lifecycle controller
+//! puts on cordoned nodes, so a pod that tolerates that taint also tolerates the cordon
+//! itself, even before the taint appears.
 
 use k8s_openapi::api::core::v1::Taint;
 

@@ -9,8 +9,8 @@
 //!   reverses the counts onto 0..=100, so the node with the most untolerated taints gets 0.
 //!
 //! The matching rules (upstream `Toleration.ToleratesTaint` and component-helpers
-//! `scheduling/corev1`) are public here so that NodeUnschedulable and later plugins use the
-//! same code: [`tolerates_taint`], [`tolerations_tolerate_taint`], [`find_untolerated_taint`].
+//! `scheduling/corev1`) live in [`crate::helpers::taints`], shared with NodeUnschedulable,
+//! PodTopologySpread and the simulator's DaemonSet controller.
 
 use std::sync::Arc;
 
