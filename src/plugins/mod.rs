@@ -113,4 +113,57 @@ mod tests {
             }
         }
     }
+
+    /// The source files of plugin module `name`: `name.rs`, or every file under `name/`.
+    fn module_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        if dir.is_file() {
+            return vec![dir.to_path_buf()];
+        }
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            files.extend(module_files(&entry.path()));
+        }
+        files
+    }
+
+    /// A plugin reaches what it shares with others through `crate::helpers`, never through
+    /// another plugin module, so that each plugin can change alone.
+    #[test]
+    fn no_plugin_module_imports_another() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/plugins");
+        let modules: Vec<(String, std::path::PathBuf)> = std::fs::read_dir(&root)
+            .expect("src/plugins is readable")
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.file_name().is_some_and(|name| name != "mod.rs"))
+            .filter_map(|path| Some((path.file_stem()?.to_str()?.to_string(), path)))
+            .collect();
+        assert!(modules.len() > 10, "found plugin modules: {modules:?}");
+        let mut offenders = Vec::new();
+        for (module, path) in &modules {
+            for file in module_files(path) {
+                let source = std::fs::read_to_string(&file).expect("plugin source is readable");
+                // `super::` from `x.rs`, `super::super::` from `x/y.rs`, is `crate::plugins`.
+                let parent = if file.parent() == Some(root.as_path()) {
+                    "super::"
+                } else {
+                    "super::super::"
+                };
+                for (other, _) in modules.iter().filter(|(other, _)| other != module) {
+                    let paths = [
+                        format!("crate::plugins::{other}"),
+                        format!("{parent}{other}"),
+                    ];
+                    if paths.iter().any(|p| {
+                        source.contains(&format!("{p}::"))
+                            || source.contains(&format!("{p};"))
+                            || source.contains(&format!("{p}::{{"))
+                    }) {
+                        offenders.push(format!("{} uses plugins::{other}", file.display()));
+                    }
+                }
+            }
+        }
+        assert!(offenders.is_empty(), "{offenders:#?}");
+    }
 }
