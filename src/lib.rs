@@ -15,7 +15,8 @@
 //! 2. A pending pod enters that scheduler's [`queue`] (activeQ, backoffQ, unschedulable
 //!    pods), ordered by the profile's QueueSort plugin.
 //! 3. The scheduling cycle ([`scheduler`]) takes the next pod, updates the
-//!    [`cluster::Snapshot`] from the cache, and runs the profile's [`plugins`] through the
+//!    [`cluster::Snapshot`] from the cache, and runs the profile's [`plugins`] (what
+//!    several of them share lives once in [`helpers`]) through the
 //!    [`framework::Framework`]: PreFilter, Filter on every node (split over the worker
 //!    pool), PostFilter, PreScore, Score, Reserve, Permit. A node chosen is assumed in the
 //!    cache.
@@ -48,6 +49,7 @@ pub mod cluster;
 pub mod convert;
 pub mod files;
 pub mod framework;
+pub mod helpers;
 pub mod observability;
 pub mod operator;
 pub mod plugins;

@@ -88,26 +88,19 @@ struct Extra {
 
 struct Fake;
 
-impl Plugin for Fake {
-    fn name(&self) -> &str {
-        Self::NAME
+berth::plugin! {
+    Fake {
+        name: "Fake",
+        points: [Filter, Score],
     }
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
-}
 
-impl PluginFactory for Fake {
-    const NAME: &'static str = "Fake";
-    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::Filter, ExtensionPoint::Score];
-    const DESCRIPTION: &'static str = "Does fake things to test the reference.";
-    type Args = FakeArgs;
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "Does fake things to test the reference.";
+        type Args = FakeArgs;
 
-    fn build(_: FakeArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(Fake)
+        fn build(_: FakeArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(Fake)
+        }
     }
 }
 
@@ -125,23 +118,19 @@ impl ScorePlugin for Fake {
 
 struct Plain;
 
-impl Plugin for Plain {
-    fn name(&self) -> &str {
-        Self::NAME
+berth::plugin! {
+    Plain {
+        name: "Plain",
+        points: [QueueSort],
     }
-    fn as_queue_sort(&self) -> Option<&dyn QueueSortPlugin> {
-        Some(self)
-    }
-}
 
-impl PluginFactory for Plain {
-    const NAME: &'static str = "Plain";
-    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::QueueSort];
-    const DESCRIPTION: &'static str = "Sorts the queue plainly.";
-    type Args = NoArgs;
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "Sorts the queue plainly.";
+        type Args = NoArgs;
 
-    fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(Plain)
+        fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(Plain)
+        }
     }
 }
 
@@ -154,6 +143,8 @@ impl QueueSortPlugin for Plain {
 /// No DESCRIPTION: the reference leaves the column empty.
 struct Binder;
 
+// Declares Bind without implementing BindPlugin: the reference reads only the registry
+// entry, so the plugin! declaration (which would require the trait) is not used here.
 impl Plugin for Binder {
     fn name(&self) -> &str {
         Self::NAME
@@ -179,8 +170,8 @@ fn test_registry() -> Registry {
         .register::<Plain>()
         .register::<Binder>();
     registry.set_defaults(vec![
-        DefaultPlugin::weighted("Fake", 5),
-        DefaultPlugin::new("Binder"),
+        DefaultPlugin::of::<Fake>().weight(5),
+        DefaultPlugin::of::<Binder>(),
     ]);
     registry
 }
@@ -442,6 +433,31 @@ fn cli_describes_node_resources_fit() {
         "  scoringStrategy.requestedToCapacityRatio.shape[].utilization  integer\n",
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn cli_lists_the_cel_rules_of_pod_topology_spread() {
+    // Upstream's `ValidatePodTopologySpreadArgs` as CRD rules: default constraints only
+    // with `defaultingType: List` (reported at defaultingType) and no selector in a
+    // default constraint (reported at its labelSelector).
+    let output = berth(&["plugins", "PodTopologySpread"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    let rules = text
+        .split_once("\nCEL rules:\n")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("no CEL rules section in:\n{text}"));
+    for expected in [
+        "  spec.pluginConfig.podTopologySpread\n      Rule: ",
+        "      Reported at: spec.pluginConfig.podTopologySpread.defaultingType\n",
+        "  spec.pluginConfig.podTopologySpread.defaultConstraints[]\n      Rule: !has(self.labelSelector)\n",
+        "      Reported at: spec.pluginConfig.podTopologySpread.defaultConstraints[].labelSelector\n",
+    ] {
+        assert!(
+            rules.contains(expected),
+            "missing {expected:?} in:\n{rules}"
+        );
     }
 }
 

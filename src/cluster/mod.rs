@@ -13,7 +13,7 @@ mod workloads;
 
 pub use cache::{Cache, CacheError};
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo, normalized_image_name};
-pub use pod_groups::{PodGroups, implicit_group, implicit_owner, min_member_of};
+pub use pod_groups::{PodGroups, implicit_group, implicit_owner, min_member_of, pod_group_of};
 pub use pod_info::{Memo, PodInfo, host_ports, pod_key};
 pub use resource::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, QuantityError, Resource,

@@ -14,7 +14,9 @@ use std::sync::RwLock;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use crate::api::{MIN_MEMBER_ANNOTATION, PodGroup, PodGroupSpec};
+use crate::api::{
+    MIN_MEMBER_ANNOTATION, POD_GROUP_LABEL, POD_GROUP_LABEL_COMPAT, PodGroup, PodGroupSpec,
+};
 
 /// PodGroups by namespace and name.
 #[derive(Debug, Default)]
@@ -95,6 +97,22 @@ pub fn implicit_owner(pod: &Pod) -> Option<OwnerReference> {
             controller: None,
             block_owner_deletion: None,
         })
+}
+
+/// The PodGroup a pod belongs to: `(namespace, name)` from its group label
+/// (`berth.dev/pod-group`, or the scheduler-plugins `scheduling.x-k8s.io/pod-group`).
+pub fn pod_group_of(pod: &Pod) -> Option<(String, String)> {
+    let labels = pod.metadata.labels.as_ref()?;
+    let name = labels
+        .get(POD_GROUP_LABEL)
+        .or_else(|| labels.get(POD_GROUP_LABEL_COMPAT))
+        .filter(|n| !n.is_empty())?;
+    let namespace = pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    Some((namespace, name.clone()))
 }
 
 /// The implicit PodGroup `namespace/name` (the group the pod's label names) for `pod`:

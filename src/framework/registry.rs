@@ -27,6 +27,13 @@ pub trait PluginArgs:
     /// False only for [`NoArgs`]: such plugins get no `pluginConfig` property.
     const HAS_ARGS: bool = true;
 
+    /// The smallest args that pass validation: the defaults, unless a field has none
+    /// (the Prometheus plugins' `prometheusAddress`). Wherever args must merely build a
+    /// plugin (tests, examples), they come from here instead of a hand-kept table.
+    fn example() -> Self {
+        Self::default()
+    }
+
     /// Semantic checks that the schema cannot express. `path` is the path of the args
     /// object, e.g. `spec.pluginConfig.nodeResourcesFit`.
     fn validate(&self, path: &str) -> Vec<FieldError> {
@@ -43,11 +50,13 @@ impl PluginArgs for NoArgs {
     const HAS_ARGS: bool = false;
 }
 
-/// How a plugin type describes itself to the registry.
+/// How a plugin type describes itself to the registry. Write it through [`plugin!`](crate::plugin),
+/// which derives `NAME`, `POINTS` and the `Plugin` accessors from one declaration.
 pub trait PluginFactory: Plugin + Sized {
     /// The registry name, e.g. `NodeResourcesFit`.
     const NAME: &'static str;
-    /// The extension points the plugin implements.
+    /// The extension points the plugin implements: exactly the points whose `as_*`
+    /// accessor returns `Some`.
     const POINTS: &'static [ExtensionPoint];
     /// One sentence saying what the plugin does, shown by `berth plugins`; empty when the
     /// plugin does not describe itself.
@@ -61,6 +70,127 @@ pub trait PluginFactory: Plugin + Sized {
 
     /// Builds the plugin from defaulted, validated args.
     fn build(args: Self::Args, handle: &Handle) -> Result<Self, PluginError>;
+}
+
+/// Declares a plugin once: its registry name and the extension points it implements give
+/// both the [`Plugin`] impl (`name` and one `as_<point>` accessor per point) and the
+/// [`PluginFactory`] constants `NAME` and `POINTS`, so the points the registry (and with it
+/// the CRD and profile resolution) knows and the points the framework calls cannot
+/// disagree. Built-in and out-of-tree plugins use the same declaration.
+///
+/// The optional `impl Plugin` block holds the rest of the `Plugin` impl
+/// (`events_to_register`, `rejections_expire`); the `impl PluginFactory` block the rest of
+/// the factory (`DESCRIPTION`, `COUPLINGS`, `Args`, `build`). The plugin must implement the
+/// trait of every point listed (`FilterPlugin` for `Filter`, ...).
+///
+/// ```ignore
+/// berth::plugin! {
+///     PreferNodes {
+///         name: "PreferNodes",
+///         points: [Score],
+///     }
+///
+///     impl Plugin {
+///         fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+///             Some(Vec::new())
+///         }
+///     }
+///
+///     impl PluginFactory {
+///         const DESCRIPTION: &'static str = "Prefers the nodes its args name.";
+///         type Args = PreferNodesArgs;
+///
+///         fn build(args: PreferNodesArgs, _: &Handle) -> Result<Self, PluginError> {
+///             Ok(PreferNodes::new(args))
+///         }
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! plugin {
+    (@accessor PreEnqueue) => {
+        fn as_pre_enqueue(&self) -> Option<&dyn $crate::framework::PreEnqueuePlugin> {
+            Some(self)
+        }
+    };
+    (@accessor QueueSort) => {
+        fn as_queue_sort(&self) -> Option<&dyn $crate::framework::QueueSortPlugin> {
+            Some(self)
+        }
+    };
+    (@accessor PreFilter) => {
+        fn as_pre_filter(&self) -> Option<&dyn $crate::framework::PreFilterPlugin> {
+            Some(self)
+        }
+    };
+    (@accessor Filter) => {
+        fn as_filter(&self) -> Option<&dyn $crate::framework::FilterPlugin> {
+            Some(self)
+        }
+    };
+    (@accessor PostFilter) => {
+        fn as_post_filter(&self) -> Option<&dyn $crate::framework::PostFilterPlugin> {
+            Some(self)
+        }
+    };
+    (@accessor PreScore) => {
+        fn as_pre_score(&self) -> Option<&dyn $crate::framework::PreScorePlugin> {
+            Some(self)
+        }
+    };
+    (@accessor Score) => {
+        fn as_score(&self) -> Option<&dyn $crate::framework::ScorePlugin> {
+            Some(self)
+        }
+    };
+    (@accessor Reserve) => {
+        fn as_reserve(&self) -> Option<&dyn $crate::framework::ReservePlugin> {
+            Some(self)
+        }
+    };
+    (@accessor Permit) => {
+        fn as_permit(&self) -> Option<&dyn $crate::framework::PermitPlugin> {
+            Some(self)
+        }
+    };
+    (@accessor PreBind) => {
+        fn as_pre_bind(&self) -> Option<&dyn $crate::framework::PreBindPlugin> {
+            Some(self)
+        }
+    };
+    (@accessor Bind) => {
+        fn as_bind(&self) -> Option<&dyn $crate::framework::BindPlugin> {
+            Some(self)
+        }
+    };
+    (@accessor PostBind) => {
+        fn as_post_bind(&self) -> Option<&dyn $crate::framework::PostBindPlugin> {
+            Some(self)
+        }
+    };
+    (
+        $plugin:ident {
+            name: $name:literal,
+            points: [$($point:ident),+ $(,)?] $(,)?
+        }
+        $(impl Plugin { $($plugin_item:tt)* })?
+        impl PluginFactory { $($factory_item:tt)* }
+    ) => {
+        impl $crate::framework::Plugin for $plugin {
+            fn name(&self) -> &str {
+                $name
+            }
+            $($crate::plugin!(@accessor $point);)+
+            $($($plugin_item)*)?
+        }
+
+        impl $crate::framework::PluginFactory for $plugin {
+            const NAME: &'static str = $name;
+            const POINTS: &'static [$crate::framework::ExtensionPoint] =
+                &[$($crate::framework::ExtensionPoint::$point),+];
+            $($factory_item)*
+        }
+    };
 }
 
 /// A point of a plugin that cannot work without the plugin's own pre-point in the same
@@ -115,6 +245,7 @@ pub struct ArgsSpec {
     type_name: fn() -> String,
     schema: fn(&mut SchemaGenerator) -> Schema,
     defaults: fn() -> serde_json::Value,
+    example: fn() -> serde_json::Value,
     check: fn(&serde_json::Value, &str) -> Vec<FieldError>,
 }
 
@@ -124,6 +255,7 @@ impl ArgsSpec {
             type_name: || A::schema_name().into_owned(),
             schema: |generator| generator.subschema_for::<A>(),
             defaults: || serde_json::to_value(A::default()).unwrap_or(serde_json::Value::Null),
+            example: || serde_json::to_value(A::example()).unwrap_or(serde_json::Value::Null),
             check: |value, path| match decode_args::<A>(Some(value), path) {
                 Ok(_) => Vec::new(),
                 Err(errors) => errors,
@@ -144,6 +276,11 @@ impl ArgsSpec {
     /// The defaulted args as JSON.
     pub fn defaults(&self) -> serde_json::Value {
         (self.defaults)()
+    }
+
+    /// The smallest valid args as JSON ([`PluginArgs::example`]).
+    pub fn example(&self) -> serde_json::Value {
+        (self.example)()
     }
 
     /// The JSON schema of the args type on its own (JSON Schema 2020-12, subschemas
@@ -248,6 +385,11 @@ impl PluginEntry {
             .map(|coupling| coupling.pre_point())
     }
 
+    /// Args this plugin builds from: its [`PluginArgs::example`], `None` without args.
+    pub fn example_args(&self) -> Option<serde_json::Value> {
+        self.args.as_ref().map(ArgsSpec::example)
+    }
+
     /// Builds an instance from (possibly absent) args; `path` names the args in errors.
     pub fn build(
         &self,
@@ -292,6 +434,21 @@ pub struct DefaultPlugin {
 }
 
 impl DefaultPlugin {
+    /// Plugin type `P` under its registry name, without a weight: the default set names
+    /// plugins by type, so a renamed plugin cannot leave a stale name behind.
+    pub const fn of<P: PluginFactory>() -> Self {
+        DefaultPlugin::new(P::NAME)
+    }
+
+    /// The same plugin with Score weight `weight`.
+    pub const fn weight(self, weight: i32) -> Self {
+        DefaultPlugin {
+            weight: Some(weight),
+            ..self
+        }
+    }
+
+    /// A plugin by name, for registries assembled from names (tests, configuration).
     pub const fn new(name: &'static str) -> Self {
         DefaultPlugin { name, weight: None }
     }
@@ -321,6 +478,24 @@ impl Registry {
     /// Adds plugin type `P`. Registering a name twice replaces the earlier entry.
     pub fn register<P: PluginFactory>(&mut self) -> &mut Self {
         self.insert(PluginEntry::of::<P>())
+    }
+
+    /// Adds plugin type `P` and appends it to the default set, unweighted (Score weight 1
+    /// where it scores).
+    pub fn register_default<P: PluginFactory>(&mut self) -> &mut Self {
+        self.register_in_defaults::<P>(DefaultPlugin::of::<P>())
+    }
+
+    /// Adds plugin type `P` and appends it to the default set with Score weight `weight`.
+    pub fn register_default_weighted<P: PluginFactory>(&mut self, weight: i32) -> &mut Self {
+        self.register_in_defaults::<P>(DefaultPlugin::of::<P>().weight(weight))
+    }
+
+    fn register_in_defaults<P: PluginFactory>(&mut self, plugin: DefaultPlugin) -> &mut Self {
+        self.defaults
+            .retain(|existing| existing.name != plugin.name);
+        self.defaults.push(plugin);
+        self.register::<P>()
     }
 
     pub fn insert(&mut self, entry: PluginEntry) -> &mut Self {
@@ -376,5 +551,34 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_default_set_names_plugins_by_type_in_registration_order() {
+        use crate::plugins::{NodeName, PrioritySort, TaintToleration};
+        let mut registry = Registry::new();
+        registry
+            .register_default::<PrioritySort>()
+            .register_default::<NodeName>()
+            .register_default_weighted::<TaintToleration>(3)
+            // Registering a default again replaces it and moves it to the end, as
+            // registering a name again replaces its entry.
+            .register_default_weighted::<NodeName>(2);
+        assert_eq!(
+            registry.defaults(),
+            [
+                DefaultPlugin::new("PrioritySort"),
+                DefaultPlugin::weighted("TaintToleration", 3),
+                DefaultPlugin::weighted("NodeName", 2),
+            ]
+        );
+        assert_eq!(
+            registry.names(),
+            ["NodeName", "PrioritySort", "TaintToleration"]
+        );
+        assert_eq!(
+            DefaultPlugin::of::<TaintToleration>().weight(3),
+            DefaultPlugin::weighted("TaintToleration", 3)
+        );
     }
 }

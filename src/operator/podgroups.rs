@@ -84,8 +84,7 @@ use super::conditions::{self, DesiredCondition};
 use super::types::OperatorState;
 use crate::api::{MIN_MEMBER_ANNOTATION, POD_GROUP_LABEL, POD_GROUP_LABEL_COMPAT};
 use crate::api::{PodGroup, PodGroupPhase, PodGroupSpec, PodGroupStatus};
-use crate::cluster::implicit_group;
-use crate::plugins::coscheduling::pod_group_of;
+use crate::cluster::{implicit_group, pod_group_of};
 
 /// The PodGroup condition: at least `minMember` members are bound to nodes.
 pub const SCHEDULED: &str = "Scheduled";

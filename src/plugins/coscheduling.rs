@@ -2,9 +2,8 @@
 //! `pkg/coscheduling`, adapted to berth's PodGroup).
 //!
 //! A pod is a member of the group `<its namespace>/<name>` when it carries the label
-//! [`POD_GROUP_LABEL`] (`berth.dev/pod-group`) or, failing that,
-//! [`POD_GROUP_LABEL_COMPAT`] (`scheduling.x-k8s.io/pod-group`). Pods without either label
-//! pass every point untouched.
+//! `berth.dev/pod-group` or, failing that, `scheduling.x-k8s.io/pod-group`
+//! ([`pod_group_of`]). Pods without either label pass every point untouched.
 //!
 //! - **QueueSort**: higher priority first; then the group's creation time (a pod without a
 //!   group uses its own `creationTimestamp`, and a pod with neither falls back to its queue
@@ -83,13 +82,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::api::{POD_GROUP_LABEL, POD_GROUP_LABEL_COMPAT, PodGroup};
-use crate::cluster::{PodGroups, PodInfo, Resource, Snapshot};
+use crate::api::PodGroup;
+use crate::cluster::{PodGroups, PodInfo, Resource, Snapshot, pod_group_of};
 use crate::framework::{
-    ActionType, ClusterEvent, Code, CycleState, EventResource, ExtensionPoint, FieldError, Handle,
-    NodeToStatus, PermitPlugin, Plugin, PluginArgs, PluginError, PluginFactory, PodsToActivate,
-    PostFilterPlugin, PostFilterResult, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult,
-    QueueSortPlugin, QueuedPodInfo, ReservePlugin, RetryAfterBackoff, Status, WaitingPods,
+    ActionType, ClusterEvent, Code, CycleState, EventResource, FieldError, Handle, NodeToStatus,
+    PermitPlugin, PluginArgs, PluginError, PluginFactory, PodsToActivate, PostFilterPlugin,
+    PostFilterResult, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueSortPlugin,
+    QueuedPodInfo, ReservePlugin, RetryAfterBackoff, Status, WaitingPods,
 };
 
 /// Args of Coscheduling (scheduler-plugins `CoschedulingArgs`).
@@ -135,21 +134,6 @@ impl PluginArgs for CoschedulingArgs {
         }
         errors
     }
-}
-
-/// The PodGroup a pod belongs to: `(namespace, name)` from its group label.
-pub fn pod_group_of(pod: &Pod) -> Option<(String, String)> {
-    let labels = pod.metadata.labels.as_ref()?;
-    let name = labels
-        .get(POD_GROUP_LABEL)
-        .or_else(|| labels.get(POD_GROUP_LABEL_COMPAT))
-        .filter(|n| !n.is_empty())?;
-    let namespace = pod
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
-    Some((namespace, name.clone()))
 }
 
 fn is_terminal(pod: &Pod) -> bool {
@@ -398,65 +382,41 @@ impl Coscheduling {
     }
 }
 
-impl Plugin for Coscheduling {
-    fn name(&self) -> &str {
-        Self::NAME
-    }
-    fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
-        Some(self)
-    }
-    fn as_queue_sort(&self) -> Option<&dyn QueueSortPlugin> {
-        Some(self)
-    }
-    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
-        Some(self)
-    }
-    fn as_post_filter(&self) -> Option<&dyn PostFilterPlugin> {
-        Some(self)
-    }
-    fn as_reserve(&self) -> Option<&dyn ReservePlugin> {
-        Some(self)
-    }
-    fn as_permit(&self) -> Option<&dyn PermitPlugin> {
-        Some(self)
+crate::plugin! {
+    Coscheduling {
+        name: "Coscheduling",
+        points: [PreEnqueue, QueueSort, PreFilter, PostFilter, Reserve, Permit],
     }
 
-    /// A rejected member may fit once its PodGroup appears or changes, a pod is added
-    /// (a sibling arrives) or deleted (room frees, e.g. a sibling's reservation released),
-    /// or a node is added.
-    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
-        Some(vec![
-            ClusterEvent::new(
-                EventResource::PodGroup,
-                ActionType::ADD | ActionType::UPDATE,
-            ),
-            ClusterEvent::new(EventResource::Pod, ActionType::ADD | ActionType::DELETE),
-            ClusterEvent::new(EventResource::Node, ActionType::ADD),
-        ])
+    impl Plugin {
+        /// A rejected member may fit once its PodGroup appears or changes, a pod is added
+        /// (a sibling arrives) or deleted (room frees, e.g. a sibling's reservation released),
+        /// or a node is added.
+        fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+            Some(vec![
+                ClusterEvent::new(
+                    EventResource::PodGroup,
+                    ActionType::ADD | ActionType::UPDATE,
+                ),
+                ClusterEvent::new(EventResource::Pod, ActionType::ADD | ActionType::DELETE),
+                ClusterEvent::new(EventResource::Node, ActionType::ADD),
+            ])
+        }
     }
-}
 
-impl PluginFactory for Coscheduling {
-    const NAME: &'static str = "Coscheduling";
-    const DESCRIPTION: &'static str = "Gang scheduling: binds the pods of a PodGroup only when at least minMember of them can be placed, releasing the reservations of a group that cannot.";
-    const POINTS: &'static [ExtensionPoint] = &[
-        ExtensionPoint::PreEnqueue,
-        ExtensionPoint::QueueSort,
-        ExtensionPoint::PreFilter,
-        ExtensionPoint::PostFilter,
-        ExtensionPoint::Reserve,
-        ExtensionPoint::Permit,
-    ];
-    type Args = CoschedulingArgs;
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "Gang scheduling: binds the pods of a PodGroup only when at least minMember of them can be placed, releasing the reservations of a group that cannot.";
+        type Args = CoschedulingArgs;
 
-    fn build(args: CoschedulingArgs, handle: &Handle) -> Result<Self, PluginError> {
-        Ok(Coscheduling {
-            args,
-            pod_groups: handle.pod_groups.clone(),
-            waiting_pods: handle.waiting_pods.clone(),
-            pending: Mutex::default(),
-            backoff: Mutex::default(),
-        })
+        fn build(args: CoschedulingArgs, handle: &Handle) -> Result<Self, PluginError> {
+            Ok(Coscheduling {
+                args,
+                pod_groups: handle.pod_groups.clone(),
+                waiting_pods: handle.waiting_pods.clone(),
+                pending: Mutex::default(),
+                backoff: Mutex::default(),
+            })
+        }
     }
 }
 
@@ -752,7 +712,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::api::PodGroupSpec;
+    use crate::api::{POD_GROUP_LABEL, PodGroupSpec};
     use crate::framework::{BindError, Binder, WaitingPod};
 
     const NS: &str = "default";

@@ -8,8 +8,7 @@ use async_trait::async_trait;
 
 use crate::cluster::PodInfo;
 use crate::framework::{
-    BindError, BindPlugin, Binder, CycleState, ExtensionPoint, Handle, NoArgs, Plugin, PluginError,
-    PluginFactory, Status,
+    BindError, BindPlugin, Binder, CycleState, Handle, NoArgs, PluginError, Status,
 };
 
 /// The DefaultBinder plugin.
@@ -24,27 +23,24 @@ impl DefaultBinder {
     }
 }
 
-impl Plugin for DefaultBinder {
-    fn name(&self) -> &str {
-        Self::NAME
+crate::plugin! {
+    DefaultBinder {
+        name: "DefaultBinder",
+        points: [Bind],
     }
 
-    fn as_bind(&self) -> Option<&dyn BindPlugin> {
-        Some(self)
+    impl Plugin {
+        // No `events_to_register`: a failed bind is an error retried with backoff, not a
+        // rejection waiting for an event; upstream's DefaultBinder registers none either.
     }
 
-    // No `events_to_register`: a failed bind is an error retried with backoff, not a
-    // rejection waiting for an event; upstream's DefaultBinder registers none either.
-}
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "Binds the pod to the chosen node: a Binding through the API server in `berth run`, the in-memory cluster in `berth simulate`.";
+        type Args = NoArgs;
 
-impl PluginFactory for DefaultBinder {
-    const NAME: &'static str = "DefaultBinder";
-    const DESCRIPTION: &'static str = "Binds the pod to the chosen node: a Binding through the API server in `berth run`, the in-memory cluster in `berth simulate`.";
-    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::Bind];
-    type Args = NoArgs;
-
-    fn build(_: NoArgs, handle: &Handle) -> Result<Self, PluginError> {
-        Ok(DefaultBinder::new(Arc::clone(&handle.binder)))
+        fn build(_: NoArgs, handle: &Handle) -> Result<Self, PluginError> {
+            Ok(DefaultBinder::new(Arc::clone(&handle.binder)))
+        }
     }
 }
 
@@ -63,6 +59,7 @@ impl BindPlugin for DefaultBinder {
 
 #[cfg(test)]
 mod tests {
+    use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
     use std::sync::Mutex;
 
     use k8s_openapi::api::core::v1::Pod;

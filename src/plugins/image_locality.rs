@@ -15,8 +15,7 @@
 
 use crate::cluster::{ImageStateSummary, NodeInfo, PodInfo};
 use crate::framework::{
-    CycleState, ExtensionPoint, Handle, MAX_NODE_SCORE, NoArgs, Plugin, PluginError, PluginFactory,
-    ScorePlugin, Status,
+    CycleState, Handle, MAX_NODE_SCORE, NoArgs, PluginError, ScorePlugin, Status,
 };
 
 const MB: i64 = 1024 * 1024;
@@ -30,24 +29,19 @@ pub const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ImageLocality;
 
-impl Plugin for ImageLocality {
-    fn name(&self) -> &str {
-        Self::NAME
+crate::plugin! {
+    ImageLocality {
+        name: "ImageLocality",
+        points: [Score],
     }
 
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
-}
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "Prefers nodes that already hold the pod's container images, weighing each image by its size and by how many nodes have it.";
+        type Args = NoArgs;
 
-impl PluginFactory for ImageLocality {
-    const NAME: &'static str = "ImageLocality";
-    const DESCRIPTION: &'static str = "Prefers nodes that already hold the pod's container images, weighing each image by its size and by how many nodes have it.";
-    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::Score];
-    type Args = NoArgs;
-
-    fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(ImageLocality)
+        fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(ImageLocality)
+        }
     }
 }
 
@@ -91,6 +85,7 @@ fn calculate_priority(sum: i64, num_containers: i64) -> i64 {
 
 #[cfg(test)]
 mod tests {
+    use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
     use k8s_openapi::api::core::v1::{Container, ContainerImage, Node, NodeStatus, Pod, PodSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 

@@ -1,11 +1,11 @@
 //! The built-in plugins, one module each, and the default registry.
 //!
-//! Shared scoring math (default normalization, piecewise-linear shapes) lives once in
-//! [`helper`].
+//! A plugin module imports the framework and [`crate::helpers`], never another plugin:
+//! what two plugins share (node affinity matching, tolerations, score normalization) lives
+//! once in the helpers.
 
 pub mod coscheduling;
 pub mod default_binder;
-pub mod helper;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
@@ -20,7 +20,7 @@ pub mod qos_sort;
 pub mod scheduling_gates;
 pub mod taint_toleration;
 
-use crate::framework::{DefaultPlugin, Registry};
+use crate::framework::Registry;
 
 pub use coscheduling::Coscheduling;
 pub use default_binder::DefaultBinder;
@@ -41,43 +41,29 @@ pub use taint_toleration::TaintToleration;
 
 /// Every built-in plugin, with the default plugin set: names, order and weights as
 /// upstream v1.31+, without the volume plugins and DefaultPreemption (not built yet).
+/// `register_default` adds a plugin to the default set in the order written here;
 /// Coscheduling, QOSSort, NetworkTraffic and MetricsScore are registered but not in the
-/// default set: profiles enable them.
+/// default set: profiles enable them. Adding a plugin is its module and one line here.
 pub fn default_registry() -> Registry {
     let mut registry = Registry::new();
     registry
-        .register::<SchedulingGates>()
-        .register::<PrioritySort>()
-        .register::<NodeUnschedulable>()
-        .register::<NodeName>()
-        .register::<TaintToleration>()
-        .register::<NodeAffinity>()
-        .register::<NodePorts>()
-        .register::<NodeResourcesFit>()
-        .register::<PodTopologySpread>()
-        .register::<InterPodAffinity>()
-        .register::<NodeResourcesBalancedAllocation>()
-        .register::<ImageLocality>()
-        .register::<DefaultBinder>()
+        .register_default::<SchedulingGates>()
+        .register_default::<PrioritySort>()
+        .register_default::<NodeUnschedulable>()
+        .register_default::<NodeName>()
+        .register_default_weighted::<TaintToleration>(3)
+        .register_default_weighted::<NodeAffinity>(2)
+        .register_default::<NodePorts>()
+        .register_default_weighted::<NodeResourcesFit>(1)
+        .register_default_weighted::<PodTopologySpread>(2)
+        .register_default_weighted::<InterPodAffinity>(2)
+        .register_default_weighted::<NodeResourcesBalancedAllocation>(1)
+        .register_default_weighted::<ImageLocality>(1)
+        .register_default::<DefaultBinder>()
         .register::<Coscheduling>()
         .register::<QosSort>()
         .register::<NetworkTraffic>()
         .register::<MetricsScore>();
-    registry.set_defaults(vec![
-        DefaultPlugin::new("SchedulingGates"),
-        DefaultPlugin::new("PrioritySort"),
-        DefaultPlugin::new("NodeUnschedulable"),
-        DefaultPlugin::new("NodeName"),
-        DefaultPlugin::weighted("TaintToleration", 3),
-        DefaultPlugin::weighted("NodeAffinity", 2),
-        DefaultPlugin::new("NodePorts"),
-        DefaultPlugin::weighted("NodeResourcesFit", 1),
-        DefaultPlugin::weighted("PodTopologySpread", 2),
-        DefaultPlugin::weighted("InterPodAffinity", 2),
-        DefaultPlugin::weighted("NodeResourcesBalancedAllocation", 1),
-        DefaultPlugin::weighted("ImageLocality", 1),
-        DefaultPlugin::new("DefaultBinder"),
-    ]);
     registry
 }
 
@@ -101,20 +87,6 @@ mod tests {
         }
     }
 
-    /// The fields a plugin's args cannot default (where its Prometheus is, what to
-    /// query); `None` for plugins that build from default args.
-    fn required_args(plugin: &str) -> Option<serde_json::Value> {
-        let address = "http://127.0.0.1:9090";
-        match plugin {
-            "NetworkTraffic" => Some(serde_json::json!({"prometheusAddress": address})),
-            "MetricsScore" => Some(serde_json::json!({
-                "prometheusAddress": address,
-                "metrics": [{"query": "node_load1", "direction": "LowerIsBetter"}],
-            })),
-            _ => None,
-        }
-    }
-
     /// The extension points a registry entry declares (which drive the CRD and profile
     /// resolution) are exactly the points its instance implements.
     #[test]
@@ -128,10 +100,9 @@ mod tests {
             health: Default::default(),
         };
         for entry in default_registry().entries() {
-            let args = required_args(entry.name);
             let plugin = entry
-                .build(args.as_ref(), "test", &handle)
-                .unwrap_or_else(|e| panic!("{} builds with default args: {e}", entry.name));
+                .build(entry.example_args().as_ref(), "test", &handle)
+                .unwrap_or_else(|e| panic!("{} builds with its example args: {e}", entry.name));
             for point in ExtensionPoint::ALL {
                 assert_eq!(
                     implements(plugin.as_ref(), point),

@@ -5,8 +5,8 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::{NodeInfo, PodInfo};
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, ExtensionPoint, FilterPlugin, Handle,
-    NoArgs, Plugin, PluginError, PluginFactory, Status,
+    ActionType, ClusterEvent, CycleState, EventResource, FilterPlugin, Handle, NoArgs, PluginError,
+    Status,
 };
 
 /// The Filter reason when the node is not the requested one (upstream `ErrReason`).
@@ -25,35 +25,32 @@ pub fn fits(pod: &Pod, node_name: &str) -> bool {
     }
 }
 
-impl Plugin for NodeName {
-    fn name(&self) -> &str {
-        Self::NAME
+crate::plugin! {
+    NodeName {
+        name: "NodeName",
+        points: [Filter],
     }
 
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
+    impl Plugin {
+        /// Upstream's registration with queueing hints enabled (the default since v1.32): only
+        /// a new node can be the requested one. berth has no pre-check that could drop a
+        /// Node/Add, so upstream's extra taint/label update interest is not registered.
+        fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+            Some(vec![ClusterEvent::new(
+                EventResource::Node,
+                ActionType::ADD,
+            )])
+        }
     }
 
-    /// Upstream's registration with queueing hints enabled (the default since v1.32): only
-    /// a new node can be the requested one. berth has no pre-check that could drop a
-    /// Node/Add, so upstream's extra taint/label update interest is not registered.
-    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
-        Some(vec![ClusterEvent::new(
-            EventResource::Node,
-            ActionType::ADD,
-        )])
-    }
-}
+    impl PluginFactory {
+        const DESCRIPTION: &'static str =
+            "Rejects every node except the one the pod names in `spec.nodeName`, when it names one.";
+        type Args = NoArgs;
 
-impl PluginFactory for NodeName {
-    const NAME: &'static str = "NodeName";
-    const DESCRIPTION: &'static str =
-        "Rejects every node except the one the pod names in `spec.nodeName`, when it names one.";
-    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::Filter];
-    type Args = NoArgs;
-
-    fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(NodeName)
+        fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(NodeName)
+        }
     }
 }
 
@@ -72,6 +69,7 @@ impl FilterPlugin for NodeName {
 
 #[cfg(test)]
 mod tests {
+    use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
     use k8s_openapi::api::core::v1::{Node, PodSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 

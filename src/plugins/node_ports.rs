@@ -13,8 +13,8 @@ use async_trait::async_trait;
 
 use crate::cluster::{HostPortInfo, NodeInfo, PodInfo, Snapshot};
 use crate::framework::{
-    ActionType, ClusterEvent, Coupling, CycleState, EventResource, ExtensionPoint, FilterPlugin,
-    Handle, NoArgs, Plugin, PluginError, PluginFactory, PreFilterPlugin, PreFilterResult, Status,
+    ActionType, ClusterEvent, Coupling, CycleState, EventResource, FilterPlugin, Handle, NoArgs,
+    PluginError, PluginFactory, PreFilterPlugin, PreFilterResult, Status,
 };
 
 /// Filter's reason when a requested host port is in use on the node (upstream
@@ -63,42 +63,35 @@ pub fn fits(pod: &PodInfo, node: &NodeInfo) -> bool {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NodePorts;
 
-impl Plugin for NodePorts {
-    fn name(&self) -> &str {
-        Self::NAME
+crate::plugin! {
+    NodePorts {
+        name: "NodePorts",
+        points: [PreFilter, Filter],
     }
 
-    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
-        Some(self)
+    impl Plugin {
+        /// Upstream's registration with queueing hints enabled: a pod deleted (its ports are
+        /// freed; ports are immutable, so pod updates never free one) or a node added. berth
+        /// has no pre-check that could drop a Node/Add, so upstream's extra node-update
+        /// interest (needed only without queueing hints) is not registered.
+        fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+            Some(vec![
+                ClusterEvent::new(EventResource::Pod, ActionType::DELETE),
+                ClusterEvent::new(EventResource::Node, ActionType::ADD),
+            ])
+        }
     }
 
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
+    impl PluginFactory {
+        const DESCRIPTION: &'static str =
+            "Rejects nodes where a host port the pod asks for is already in use.";
+        // Filter reads the wanted ports PreFilter collected (an error without them).
+        const COUPLINGS: &'static [Coupling] = &[Coupling::FilterNeedsPreFilter];
+        type Args = NoArgs;
 
-    /// Upstream's registration with queueing hints enabled: a pod deleted (its ports are
-    /// freed; ports are immutable, so pod updates never free one) or a node added. berth
-    /// has no pre-check that could drop a Node/Add, so upstream's extra node-update
-    /// interest (needed only without queueing hints) is not registered.
-    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
-        Some(vec![
-            ClusterEvent::new(EventResource::Pod, ActionType::DELETE),
-            ClusterEvent::new(EventResource::Node, ActionType::ADD),
-        ])
-    }
-}
-
-impl PluginFactory for NodePorts {
-    const NAME: &'static str = "NodePorts";
-    const DESCRIPTION: &'static str =
-        "Rejects nodes where a host port the pod asks for is already in use.";
-    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::PreFilter, ExtensionPoint::Filter];
-    // Filter reads the wanted ports PreFilter collected (an error without them).
-    const COUPLINGS: &'static [Coupling] = &[Coupling::FilterNeedsPreFilter];
-    type Args = NoArgs;
-
-    fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(NodePorts)
+        fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(NodePorts)
+        }
     }
 }
 
@@ -138,6 +131,7 @@ impl FilterPlugin for NodePorts {
 
 #[cfg(test)]
 mod tests {
+    use crate::framework::{ExtensionPoint, Plugin};
     use std::sync::Arc;
 
     use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodSpec};

@@ -3,19 +3,19 @@
 //! `plugins/nodeunschedulable`).
 //!
 //! The toleration check is the same code TaintToleration uses
-//! ([`super::taint_toleration::tolerations_tolerate_taint`]), applied to the taint the node
-//! lifecycle controller puts on cordoned nodes, so a pod that tolerates that taint also
-//! tolerates the cordon itself, even before the taint appears.
+//! ([`tolerations_tolerate_taint`]), applied to the taint the node lifecycle controller
+//! puts on cordoned nodes, so a pod that tolerates that taint also tolerates the cordon
+//! itself, even before the taint appears.
 
 use k8s_openapi::api::core::v1::Taint;
 
 use crate::cluster::{NodeInfo, PodInfo};
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, ExtensionPoint, FilterPlugin, Handle,
-    NoArgs, Plugin, PluginError, PluginFactory, Status,
+    ActionType, ClusterEvent, CycleState, EventResource, FilterPlugin, Handle, NoArgs, PluginError,
+    Status,
 };
 
-use super::taint_toleration::{
+use crate::helpers::taints::{
     TAINT_EFFECT_NO_SCHEDULE, pod_tolerations, tolerations_tolerate_taint,
 };
 
@@ -29,37 +29,34 @@ pub const ERR_REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NodeUnschedulable;
 
-impl Plugin for NodeUnschedulable {
-    fn name(&self) -> &str {
-        Self::NAME
+crate::plugin! {
+    NodeUnschedulable {
+        name: "NodeUnschedulable",
+        points: [Filter],
     }
 
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
+    impl Plugin {
+        /// Upstream's registration with queueing hints enabled (the default since v1.32): a
+        /// node is added or updated in a way upstream classifies as a taint change (which
+        /// includes a change of `spec.unschedulable`), or a pod's tolerations change.
+        fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+            Some(vec![
+                ClusterEvent::new(
+                    EventResource::Node,
+                    ActionType::ADD | ActionType::UPDATE_NODE_TAINT,
+                ),
+                ClusterEvent::new(EventResource::Pod, ActionType::UPDATE_POD_TOLERATIONS),
+            ])
+        }
     }
 
-    /// Upstream's registration with queueing hints enabled (the default since v1.32): a
-    /// node is added or updated in a way upstream classifies as a taint change (which
-    /// includes a change of `spec.unschedulable`), or a pod's tolerations change.
-    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
-        Some(vec![
-            ClusterEvent::new(
-                EventResource::Node,
-                ActionType::ADD | ActionType::UPDATE_NODE_TAINT,
-            ),
-            ClusterEvent::new(EventResource::Pod, ActionType::UPDATE_POD_TOLERATIONS),
-        ])
-    }
-}
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "Rejects cordoned nodes (`spec.unschedulable`) unless the pod tolerates the `node.kubernetes.io/unschedulable:NoSchedule` taint.";
+        type Args = NoArgs;
 
-impl PluginFactory for NodeUnschedulable {
-    const NAME: &'static str = "NodeUnschedulable";
-    const DESCRIPTION: &'static str = "Rejects cordoned nodes (`spec.unschedulable`) unless the pod tolerates the `node.kubernetes.io/unschedulable:NoSchedule` taint.";
-    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::Filter];
-    type Args = NoArgs;
-
-    fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(NodeUnschedulable)
+        fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(NodeUnschedulable)
+        }
     }
 }
 
@@ -92,6 +89,7 @@ impl FilterPlugin for NodeUnschedulable {
 
 #[cfg(test)]
 mod tests {
+    use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
     use k8s_openapi::api::core::v1::{Node, NodeSpec, Pod, PodSpec, Toleration};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 

@@ -1,37 +1,31 @@
 //! PrioritySort: the default QueueSort. Pods with higher `spec.priority` go first; among
 //! equal priorities, the pod queued earlier goes first (upstream `plugins/queuesort`).
 
-use crate::framework::{
-    ExtensionPoint, Handle, NoArgs, Plugin, PluginError, PluginFactory, QueueSortPlugin,
-    QueuedPodInfo,
-};
+use crate::framework::{Handle, NoArgs, PluginError, QueueSortPlugin, QueuedPodInfo};
 
 /// The PrioritySort plugin. Stateless.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PrioritySort;
 
-impl Plugin for PrioritySort {
-    fn name(&self) -> &str {
-        Self::NAME
+crate::plugin! {
+    PrioritySort {
+        name: "PrioritySort",
+        points: [QueueSort],
     }
 
-    fn as_queue_sort(&self) -> Option<&dyn QueueSortPlugin> {
-        Some(self)
+    impl Plugin {
+        // No `events_to_register`: a QueueSort plugin never rejects a pod, and upstream's
+        // PrioritySort does not implement EnqueueExtensions either.
     }
 
-    // No `events_to_register`: a QueueSort plugin never rejects a pod, and upstream's
-    // PrioritySort does not implement EnqueueExtensions either.
-}
+    impl PluginFactory {
+        const DESCRIPTION: &'static str =
+            "Orders the scheduling queue: higher pod priority first, then the pod queued earlier.";
+        type Args = NoArgs;
 
-impl PluginFactory for PrioritySort {
-    const NAME: &'static str = "PrioritySort";
-    const DESCRIPTION: &'static str =
-        "Orders the scheduling queue: higher pod priority first, then the pod queued earlier.";
-    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::QueueSort];
-    type Args = NoArgs;
-
-    fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(PrioritySort)
+        fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(PrioritySort)
+        }
     }
 }
 
@@ -44,6 +38,7 @@ impl QueueSortPlugin for PrioritySort {
 
 #[cfg(test)]
 mod tests {
+    use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
     use std::sync::Arc;
     use std::time::Duration;
 

@@ -29,10 +29,7 @@ use k8s_openapi::api::core::v1::{Pod, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::cluster::parse_milli_value;
-use crate::framework::{
-    ExtensionPoint, Handle, NoArgs, Plugin, PluginError, PluginFactory, QueueSortPlugin,
-    QueuedPodInfo,
-};
+use crate::framework::{Handle, NoArgs, PluginError, QueueSortPlugin, QueuedPodInfo};
 
 /// A pod's Kubernetes QoS class (`v1.PodQOSClass`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -200,24 +197,19 @@ pub fn compute_qos_class(pod: &Pod) -> QosClass {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct QosSort;
 
-impl Plugin for QosSort {
-    fn name(&self) -> &str {
-        Self::NAME
+crate::plugin! {
+    QosSort {
+        name: "QOSSort",
+        points: [QueueSort],
     }
 
-    fn as_queue_sort(&self) -> Option<&dyn QueueSortPlugin> {
-        Some(self)
-    }
-}
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "Orders the scheduling queue: higher pod priority first, then QoS class (Guaranteed, Burstable, BestEffort), then the pod queued earlier.";
+        type Args = NoArgs;
 
-impl PluginFactory for QosSort {
-    const NAME: &'static str = "QOSSort";
-    const DESCRIPTION: &'static str = "Orders the scheduling queue: higher pod priority first, then QoS class (Guaranteed, Burstable, BestEffort), then the pod queued earlier.";
-    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::QueueSort];
-    type Args = NoArgs;
-
-    fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(QosSort)
+        fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(QosSort)
+        }
     }
 }
 
@@ -238,6 +230,7 @@ impl QueueSortPlugin for QosSort {
 
 #[cfg(test)]
 mod tests {
+    use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
     use std::sync::Arc;
     use std::time::Duration;
 

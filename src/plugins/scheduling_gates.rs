@@ -4,40 +4,36 @@
 
 use crate::cluster::PodInfo;
 use crate::framework::{
-    ActionType, ClusterEvent, EventResource, ExtensionPoint, Handle, NoArgs, Plugin, PluginError,
-    PluginFactory, PreEnqueuePlugin, Status,
+    ActionType, ClusterEvent, EventResource, Handle, NoArgs, PluginError, PreEnqueuePlugin, Status,
 };
 
 /// The SchedulingGates plugin. Stateless.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SchedulingGates;
 
-impl Plugin for SchedulingGates {
-    fn name(&self) -> &str {
-        Self::NAME
+crate::plugin! {
+    SchedulingGates {
+        name: "SchedulingGates",
+        points: [PreEnqueue],
     }
 
-    fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
-        Some(self)
+    impl Plugin {
+        /// As upstream: only an update that removes the pod's scheduling gates can admit it.
+        fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+            Some(vec![ClusterEvent::new(
+                EventResource::Pod,
+                ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
+            )])
+        }
     }
 
-    /// As upstream: only an update that removes the pod's scheduling gates can admit it.
-    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
-        Some(vec![ClusterEvent::new(
-            EventResource::Pod,
-            ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
-        )])
-    }
-}
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "Keeps a pod out of the active queue while it has `spec.schedulingGates`, and retries it once the last gate is removed.";
+        type Args = NoArgs;
 
-impl PluginFactory for SchedulingGates {
-    const NAME: &'static str = "SchedulingGates";
-    const DESCRIPTION: &'static str = "Keeps a pod out of the active queue while it has `spec.schedulingGates`, and retries it once the last gate is removed.";
-    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::PreEnqueue];
-    type Args = NoArgs;
-
-    fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(SchedulingGates)
+        fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(SchedulingGates)
+        }
     }
 }
 
@@ -63,6 +59,7 @@ impl PreEnqueuePlugin for SchedulingGates {
 
 #[cfg(test)]
 mod tests {
+    use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
     use k8s_openapi::api::core::v1::{Pod, PodSchedulingGate, PodSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 

@@ -9,95 +9,24 @@
 //!   reverses the counts onto 0..=100, so the node with the most untolerated taints gets 0.
 //!
 //! The matching rules (upstream `Toleration.ToleratesTaint` and component-helpers
-//! `scheduling/corev1`) are public here so that NodeUnschedulable and later plugins use the
-//! same code: [`tolerates_taint`], [`tolerations_tolerate_taint`], [`find_untolerated_taint`].
+//! `scheduling/corev1`) live in [`crate::helpers::taints`], shared with NodeUnschedulable,
+//! PodTopologySpread and the simulator's DaemonSet controller.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
+use k8s_openapi::api::core::v1::Toleration;
 
 use crate::cluster::{NodeInfo, PodInfo};
 use crate::framework::{
-    ActionType, ClusterEvent, Coupling, CycleState, EventResource, ExtensionPoint, FilterPlugin,
-    Handle, MAX_NODE_SCORE, NoArgs, Plugin, PluginError, PluginFactory, PreScorePlugin,
-    ScoreExtensions, ScorePlugin, Status,
+    ActionType, ClusterEvent, Coupling, CycleState, EventResource, FilterPlugin, Handle,
+    MAX_NODE_SCORE, NoArgs, PluginError, PreScorePlugin, ScoreExtensions, ScorePlugin, Status,
 };
-use crate::plugins::helper::default_normalize_score;
-
-/// The taint effect that keeps new pods off a node.
-pub const TAINT_EFFECT_NO_SCHEDULE: &str = "NoSchedule";
-/// The taint effect that keeps new pods off a node and evicts running ones.
-pub const TAINT_EFFECT_NO_EXECUTE: &str = "NoExecute";
-/// The soft taint effect: the scheduler tries to avoid the node.
-pub const TAINT_EFFECT_PREFER_NO_SCHEDULE: &str = "PreferNoSchedule";
-
-/// Whether `toleration` tolerates `taint`, as upstream `Toleration.ToleratesTaint`:
-///
-/// - an empty (absent) effect matches every effect, otherwise the effects must be equal;
-/// - an empty key matches every key (validation allows it only with `Exists`);
-/// - operator `Exists` matches any value; `Equal` (or no operator) requires equal values,
-///   an absent value counting as empty;
-/// - any other operator matches nothing (the numeric `Lt`/`Gt` operators are behind an
-///   alpha feature gate upstream and are not supported).
-pub fn tolerates_taint(toleration: &Toleration, taint: &Taint) -> bool {
-    let effect = toleration.effect.as_deref().unwrap_or_default();
-    if !effect.is_empty() && effect != taint.effect {
-        return false;
-    }
-    let key = toleration.key.as_deref().unwrap_or_default();
-    if !key.is_empty() && key != taint.key {
-        return false;
-    }
-    match toleration.operator.as_deref().unwrap_or_default() {
-        "" | "Equal" => {
-            toleration.value.as_deref().unwrap_or_default()
-                == taint.value.as_deref().unwrap_or_default()
-        }
-        "Exists" => true,
-        _ => false,
-    }
-}
-
-/// Whether any of `tolerations` tolerates `taint` (upstream `TolerationsTolerateTaint`).
-pub fn tolerations_tolerate_taint(tolerations: &[Toleration], taint: &Taint) -> bool {
-    tolerations.iter().any(|t| tolerates_taint(t, taint))
-}
-
-/// The first taint among those `include` selects that no toleration tolerates, or `None`
-/// when all of them are tolerated (upstream `FindMatchingUntoleratedTaint`).
-pub fn find_untolerated_taint<'a>(
-    taints: &'a [Taint],
-    tolerations: &[Toleration],
-    include: impl Fn(&Taint) -> bool,
-) -> Option<&'a Taint> {
-    taints
-        .iter()
-        .filter(|taint| include(taint))
-        .find(|taint| !tolerations_tolerate_taint(tolerations, taint))
-}
-
-/// Selects the taints that keep a pod off a node: `NoSchedule` and `NoExecute` (upstream
-/// `helper.DoNotScheduleTaintsFilterFunc`).
-pub fn is_do_not_schedule_taint(taint: &Taint) -> bool {
-    taint.effect == TAINT_EFFECT_NO_SCHEDULE || taint.effect == TAINT_EFFECT_NO_EXECUTE
-}
-
-/// `spec.tolerations` of a pod; empty when absent.
-pub fn pod_tolerations(pod: &Pod) -> &[Toleration] {
-    pod.spec
-        .as_ref()
-        .and_then(|spec| spec.tolerations.as_deref())
-        .unwrap_or_default()
-}
-
-/// `spec.taints` of a node; empty when absent.
-pub fn node_taints(node: &Node) -> &[Taint] {
-    node.spec
-        .as_ref()
-        .and_then(|spec| spec.taints.as_deref())
-        .unwrap_or_default()
-}
+use crate::helpers::score::default_normalize_score;
+use crate::helpers::taints::{
+    TAINT_EFFECT_PREFER_NO_SCHEDULE, find_untolerated_taint, is_do_not_schedule_taint, node_taints,
+    pod_tolerations, tolerations_tolerate_taint,
+};
 
 /// The TaintToleration plugin. Stateless; per-cycle data lives in [`CycleState`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -110,53 +39,38 @@ struct PreScoreState {
     tolerations_prefer_no_schedule: Vec<Toleration>,
 }
 
-impl Plugin for TaintToleration {
-    fn name(&self) -> &str {
-        Self::NAME
+crate::plugin! {
+    TaintToleration {
+        name: "TaintToleration",
+        points: [Filter, PreScore, Score],
     }
 
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
+    impl Plugin {
+        /// Upstream's registration with queueing hints enabled (the default since v1.32): a
+        /// node is added or its taints change, or a pod's tolerations change. berth has no
+        /// pre-check that could drop a Node/Add, so upstream's extra UpdateNodeLabel interest
+        /// (needed only without queueing hints) is not registered.
+        fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+            Some(vec![
+                ClusterEvent::new(
+                    EventResource::Node,
+                    ActionType::ADD | ActionType::UPDATE_NODE_TAINT,
+                ),
+                ClusterEvent::new(EventResource::Pod, ActionType::UPDATE_POD_TOLERATIONS),
+            ])
+        }
     }
 
-    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
-        Some(self)
-    }
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "Rejects nodes with `NoSchedule`/`NoExecute` taints the pod does not tolerate, and prefers nodes with fewer untolerated `PreferNoSchedule` taints.";
+        // Score reads the PreferNoSchedule tolerations PreScore collected (an error without
+        // them); Filter reads nothing.
+        const COUPLINGS: &'static [Coupling] = &[Coupling::ScoreNeedsPreScore];
+        type Args = NoArgs;
 
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
-
-    /// Upstream's registration with queueing hints enabled (the default since v1.32): a
-    /// node is added or its taints change, or a pod's tolerations change. berth has no
-    /// pre-check that could drop a Node/Add, so upstream's extra UpdateNodeLabel interest
-    /// (needed only without queueing hints) is not registered.
-    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
-        Some(vec![
-            ClusterEvent::new(
-                EventResource::Node,
-                ActionType::ADD | ActionType::UPDATE_NODE_TAINT,
-            ),
-            ClusterEvent::new(EventResource::Pod, ActionType::UPDATE_POD_TOLERATIONS),
-        ])
-    }
-}
-
-impl PluginFactory for TaintToleration {
-    const NAME: &'static str = "TaintToleration";
-    const DESCRIPTION: &'static str = "Rejects nodes with `NoSchedule`/`NoExecute` taints the pod does not tolerate, and prefers nodes with fewer untolerated `PreferNoSchedule` taints.";
-    const POINTS: &'static [ExtensionPoint] = &[
-        ExtensionPoint::Filter,
-        ExtensionPoint::PreScore,
-        ExtensionPoint::Score,
-    ];
-    // Score reads the PreferNoSchedule tolerations PreScore collected (an error without
-    // them); Filter reads nothing.
-    const COUPLINGS: &'static [Coupling] = &[Coupling::ScoreNeedsPreScore];
-    type Args = NoArgs;
-
-    fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(TaintToleration)
+        fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(TaintToleration)
+        }
     }
 }
 
@@ -245,11 +159,13 @@ impl ScoreExtensions for TaintToleration {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::{NodeSpec, PodSpec};
+    use crate::framework::{Plugin, PluginFactory};
+    use k8s_openapi::api::core::v1::{Node, NodeSpec, Pod, PodSpec, Taint};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
     use crate::framework::Code;
+    use crate::helpers::taints::tolerates_taint;
 
     fn taint(key: &str, value: &str, effect: &str) -> Taint {
         Taint {

@@ -27,46 +27,41 @@
 //! Bounds, enums and patterns come from `#[schemars(...)]` attributes on the API and args
 //! types; cross-field checks are CEL rules (`x-kubernetes-validations`) on the same types,
 //! so `berth simulate` and the API server evaluate one definition. Each rule carries a
-//! `message`, and a cross-field rule a `fieldPath`, so the error names the offending field:
+//! `message`, and a cross-field rule a `fieldPath`, so the error names the offending field.
+//! The rules of the profile itself:
 //!
 //! | rule at | checks | reported at |
 //! |---|---|---|
 //! | `spec` | `podMaxBackoffSeconds >= podInitialBackoffSeconds`, absent fields as their defaults (1, 10) | `spec.podMaxBackoffSeconds` |
 //! | `spec.plugins.<point>.enabled` | no plugin listed twice (upstream fails with "already registered") | the list |
 //! | `spec.plugins.queueSort` | at most one enabled plugin | `spec.plugins.queueSort.enabled` |
-//! | `...nodeResourcesFit.ignoredResourceGroups` | no group contains '/' | the list |
-//! | `...nodeResourcesFit.scoringStrategy` | `type: RequestedToCapacityRatio` needs `requestedToCapacityRatio` | `...scoringStrategy.requestedToCapacityRatio` |
-//! | `...requestedToCapacityRatio.shape` | utilization strictly increasing | the list |
+//!
+//! A plugin's own bounds and rules live on its args type and reach
+//! `spec.pluginConfig.<plugin>` with the args schema; they are not restated here.
+//! `berth plugins NAME` and `docs/plugins.md`, rendered from the same schemas, list each
+//! plugin's constraints and CEL rules.
 //!
 //! The two backoff fields are not `nullable`, unlike other optional fields: the API server
 //! then drops an explicit `null` (serde reads it as unset anyway) instead of handing it to
 //! the backoff rule's arithmetic, where `has()` would be true and the comparison an error.
 //!
-//! Bounds: score weights (`plugins.*.enabled[].weight`, scored resources' `weight`)
-//! 1..=100; `percentageOfNodesToScore` 0..=100; backoff seconds >= 1; PodGroup `minMember`
-//! and `scheduleTimeoutSeconds` >= 1; shape utilization 0..=100 and score 0..=10 with at
-//! least one point; `schedulerName` a DNS-1123 subdomain (253 characters, upstream
-//! pattern); resource names qualified names as upstream's `ValidateLabelName`.
+//! Bounds of the profile: score weights (`plugins.*.enabled[].weight`) 1..=100;
+//! `percentageOfNodesToScore` 0..=100; backoff seconds >= 1; PodGroup `minMember` and
+//! `scheduleTimeoutSeconds` >= 1; `schedulerName` a DNS-1123 subdomain (253 characters,
+//! upstream pattern).
 //!
 //! Every list has a `maxItems`, chosen generous but finite, because the API server costs
 //! each CEL rule against the largest list the schema allows and refuses a CRD whose rules
 //! could exceed its budget: `MAX_PLUGINS_PER_SET` (64) per `enabled`/`disabled`,
 //! `MAX_EFFECTIVE_PLUGINS` (256) per status plugin list, `MAX_CONDITIONS` (16)
-//! conditions, 32 resources per NodeResourcesFit resource list and 16 shape points. Strings
-//! a rule reads have a `maxLength` for the same reason.
+//! conditions, and a bound on every list of every args type. Strings a rule reads have a
+//! `maxLength` for the same reason.
 //!
 //! Left to local semantic validation (`PluginArgs::validate` and the profile checks that
 //! need the resolved plugin lists): a plugin enabled where the resolved profile needs
-//! exactly one QueueSort and at least one Bind; the length of a qualified name's prefix
-//! (253) beyond the overall `maxLength`; args for a plugin that is not enabled (a warning).
-//!
-//! When PodTopologySpread is registered, its args type should carry: `defaultingType`
-//! and `whenUnsatisfiable` as enums; `maxSkew >= 1`; `topologyKey` non-empty; `maxItems`
-//! on `defaultConstraints` (e.g. 16); CEL rules "`defaultConstraints` require
-//! `defaultingType: List`" (`self.defaultingType == 'List' || size(self.defaultConstraints)
-//! == 0`, fieldPath `.defaultConstraints`), "no `labelSelector` in a default constraint"
-//! and "no two constraints with the same topologyKey and whenUnsatisfiable" (upstream
-//! `ValidatePodTopologySpreadArgs`).
+//! exactly one QueueSort and at least one Bind; what a schema cannot say about a value
+//! (the length of a qualified name's prefix beyond the overall `maxLength`, for
+//! instance); args for a plugin that is not enabled (a warning).
 //!
 //! ### A CEL rule on plugin args
 //!

@@ -45,8 +45,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::framework::FieldError;
-use crate::plugins::node_affinity::RequiredNodeAffinity;
-use crate::plugins::taint_toleration::{find_untolerated_taint, node_taints};
+use crate::helpers::node_affinity::RequiredNodeAffinity;
+use crate::helpers::taints::{find_untolerated_taint, node_taints};
 
 use super::input::{ClusterInput, DEFAULT_NAMESPACE, is_finished};
 

@@ -30,10 +30,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::api::PodGroup;
-use crate::cluster::implicit_group;
+use crate::cluster::{implicit_group, pod_group_of};
 use crate::files;
 use crate::framework::FieldError;
-use crate::plugins::coscheduling::pod_group_of;
 use crate::simulate::validation;
 
 use super::controllers::{self, WorkloadRef};

@@ -23,9 +23,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use berth::cluster::PodInfo;
 use berth::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, ExtensionPoint, FieldError, Handle,
-    Plugin, PluginArgs, PluginError, PluginFactory, PostBindPlugin, PreBindPlugin, ReservePlugin,
-    Status,
+    ActionType, ClusterEvent, CycleState, EventResource, FieldError, Handle, PluginArgs,
+    PluginError, PostBindPlugin, PreBindPlugin, ReservePlugin, Status,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -128,43 +127,28 @@ impl InFlightBindings {
     }
 }
 
-impl Plugin for InFlightBindings {
-    fn name(&self) -> &str {
-        Self::NAME
+berth::plugin! {
+    InFlightBindings {
+        name: "InFlightBindings",
+        points: [Reserve, PreBind, PostBind],
     }
 
-    fn as_reserve(&self) -> Option<&dyn ReservePlugin> {
-        Some(self)
+    impl Plugin {
+        /// A booking ends when its pod is bound (an assigned pod appears) or deleted.
+        fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+            Some(vec![ClusterEvent::new(
+                EventResource::AssignedPod,
+                ActionType::ADD | ActionType::DELETE,
+            )])
+        }
     }
 
-    fn as_pre_bind(&self) -> Option<&dyn PreBindPlugin> {
-        Some(self)
-    }
+    impl PluginFactory {
+        type Args = InFlightBindingsArgs;
 
-    fn as_post_bind(&self) -> Option<&dyn PostBindPlugin> {
-        Some(self)
-    }
-
-    /// A booking ends when its pod is bound (an assigned pod appears) or deleted.
-    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
-        Some(vec![ClusterEvent::new(
-            EventResource::AssignedPod,
-            ActionType::ADD | ActionType::DELETE,
-        )])
-    }
-}
-
-impl PluginFactory for InFlightBindings {
-    const NAME: &'static str = "InFlightBindings";
-    const POINTS: &'static [ExtensionPoint] = &[
-        ExtensionPoint::Reserve,
-        ExtensionPoint::PreBind,
-        ExtensionPoint::PostBind,
-    ];
-    type Args = InFlightBindingsArgs;
-
-    fn build(args: InFlightBindingsArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(InFlightBindings::new(args))
+        fn build(args: InFlightBindingsArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(InFlightBindings::new(args))
+        }
     }
 }
 

@@ -23,11 +23,11 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use berth::cluster::{NodeInfo, PodInfo, Snapshot};
 use berth::framework::{
-    ActionType, ClusterEvent, Coupling, CycleState, EventResource, ExtensionPoint, FieldError,
-    FilterPlugin, Handle, Plugin, PluginArgs, PluginError, PluginFactory, PreBindPlugin,
-    PreFilterExtensions, PreFilterPlugin, PreFilterResult, Status,
+    ActionType, ClusterEvent, Coupling, CycleState, EventResource, FieldError, FilterPlugin,
+    Handle, PluginArgs, PluginError, PreBindPlugin, PreFilterExtensions, PreFilterPlugin,
+    PreFilterResult, Status,
 };
-use berth::plugins::helper::qualified_name_errors;
+use berth::helpers::validation::qualified_name_errors;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -211,53 +211,38 @@ impl MaxPodsPerZone {
     }
 }
 
-impl Plugin for MaxPodsPerZone {
-    fn name(&self) -> &str {
-        Self::NAME
+berth::plugin! {
+    MaxPodsPerZone {
+        name: "MaxPodsPerZone",
+        points: [PreFilter, Filter, PreBind],
     }
 
-    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
-        Some(self)
+    impl Plugin {
+        /// A rejected pod may fit after a group pod is deleted or relabelled, or a node
+        /// appears or gets its topology label.
+        fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+            Some(vec![
+                ClusterEvent::new(
+                    EventResource::AssignedPod,
+                    ActionType::DELETE | ActionType::UPDATE_POD_LABEL,
+                ),
+                ClusterEvent::new(
+                    EventResource::Node,
+                    ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
+                ),
+            ])
+        }
     }
 
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
+    impl PluginFactory {
+        // Filter reads the per-zone counts PreFilter computed: resolution runs PreFilter
+        // wherever a profile enables Filter.
+        const COUPLINGS: &'static [Coupling] = &[Coupling::FilterNeedsPreFilter];
+        type Args = MaxPodsPerZoneArgs;
 
-    fn as_pre_bind(&self) -> Option<&dyn PreBindPlugin> {
-        Some(self)
-    }
-
-    /// A rejected pod may fit after a group pod is deleted or relabelled, or a node
-    /// appears or gets its topology label.
-    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
-        Some(vec![
-            ClusterEvent::new(
-                EventResource::AssignedPod,
-                ActionType::DELETE | ActionType::UPDATE_POD_LABEL,
-            ),
-            ClusterEvent::new(
-                EventResource::Node,
-                ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
-            ),
-        ])
-    }
-}
-
-impl PluginFactory for MaxPodsPerZone {
-    const NAME: &'static str = "MaxPodsPerZone";
-    const POINTS: &'static [ExtensionPoint] = &[
-        ExtensionPoint::PreFilter,
-        ExtensionPoint::Filter,
-        ExtensionPoint::PreBind,
-    ];
-    // Filter reads the per-zone counts PreFilter computed: resolution runs PreFilter
-    // wherever a profile enables Filter.
-    const COUPLINGS: &'static [Coupling] = &[Coupling::FilterNeedsPreFilter];
-    type Args = MaxPodsPerZoneArgs;
-
-    fn build(args: MaxPodsPerZoneArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(MaxPodsPerZone { args })
+        fn build(args: MaxPodsPerZoneArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(MaxPodsPerZone { args })
+        }
     }
 }
 

@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use berth::cluster::{NodeInfo, PodInfo};
 use berth::framework::{
-    CycleState, ExtensionPoint, FieldError, Handle, MAX_NODE_SCORE, MIN_NODE_SCORE, Plugin,
-    PluginArgs, PluginError, PluginFactory, ScoreExtensions, ScorePlugin, Status,
+    CycleState, FieldError, Handle, MAX_NODE_SCORE, MIN_NODE_SCORE, PluginArgs, PluginError,
+    ScoreExtensions, ScorePlugin, Status,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -81,28 +81,25 @@ impl PreferNodes {
     }
 }
 
-impl Plugin for PreferNodes {
-    fn name(&self) -> &str {
-        Self::NAME
+berth::plugin! {
+    PreferNodes {
+        name: "PreferNodes",
+        points: [Score],
     }
 
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
+    impl Plugin {
+        /// Score-only: it never rejects a pod, so no event needs to requeue one.
+        fn events_to_register(&self) -> Option<Vec<berth::framework::ClusterEvent>> {
+            Some(Vec::new())
+        }
     }
 
-    /// Score-only: it never rejects a pod, so no event needs to requeue one.
-    fn events_to_register(&self) -> Option<Vec<berth::framework::ClusterEvent>> {
-        Some(Vec::new())
-    }
-}
+    impl PluginFactory {
+        type Args = PreferNodesArgs;
 
-impl PluginFactory for PreferNodes {
-    const NAME: &'static str = "PreferNodes";
-    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::Score];
-    type Args = PreferNodesArgs;
-
-    fn build(args: PreferNodesArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(PreferNodes::new(args))
+        fn build(args: PreferNodesArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(PreferNodes::new(args))
+        }
     }
 }
 

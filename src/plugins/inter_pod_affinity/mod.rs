@@ -26,9 +26,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::{
-    ActionType, ClusterEvent, Coupling, CycleState, EventResource, ExtensionPoint, FieldError,
-    FilterPlugin, Handle, Plugin, PluginArgs, PluginError, PluginFactory, PreFilterExtensions,
-    PreFilterPlugin, PreFilterResult, PreScorePlugin, ScoreExtensions, ScorePlugin, Status,
+    ActionType, ClusterEvent, Coupling, CycleState, EventResource, FieldError, FilterPlugin,
+    Handle, PluginArgs, PluginError, PreFilterExtensions, PreFilterPlugin, PreFilterResult,
+    PreScorePlugin, ScoreExtensions, ScorePlugin, Status,
 };
 
 pub use filtering::{
@@ -110,63 +110,43 @@ impl InterPodAffinity {
     }
 }
 
-impl Plugin for InterPodAffinity {
-    fn name(&self) -> &str {
-        Self::NAME
+crate::plugin! {
+    InterPodAffinity {
+        name: "InterPodAffinity",
+        points: [PreFilter, Filter, PreScore, Score],
     }
 
-    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
-        Some(self)
+    impl Plugin {
+        /// Upstream's registration with queueing hints enabled: an assigned pod is added or
+        /// deleted or its labels change (it may now satisfy affinity or stop violating
+        /// anti-affinity), or a node is added or relabelled (a topology domain appears). As
+        /// for TaintToleration, berth has no pre-check that could drop a Node/Add, so
+        /// upstream's UpdateNodeTaint workaround is not registered.
+        fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+            Some(vec![
+                ClusterEvent::new(
+                    EventResource::Pod,
+                    ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::DELETE,
+                ),
+                ClusterEvent::new(
+                    EventResource::Node,
+                    ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
+                ),
+            ])
+        }
     }
 
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "Enforces required pod affinity and anti-affinity (the incoming pod's and existing pods') within topology domains, and prefers nodes by preferred terms.";
+        // Filter and Score read the topology counts their pre-points computed (an error
+        // without them).
+        const COUPLINGS: &'static [Coupling] =
+            &[Coupling::FilterNeedsPreFilter, Coupling::ScoreNeedsPreScore];
+        type Args = InterPodAffinityArgs;
 
-    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
-        Some(self)
-    }
-
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
-
-    /// Upstream's registration with queueing hints enabled: an assigned pod is added or
-    /// deleted or its labels change (it may now satisfy affinity or stop violating
-    /// anti-affinity), or a node is added or relabelled (a topology domain appears). As
-    /// for TaintToleration, berth has no pre-check that could drop a Node/Add, so
-    /// upstream's UpdateNodeTaint workaround is not registered.
-    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
-        Some(vec![
-            ClusterEvent::new(
-                EventResource::Pod,
-                ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::DELETE,
-            ),
-            ClusterEvent::new(
-                EventResource::Node,
-                ActionType::ADD | ActionType::UPDATE_NODE_LABEL,
-            ),
-        ])
-    }
-}
-
-impl PluginFactory for InterPodAffinity {
-    const NAME: &'static str = "InterPodAffinity";
-    const DESCRIPTION: &'static str = "Enforces required pod affinity and anti-affinity (the incoming pod's and existing pods') within topology domains, and prefers nodes by preferred terms.";
-    const POINTS: &'static [ExtensionPoint] = &[
-        ExtensionPoint::PreFilter,
-        ExtensionPoint::Filter,
-        ExtensionPoint::PreScore,
-        ExtensionPoint::Score,
-    ];
-    // Filter and Score read the topology counts their pre-points computed (an error
-    // without them).
-    const COUPLINGS: &'static [Coupling] =
-        &[Coupling::FilterNeedsPreFilter, Coupling::ScoreNeedsPreScore];
-    type Args = InterPodAffinityArgs;
-
-    fn build(args: InterPodAffinityArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(InterPodAffinity::new(args))
+        fn build(args: InterPodAffinityArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(InterPodAffinity::new(args))
+        }
     }
 }
 

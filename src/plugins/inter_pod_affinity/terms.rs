@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use kube::core::{Expression, Selector, SelectorExt};
 
 use crate::cluster::{Memo, NamespaceLabels, PodInfo};
-use crate::plugins::helper::qualified_name_errors;
+use crate::helpers::validation::qualified_name_errors;
 
 /// The labels of an object with none.
 static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();

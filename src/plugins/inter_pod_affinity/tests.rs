@@ -5,6 +5,7 @@
 //! `default`, which is what berth reads, so a term naming namespace `""` names `default`
 //! here.
 
+use crate::framework::{Plugin, PluginFactory};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

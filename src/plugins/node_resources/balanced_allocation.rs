@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::{NodeInfo, PodInfo};
 use crate::framework::{
-    CycleState, ExtensionPoint, FieldError, Handle, MAX_NODE_SCORE, Plugin, PluginArgs,
-    PluginError, PluginFactory, PreScorePlugin, ScorePlugin, Status,
+    CycleState, FieldError, Handle, MAX_NODE_SCORE, PluginArgs, PluginError, PreScorePlugin,
+    ScorePlugin, Status,
 };
 
 use super::resource_allocation::ResourceAllocationScorer;
@@ -120,28 +120,19 @@ fn is_best_effort(pod_requests: &[i64]) -> bool {
     pod_requests.iter().all(|&request| request == 0)
 }
 
-impl Plugin for NodeResourcesBalancedAllocation {
-    fn name(&self) -> &str {
-        Self::NAME
+crate::plugin! {
+    NodeResourcesBalancedAllocation {
+        name: "NodeResourcesBalancedAllocation",
+        points: [PreScore, Score],
     }
 
-    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
-        Some(self)
-    }
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "Prefers nodes whose resources (cpu and memory by default) would be used evenly once the pod is placed.";
+        type Args = NodeResourcesBalancedAllocationArgs;
 
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
-}
-
-impl PluginFactory for NodeResourcesBalancedAllocation {
-    const NAME: &'static str = "NodeResourcesBalancedAllocation";
-    const DESCRIPTION: &'static str = "Prefers nodes whose resources (cpu and memory by default) would be used evenly once the pod is placed.";
-    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::PreScore, ExtensionPoint::Score];
-    type Args = NodeResourcesBalancedAllocationArgs;
-
-    fn build(args: NodeResourcesBalancedAllocationArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(NodeResourcesBalancedAllocation::new(args))
+        fn build(args: NodeResourcesBalancedAllocationArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(NodeResourcesBalancedAllocation::new(args))
+        }
     }
 }
 
@@ -207,6 +198,7 @@ pub(super) fn score(resources: impl Iterator<Item = (i64, i64)> + Clone) -> i64 
 
 #[cfg(test)]
 mod tests {
+    use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
     use k8s_openapi::api::core::v1::Pod;
     use serde_json::json;
 

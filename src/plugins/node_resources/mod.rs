@@ -30,11 +30,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::{
-    ActionType, ClusterEvent, Coupling, CycleState, EventResource, ExtensionPoint, FieldError,
-    FilterPlugin, Handle, Plugin, PluginArgs, PluginError, PluginFactory, PreFilterPlugin,
-    PreFilterResult, PreScorePlugin, ScorePlugin, Status,
+    ActionType, ClusterEvent, Coupling, CycleState, EventResource, FieldError, FilterPlugin,
+    Handle, PluginArgs, PluginError, PluginFactory, PreFilterPlugin, PreFilterResult,
+    PreScorePlugin, ScorePlugin, Status,
 };
-use crate::plugins::helper::qualified_name_errors;
+use crate::helpers::validation::{
+    QUALIFIED_NAME_MAX_LENGTH, QUALIFIED_NAME_PATTERN, qualified_name_errors,
+};
 
 pub use balanced_allocation::NodeResourcesBalancedAllocation;
 use fit::PreFilterState;
@@ -52,15 +54,6 @@ pub const MAX_UTILIZATION: i64 = 100;
 pub const MAX_RESOURCES: u32 = 32;
 /// `maxItems` of a RequestedToCapacityRatio shape.
 pub const MAX_SHAPE_POINTS: u32 = 16;
-
-/// The schema `pattern` of a qualified name (upstream `IsQualifiedName`, behind
-/// `ValidateLabelName`, as `helper::qualified_name_errors` checks locally): an optional
-/// DNS-1123 subdomain prefix and `/`, then a name of at most 63 alphanumerics, `-`, `_`
-/// and `.`, starting and ending with an alphanumeric.
-pub const QUALIFIED_NAME_PATTERN: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$";
-
-/// The longest qualified name: a 253-character prefix, `/` and a 63-character name.
-pub const QUALIFIED_NAME_MAX_LENGTH: u32 = 253 + 1 + 63;
 
 /// Args of NodeResourcesFit (upstream `NodeResourcesFitArgs`, v1 defaults).
 // The schema carries what upstream's `ValidateNodeResourcesFitArgs` checks, so the API
@@ -345,59 +338,39 @@ impl NodeResourcesFit {
     }
 }
 
-impl Plugin for NodeResourcesFit {
-    fn name(&self) -> &str {
-        Self::NAME
+crate::plugin! {
+    NodeResourcesFit {
+        name: "NodeResourcesFit",
+        points: [PreFilter, Filter, PreScore, Score],
     }
 
-    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
-        Some(self)
+    impl Plugin {
+        /// Only freed or added capacity can make a rejected pod fit: an assigned pod deleted
+        /// or scaled down, a node added or its allocatable changed.
+        fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+            Some(vec![
+                ClusterEvent::new(
+                    EventResource::Pod,
+                    ActionType::DELETE.union(ActionType::UPDATE_POD_SCALE_DOWN),
+                ),
+                ClusterEvent::new(
+                    EventResource::Node,
+                    ActionType::ADD.union(ActionType::UPDATE_NODE_ALLOCATABLE),
+                ),
+            ])
+        }
     }
 
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "Rejects nodes without room for the pod's resource requests and scores the rest by the configured strategy (LeastAllocated, MostAllocated or RequestedToCapacityRatio).";
+        // Filter reads the requests PreFilter computed (an error without them); Score
+        // recomputes them when PreScore did not run, as upstream.
+        const COUPLINGS: &'static [Coupling] = &[Coupling::FilterNeedsPreFilter];
+        type Args = NodeResourcesFitArgs;
 
-    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
-        Some(self)
-    }
-
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
-
-    /// Only freed or added capacity can make a rejected pod fit: an assigned pod deleted
-    /// or scaled down, a node added or its allocatable changed.
-    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
-        Some(vec![
-            ClusterEvent::new(
-                EventResource::Pod,
-                ActionType::DELETE.union(ActionType::UPDATE_POD_SCALE_DOWN),
-            ),
-            ClusterEvent::new(
-                EventResource::Node,
-                ActionType::ADD.union(ActionType::UPDATE_NODE_ALLOCATABLE),
-            ),
-        ])
-    }
-}
-
-impl PluginFactory for NodeResourcesFit {
-    const NAME: &'static str = "NodeResourcesFit";
-    const DESCRIPTION: &'static str = "Rejects nodes without room for the pod's resource requests and scores the rest by the configured strategy (LeastAllocated, MostAllocated or RequestedToCapacityRatio).";
-    const POINTS: &'static [ExtensionPoint] = &[
-        ExtensionPoint::PreFilter,
-        ExtensionPoint::Filter,
-        ExtensionPoint::PreScore,
-        ExtensionPoint::Score,
-    ];
-    // Filter reads the requests PreFilter computed (an error without them); Score
-    // recomputes them when PreScore did not run, as upstream.
-    const COUPLINGS: &'static [Coupling] = &[Coupling::FilterNeedsPreFilter];
-    type Args = NodeResourcesFitArgs;
-
-    fn build(args: NodeResourcesFitArgs, _: &Handle) -> Result<Self, PluginError> {
-        Ok(NodeResourcesFit::new(args))
+        fn build(args: NodeResourcesFitArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(NodeResourcesFit::new(args))
+        }
     }
 }
 
@@ -458,6 +431,7 @@ impl ScorePlugin for NodeResourcesFit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::framework::Plugin;
     use crate::framework::decode_args;
     use serde_json::json;
 

@@ -3,7 +3,7 @@
 //! `requestedToCapacityRatioScorer`).
 
 use crate::framework::MAX_NODE_SCORE;
-use crate::plugins::helper::{FunctionShapePoint, broken_linear};
+use crate::helpers::score::{FunctionShapePoint, broken_linear};
 
 use super::{MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, UtilizationShapePoint};
 
@@ -251,7 +251,7 @@ mod tests {
     #[test]
     fn broken_linear_on_the_upstream_shapes() {
         // upstream TestBrokenLinearFunction, the two cases helper.rs does not cover.
-        use crate::plugins::helper::{FunctionShapePoint, broken_linear};
+        use crate::helpers::score::{FunctionShapePoint, broken_linear};
         let points = |pts: &[(i64, i64)]| {
             pts.iter()
                 .map(|&(utilization, score)| FunctionShapePoint { utilization, score })

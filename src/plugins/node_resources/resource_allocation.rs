@@ -11,7 +11,7 @@
 
 use crate::cluster::{NodeInfo, PodInfo, Resource, is_scalar_resource_name};
 use crate::framework::Status;
-use crate::plugins::helper::FunctionShapePoint;
+use crate::helpers::score::FunctionShapePoint;
 
 use super::{ResourceSpec, ScoringStrategy, ScoringStrategyType, default_resources};
 use super::{balanced_allocation, least_allocated, most_allocated, requested_to_capacity_ratio};

@@ -10,8 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::core::{Expression, Selector, SelectorExt};
 
 use crate::cluster::PodInfo;
-use crate::plugins::node_affinity::RequiredNodeAffinity;
-use crate::plugins::taint_toleration::{
+use crate::helpers::node_affinity::RequiredNodeAffinity;
+use crate::helpers::taints::{
     find_untolerated_taint, is_do_not_schedule_taint, node_taints, pod_tolerations,
 };
 

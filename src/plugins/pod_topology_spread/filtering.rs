@@ -17,8 +17,8 @@ use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::{
     CycleState, FilterPlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult, Status,
 };
-use crate::plugins::node_affinity::RequiredNodeAffinity;
-use crate::plugins::taint_toleration::pod_tolerations;
+use crate::helpers::node_affinity::RequiredNodeAffinity;
+use crate::helpers::taints::pod_tolerations;
 
 /// Matching pods per domain of each soft constraint over every node of the cycle's
 /// snapshot, counted by PreFilter (which sees the snapshot) for PreScore (which is only

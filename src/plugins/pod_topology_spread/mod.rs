@@ -37,12 +37,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::framework::{
-    ActionType, ClusterEvent, Coupling, EventResource, ExtensionPoint, FieldError, FilterPlugin,
-    Handle, Plugin, PluginArgs, PluginError, PluginFactory, PreFilterPlugin, PreScorePlugin,
-    ScorePlugin,
+    ActionType, ClusterEvent, Coupling, EventResource, FieldError, Handle, PluginArgs, PluginError,
 };
-use crate::plugins::helper::qualified_name_errors;
-use crate::plugins::node_resources::{QUALIFIED_NAME_MAX_LENGTH, QUALIFIED_NAME_PATTERN};
+use crate::helpers::validation::{
+    QUALIFIED_NAME_MAX_LENGTH, QUALIFIED_NAME_PATTERN, qualified_name_errors,
+};
 
 pub use common::{
     DO_NOT_SCHEDULE, LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, NodeInclusionPolicy, PodSelector,
@@ -342,74 +341,54 @@ impl PodTopologySpread {
     }
 }
 
-impl Plugin for PodTopologySpread {
-    fn name(&self) -> &str {
-        Self::NAME
+crate::plugin! {
+    PodTopologySpread {
+        name: "PodTopologySpread",
+        points: [PreFilter, Filter, PreScore, Score],
     }
 
-    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
-        Some(self)
+    impl Plugin {
+        /// Upstream's registration with queueing hints enabled (the default since v1.32): an
+        /// assigned pod added, deleted or relabelled changes the counts, a new toleration
+        /// matters under `nodeTaintsPolicy: Honor`; a node added, deleted, relabelled or
+        /// retainted changes the domains.
+        fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+            Some(vec![
+                ClusterEvent::new(
+                    EventResource::Pod,
+                    ActionType::ADD
+                        | ActionType::UPDATE_POD_LABEL
+                        | ActionType::UPDATE_POD_TOLERATIONS
+                        | ActionType::DELETE,
+                ),
+                ClusterEvent::new(
+                    EventResource::Node,
+                    ActionType::ADD
+                        | ActionType::DELETE
+                        | ActionType::UPDATE_NODE_LABEL
+                        | ActionType::UPDATE_NODE_TAINT,
+                ),
+            ])
+        }
     }
 
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "Spreads pods over topology domains as their topologySpreadConstraints ask: DoNotSchedule constraints filter, ScheduleAnyway constraints (and the default constraints) score.";
+        // Filter and Score read the constraints and counts their pre-points computed (an
+        // error without them).
+        const COUPLINGS: &'static [Coupling] =
+            &[Coupling::FilterNeedsPreFilter, Coupling::ScoreNeedsPreScore];
+        type Args = PodTopologySpreadArgs;
 
-    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
-        Some(self)
-    }
-
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
-
-    /// Upstream's registration with queueing hints enabled (the default since v1.32): an
-    /// assigned pod added, deleted or relabelled changes the counts, a new toleration
-    /// matters under `nodeTaintsPolicy: Honor`; a node added, deleted, relabelled or
-    /// retainted changes the domains.
-    fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
-        Some(vec![
-            ClusterEvent::new(
-                EventResource::Pod,
-                ActionType::ADD
-                    | ActionType::UPDATE_POD_LABEL
-                    | ActionType::UPDATE_POD_TOLERATIONS
-                    | ActionType::DELETE,
-            ),
-            ClusterEvent::new(
-                EventResource::Node,
-                ActionType::ADD
-                    | ActionType::DELETE
-                    | ActionType::UPDATE_NODE_LABEL
-                    | ActionType::UPDATE_NODE_TAINT,
-            ),
-        ])
-    }
-}
-
-impl PluginFactory for PodTopologySpread {
-    const NAME: &'static str = "PodTopologySpread";
-    const DESCRIPTION: &'static str = "Spreads pods over topology domains as their topologySpreadConstraints ask: DoNotSchedule constraints filter, ScheduleAnyway constraints (and the default constraints) score.";
-    const POINTS: &'static [ExtensionPoint] = &[
-        ExtensionPoint::PreFilter,
-        ExtensionPoint::Filter,
-        ExtensionPoint::PreScore,
-        ExtensionPoint::Score,
-    ];
-    // Filter and Score read the constraints and counts their pre-points computed (an
-    // error without them).
-    const COUPLINGS: &'static [Coupling] =
-        &[Coupling::FilterNeedsPreFilter, Coupling::ScoreNeedsPreScore];
-    type Args = PodTopologySpreadArgs;
-
-    fn build(args: PodTopologySpreadArgs, handle: &Handle) -> Result<Self, PluginError> {
-        let workloads = handle.workloads.clone();
-        let pool = handle.pool().map_err(|message| PluginError::Init {
-            plugin: Self::NAME.into(),
-            message,
-        })?;
-        Ok(PodTopologySpread::new(args)
-            .with_default_selector(Arc::new(move |pod| Some(workloads.default_selector(pod))))
-            .with_pool(pool))
+        fn build(args: PodTopologySpreadArgs, handle: &Handle) -> Result<Self, PluginError> {
+            let workloads = handle.workloads.clone();
+            let pool = handle.pool().map_err(|message| PluginError::Init {
+                plugin: Self::NAME.into(),
+                message,
+            })?;
+            Ok(PodTopologySpread::new(args)
+                .with_default_selector(Arc::new(move |pod| Some(workloads.default_selector(pod))))
+                .with_pool(pool))
+        }
     }
 }

@@ -16,7 +16,7 @@ use crate::cluster::{NodeInfo, PodInfo};
 use crate::framework::{
     CycleState, MAX_NODE_SCORE, PreScorePlugin, ScoreExtensions, ScorePlugin, Status,
 };
-use crate::plugins::node_affinity::RequiredNodeAffinity;
+use crate::helpers::node_affinity::RequiredNodeAffinity;
 
 /// What PreScore hands to Score and NormalizeScore, per soft constraint (same index).
 #[derive(Debug, Clone)]

@@ -3,6 +3,9 @@
 //! the `default` namespace unless a case says otherwise, as upstream's test pods are in
 //! the same (empty) namespace.
 
+use crate::framework::{
+    FilterPlugin, Plugin, PluginFactory, PreFilterPlugin, PreScorePlugin, ScorePlugin,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 

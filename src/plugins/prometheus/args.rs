@@ -74,6 +74,10 @@ impl Default for PrometheusArgs {
     }
 }
 
+/// The `prometheusAddress` of the plugins' [`PluginArgs::example`](crate::framework::PluginArgs::example)
+/// args: a local Prometheus on its default port. Building a plugin does not connect.
+pub const EXAMPLE_ADDRESS: &str = "http://127.0.0.1:9090";
+
 impl PrometheusArgs {
     /// Args for `address` with every other field at its default.
     pub fn for_address(address: impl Into<String>) -> Self {

@@ -31,12 +31,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::{
-    Coupling, CycleState, ExtensionPoint, FieldError, FilterPlugin, Handle, MAX_NODE_SCORE, Plugin,
-    PluginArgs, PluginError, PluginFactory, PreFilterPlugin, PreFilterResult, PreScorePlugin,
-    ScorePlugin, Status,
+    Coupling, CycleState, FieldError, FilterPlugin, Handle, MAX_NODE_SCORE, PluginArgs,
+    PluginError, PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin, Status,
 };
 
-use super::args::PrometheusArgs;
+use super::args::{EXAMPLE_ADDRESS, PrometheusArgs};
 use super::client::{NodeValues, PrometheusClient, QueryError};
 use super::{HealthReporter, LABEL_NAME_PATTERN, NEUTRAL_SCORE, is_label_name, no_sample_problem};
 
@@ -172,6 +171,22 @@ impl Metric {
 }
 
 impl PluginArgs for MetricsScoreArgs {
+    /// The fields without a default: a Prometheus address and one metric (node load).
+    fn example() -> Self {
+        MetricsScoreArgs {
+            prometheus: PrometheusArgs::for_address(EXAMPLE_ADDRESS),
+            metrics: vec![Metric {
+                name: None,
+                query: "node_load1".to_string(),
+                node_label: default_node_label(),
+                direction: Direction::LowerIsBetter,
+                weight: default_weight(),
+                filter_above: None,
+                filter_below: None,
+            }],
+        }
+    }
+
     fn validate(&self, path: &str) -> Vec<FieldError> {
         let mut errors = self.prometheus.validate(path);
         let metrics_path = format!("{path}.metrics");
@@ -346,59 +361,42 @@ fn node_scores(
         .collect()
 }
 
-impl Plugin for MetricsScore {
-    fn name(&self) -> &str {
-        Self::NAME
+crate::plugin! {
+    MetricsScore {
+        name: "MetricsScore",
+        points: [PreFilter, Filter, PreScore, Score],
     }
 
-    /// A node rejected for a metric past its threshold may pass once the metric moves;
-    /// no cluster event says so.
-    fn rejections_expire(&self) -> bool {
-        true
+    impl Plugin {
+        /// A node rejected for a metric past its threshold may pass once the metric moves.
+        /// No cluster event says so, hence no `events_to_register` either: any event (or
+        /// the periodic flush) retries the pod.
+        fn rejections_expire(&self) -> bool {
+            true
+        }
     }
-    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
-        Some(self)
-    }
-    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
-        Some(self)
-    }
-    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
-        Some(self)
-    }
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
-    // No `events_to_register`: a rejected pod waits for a metric to change, which no
-    // cluster event announces, so any event (or the periodic flush) retries it.
-}
 
-impl PluginFactory for MetricsScore {
-    const NAME: &'static str = "MetricsScore";
-    const DESCRIPTION: &'static str = "Ranks nodes by PromQL queries (each lower- or higher-is-better, weighted) and optionally rejects nodes whose value crosses a threshold; scores every node equally and rejects none when Prometheus is unavailable.";
-    const POINTS: &'static [ExtensionPoint] = &[
-        ExtensionPoint::PreFilter,
-        ExtensionPoint::Filter,
-        ExtensionPoint::PreScore,
-        ExtensionPoint::Score,
-    ];
-    // Filter reads the answers PreFilter fetched, Score the scores PreScore computed;
-    // without them no node is rejected and every node scores the same.
-    const COUPLINGS: &'static [Coupling] =
-        &[Coupling::FilterNeedsPreFilter, Coupling::ScoreNeedsPreScore];
-    type Args = MetricsScoreArgs;
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "Ranks nodes by PromQL queries (each lower- or higher-is-better, weighted) and optionally rejects nodes whose value crosses a threshold; scores every node equally and rejects none when Prometheus is unavailable.";
+        // Filter reads the answers PreFilter fetched, Score the scores PreScore computed;
+        // without them no node is rejected and every node scores the same.
+        const COUPLINGS: &'static [Coupling] =
+            &[Coupling::FilterNeedsPreFilter, Coupling::ScoreNeedsPreScore];
+        type Args = MetricsScoreArgs;
 
-    fn build(args: MetricsScoreArgs, handle: &Handle) -> Result<Self, PluginError> {
-        let client = PrometheusClient::new(args.prometheus.client_config()).map_err(|e| {
-            PluginError::Init {
-                plugin: Self::NAME.to_string(),
-                message: e.to_string(),
-            }
-        })?;
-        Ok(MetricsScore {
-            client,
-            metrics: args.metrics,
-            health: HealthReporter::new(Self::NAME, handle.health.clone()),
-        })
+        fn build(args: MetricsScoreArgs, handle: &Handle) -> Result<Self, PluginError> {
+            let client = PrometheusClient::new(args.prometheus.client_config()).map_err(|e| {
+                PluginError::Init {
+                    plugin: Self::NAME.to_string(),
+                    message: e.to_string(),
+                }
+            })?;
+            Ok(MetricsScore {
+                client,
+                metrics: args.metrics,
+                health: HealthReporter::new(Self::NAME, handle.health.clone()),
+            })
+        }
     }
 }
 
@@ -474,6 +472,7 @@ impl ScorePlugin for MetricsScore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::framework::Plugin;
     use crate::framework::{Code, decode_args};
     use crate::plugins::prometheus::test_nodes as nodes;
 

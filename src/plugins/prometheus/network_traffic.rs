@@ -27,12 +27,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::{NodeInfo, PodInfo};
 use crate::framework::{
-    Coupling, CycleState, ExtensionPoint, FieldError, Handle, MAX_NODE_SCORE, Plugin, PluginArgs,
-    PluginError, PluginFactory, PreScorePlugin, ScoreExtensions, ScorePlugin, Status,
+    Coupling, CycleState, FieldError, Handle, MAX_NODE_SCORE, PluginArgs, PluginError,
+    PreScorePlugin, ScoreExtensions, ScorePlugin, Status,
 };
-use crate::plugins::helper::default_normalize_score;
+use crate::helpers::score::default_normalize_score;
 
-use super::args::PrometheusArgs;
+use super::args::{EXAMPLE_ADDRESS, PrometheusArgs};
 use super::client::{NodeValues, PrometheusClient};
 use super::{HealthReporter, LABEL_NAME_PATTERN, NEUTRAL_SCORE, is_label_name, no_sample_problem};
 
@@ -107,6 +107,14 @@ impl NetworkTrafficArgs {
 }
 
 impl PluginArgs for NetworkTrafficArgs {
+    /// The defaults with a Prometheus address, the one field without a default.
+    fn example() -> Self {
+        NetworkTrafficArgs {
+            prometheus: PrometheusArgs::for_address(EXAMPLE_ADDRESS),
+            ..NetworkTrafficArgs::default()
+        }
+    }
+
     fn validate(&self, path: &str) -> Vec<FieldError> {
         let mut errors = self.prometheus.validate(path);
         let interface = &self.network_interface;
@@ -244,40 +252,33 @@ impl NetworkTraffic {
     }
 }
 
-impl Plugin for NetworkTraffic {
-    fn name(&self) -> &str {
-        Self::NAME
+crate::plugin! {
+    NetworkTraffic {
+        name: "NetworkTraffic",
+        points: [PreScore, Score],
     }
-    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
-        Some(self)
-    }
-    fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
-    }
-}
 
-impl PluginFactory for NetworkTraffic {
-    const NAME: &'static str = "NetworkTraffic";
-    const DESCRIPTION: &'static str = "Prefers nodes receiving little network traffic, as Prometheus measures it from node_exporter (busiest node 0, idle node 100); scores every node equally when Prometheus is unavailable.";
-    const POINTS: &'static [ExtensionPoint] = &[ExtensionPoint::PreScore, ExtensionPoint::Score];
-    // Score reads the receive rates PreScore fetched; without them every node would
-    // score the same.
-    const COUPLINGS: &'static [Coupling] = &[Coupling::ScoreNeedsPreScore];
-    type Args = NetworkTrafficArgs;
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "Prefers nodes receiving little network traffic, as Prometheus measures it from node_exporter (busiest node 0, idle node 100); scores every node equally when Prometheus is unavailable.";
+        // Score reads the receive rates PreScore fetched; without them every node would
+        // score the same.
+        const COUPLINGS: &'static [Coupling] = &[Coupling::ScoreNeedsPreScore];
+        type Args = NetworkTrafficArgs;
 
-    fn build(args: NetworkTrafficArgs, handle: &Handle) -> Result<Self, PluginError> {
-        let client = PrometheusClient::new(args.prometheus.client_config()).map_err(|e| {
-            PluginError::Init {
-                plugin: Self::NAME.to_string(),
-                message: e.to_string(),
-            }
-        })?;
-        Ok(NetworkTraffic {
-            client,
-            query: args.effective_query(),
-            node_label: args.node_label,
-            health: HealthReporter::new(Self::NAME, handle.health.clone()),
-        })
+        fn build(args: NetworkTrafficArgs, handle: &Handle) -> Result<Self, PluginError> {
+            let client = PrometheusClient::new(args.prometheus.client_config()).map_err(|e| {
+                PluginError::Init {
+                    plugin: Self::NAME.to_string(),
+                    message: e.to_string(),
+                }
+            })?;
+            Ok(NetworkTraffic {
+                client,
+                query: args.effective_query(),
+                node_label: args.node_label,
+                health: HealthReporter::new(Self::NAME, handle.health.clone()),
+            })
+        }
     }
 }
 

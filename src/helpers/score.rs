@@ -1,5 +1,5 @@
 //! Scoring math shared by plugins, written once: default score normalization and
-//! piecewise-linear shapes (upstream `plugins/helper`).
+//! piecewise-linear shapes (upstream `framework/plugins/helper`).
 
 use crate::framework::{MAX_NODE_SCORE, Status};
 
@@ -54,79 +54,6 @@ pub fn broken_linear(shape: &[FunctionShapePoint], p: i64) -> i64 {
 
 /// The highest score a plugin may give, for plugins that compute on another scale.
 pub const MAX_SCORE: i64 = MAX_NODE_SCORE;
-
-/// What is wrong with `value` as a Kubernetes qualified name (label key, resource name):
-/// an optional DNS-1123 subdomain prefix and `/`, then a name of at most 63 alphanumerics,
-/// `-`, `_` or `.` that starts and ends alphanumeric (upstream `IsQualifiedName`). Empty
-/// when valid. Plugins validating args turn each message into a `FieldError`.
-pub fn qualified_name_errors(value: &str) -> Vec<String> {
-    const NAME_MAX: usize = 63;
-    const SUBDOMAIN_MAX: usize = 253;
-    let mut errors = Vec::new();
-    let name = match value.split('/').collect::<Vec<_>>()[..] {
-        [name] => name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errors.push("prefix part must be non-empty".to_string());
-            } else {
-                if prefix.len() > SUBDOMAIN_MAX {
-                    errors.push(format!(
-                        "prefix part must be no more than {SUBDOMAIN_MAX} characters"
-                    ));
-                }
-                if !is_dns1123_subdomain(prefix) {
-                    errors.push(
-                        "prefix part must be a lowercase RFC 1123 subdomain: lower case alphanumerics, \
-                         '-' or '.', starting and ending with an alphanumeric (e.g. 'example.com')"
-                            .to_string(),
-                    );
-                }
-            }
-            name
-        }
-        _ => {
-            errors.push(
-                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', \
-                 with an optional DNS subdomain prefix and a single '/' (e.g. 'example.com/MyName')"
-                    .to_string(),
-            );
-            return errors;
-        }
-    };
-    if name.is_empty() {
-        errors.push("name part must be non-empty".to_string());
-    } else if name.len() > NAME_MAX {
-        errors.push(format!(
-            "name part must be no more than {NAME_MAX} characters"
-        ));
-    }
-    let inner_ok = name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    let ends_ok = name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
-    if !(inner_ok && ends_ok) {
-        errors.push(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start \
-             and end with an alphanumeric character (e.g. 'MyName', 'my.name', '123-abc')"
-                .to_string(),
-        );
-    }
-    errors
-}
-
-/// RFC 1123 subdomain syntax: dot-separated labels of lowercase alphanumerics and `-`,
-/// each starting and ending alphanumeric.
-fn is_dns1123_subdomain(value: &str) -> bool {
-    value.split('.').all(|label| {
-        !label.is_empty()
-            && label
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-            && !label.starts_with('-')
-            && !label.ends_with('-')
-    })
-}
 
 #[cfg(test)]
 mod tests {
