@@ -24,6 +24,9 @@
 //! and `operator`) provide the binder and the event sources. `docs/architecture.md` is the
 //! contract these modules follow.
 //!
+//! [`testing`] holds the pod and node builders the tests share (upstream's `MakePod` and
+//! `MakeNode`); nothing outside tests and benchmarks calls it.
+//!
 //! Every file a user names (simulate's and convert's input, a Prometheus CA or token file)
 //! is read through [`files`], which bounds its size.
 
@@ -41,3 +44,4 @@ pub mod queue;
 pub mod scheduler;
 pub mod schema;
 pub mod simulate;
+pub mod testing;
