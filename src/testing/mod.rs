@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 
 pub use node::{NodeWrapper, make_node, taint};
-pub use pod::{PodWrapper, make_pod, toleration};
+pub use pod::{PodWrapper, make_pod, spread_constraint, toleration};
 
 /// A label (or selector, or annotation) map from `(key, value)` pairs.
 pub fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

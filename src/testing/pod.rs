@@ -1,10 +1,9 @@
 //! `make_pod()`, after upstream's `st.MakePod()`.
 
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, NodeAffinity, NodeSelector, NodeSelectorRequirement,
-    NodeSelectorTerm, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity, PodSchedulingGate,
-    PodSpec, PodStatus, ResourceRequirements, Toleration, TopologySpreadConstraint,
-    WeightedPodAffinityTerm,
+    Affinity, Container, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
+    Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity, PodSchedulingGate, PodSpec, PodStatus,
+    ResourceRequirements, Toleration, TopologySpreadConstraint, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, OwnerReference, Time,
@@ -35,6 +34,22 @@ pub fn toleration(key: &str, operator: &str, value: &str, effect: &str) -> Toler
         value: set(value),
         effect: set(effect),
         ..Toleration::default()
+    }
+}
+
+/// A topology spread constraint of `max_skew` over `key`, the other fields unset.
+pub fn spread_constraint(
+    max_skew: i32,
+    key: &str,
+    when_unsatisfiable: &str,
+    selector: Option<LabelSelector>,
+) -> TopologySpreadConstraint {
+    TopologySpreadConstraint {
+        max_skew,
+        topology_key: key.into(),
+        when_unsatisfiable: when_unsatisfiable.into(),
+        label_selector: selector,
+        ..TopologySpreadConstraint::default()
     }
 }
 
@@ -203,9 +218,15 @@ impl PodWrapper {
         self
     }
 
+    /// `spec.affinity` exactly `affinity`.
+    pub fn affinity(mut self, affinity: Affinity) -> Self {
+        self.spec().affinity = Some(affinity);
+        self
+    }
+
     /// `spec.affinity.nodeAffinity` exactly `affinity`.
     pub fn node_affinity(mut self, affinity: NodeAffinity) -> Self {
-        self.affinity().node_affinity = Some(affinity);
+        self.affinity_mut().node_affinity = Some(affinity);
         self
     }
 
@@ -219,7 +240,7 @@ impl PodWrapper {
             }]),
             ..NodeSelectorTerm::default()
         };
-        self.affinity()
+        self.affinity_mut()
             .node_affinity
             .get_or_insert_with(NodeAffinity::default)
             .required_during_scheduling_ignored_during_execution = Some(NodeSelector {
@@ -229,7 +250,10 @@ impl PodWrapper {
     }
 
     pub fn required_pod_affinity(mut self, term: PodAffinityTerm) -> Self {
-        let affinity = self.affinity().pod_affinity.get_or_insert_with(PodAffinity::default);
+        let affinity = self
+            .affinity_mut()
+            .pod_affinity
+            .get_or_insert_with(PodAffinity::default);
         affinity
             .required_during_scheduling_ignored_during_execution
             .get_or_insert_with(Vec::new)
@@ -239,7 +263,7 @@ impl PodWrapper {
 
     pub fn required_pod_anti_affinity(mut self, term: PodAffinityTerm) -> Self {
         let affinity = self
-            .affinity()
+            .affinity_mut()
             .pod_anti_affinity
             .get_or_insert_with(PodAntiAffinity::default);
         affinity
@@ -250,7 +274,10 @@ impl PodWrapper {
     }
 
     pub fn preferred_pod_affinity(mut self, term: WeightedPodAffinityTerm) -> Self {
-        let affinity = self.affinity().pod_affinity.get_or_insert_with(PodAffinity::default);
+        let affinity = self
+            .affinity_mut()
+            .pod_affinity
+            .get_or_insert_with(PodAffinity::default);
         affinity
             .preferred_during_scheduling_ignored_during_execution
             .get_or_insert_with(Vec::new)
@@ -260,7 +287,7 @@ impl PodWrapper {
 
     pub fn preferred_pod_anti_affinity(mut self, term: WeightedPodAffinityTerm) -> Self {
         let affinity = self
-            .affinity()
+            .affinity_mut()
             .pod_anti_affinity
             .get_or_insert_with(PodAntiAffinity::default);
         affinity
@@ -298,8 +325,25 @@ impl PodWrapper {
         self.required_pod_anti_affinity(affinity_term(key, "Exists", &[], topology))
     }
 
-    /// Appends a topology spread constraint (upstream `SpreadConstraint`).
-    pub fn spread_constraint(mut self, constraint: TopologySpreadConstraint) -> Self {
+    /// Appends a constraint of `max_skew` over `key` (upstream `SpreadConstraint` with
+    /// its optional arguments nil).
+    pub fn spread_constraint(
+        self,
+        max_skew: i32,
+        key: &str,
+        when_unsatisfiable: &str,
+        selector: Option<LabelSelector>,
+    ) -> Self {
+        self.topology_spread_constraint(spread_constraint(
+            max_skew,
+            key,
+            when_unsatisfiable,
+            selector,
+        ))
+    }
+
+    /// Appends `constraint` as written, for the fields `spread_constraint` leaves unset.
+    pub fn topology_spread_constraint(mut self, constraint: TopologySpreadConstraint) -> Self {
         self.spec()
             .topology_spread_constraints
             .get_or_insert_with(Vec::new)
@@ -338,7 +382,7 @@ impl PodWrapper {
         self.0.spec.get_or_insert_with(PodSpec::default)
     }
 
-    fn affinity(&mut self) -> &mut Affinity {
+    fn affinity_mut(&mut self) -> &mut Affinity {
         self.spec().affinity.get_or_insert_with(Affinity::default)
     }
 

@@ -1,58 +1,30 @@
 //! The cache as the scheduler drives it: pods and nodes added, assumed, bound, forgotten
 //! and expired, and the snapshot it hands a cycle.
 
-use k8s_openapi::api::core::v1::{
-    Container, ContainerImage, NodeStatus, PodSpec, ResourceRequirements,
-};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
 use super::*;
+use crate::testing::{make_node, make_pod};
 
+/// A node with `cpu` allocatable holding `images` of 1000 bytes each.
 fn node(name: &str, cpu: &str, images: &[&str]) -> Node {
-    Node {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            ..Default::default()
-        },
-        status: Some(NodeStatus {
-            allocatable: Some([("cpu".to_owned(), Quantity(cpu.to_owned()))].into()),
-            images: Some(
-                images
-                    .iter()
-                    .map(|image| ContainerImage {
-                        names: Some(vec![image.to_string()]),
-                        size_bytes: Some(1000),
-                    })
-                    .collect(),
-            ),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    images
+        .iter()
+        .fold(
+            make_node().name(name).allocatable(&[("cpu", cpu)]),
+            |node, image| node.image(&[image], 1000),
+        )
+        .obj()
 }
 
+/// A pod in `ns` named and identified `uid`, with one container requesting `cpu`.
 fn pod(uid: &str, node: Option<&str>, cpu: &str) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(uid.to_owned()),
-            namespace: Some("ns".to_owned()),
-            uid: Some(uid.to_owned()),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            node_name: node.map(str::to_owned),
-            containers: vec![Container {
-                name: "c".to_owned(),
-                resources: Some(ResourceRequirements {
-                    requests: Some([("cpu".to_owned(), Quantity(cpu.to_owned()))].into()),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
-        ..Default::default()
+    let pod = make_pod()
+        .name(uid)
+        .namespace("ns")
+        .uid(uid)
+        .req(&[("cpu", cpu)]);
+    match node {
+        Some(node) => pod.node(node).obj(),
+        None => pod.obj(),
     }
 }
 
