@@ -1,19 +1,15 @@
 //! Expected values follow the module docs and, where berth matches it,
 //! scheduler-plugins' `pkg/coscheduling` (its messages and defaults).
 
-use std::collections::BTreeMap;
-
 use futures::FutureExt;
-use k8s_openapi::api::core::v1::{
-    Container, Node, NodeStatus, PodSpec, PodStatus, ResourceRequirements,
-};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::api::core::v1::{Node, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use pretty_assertions::assert_eq;
 
 use super::*;
 use crate::api::PodGroupSpec;
 use crate::framework::{BindError, Binder, WaitingPod};
+use crate::testing::{make_node, make_pod, pod_info, quantities, snapshot};
 
 const NS: &str = "default";
 /// How long the test holds pods at Permit; longer than any backoff the tests wait out.
@@ -34,14 +30,6 @@ fn at(second: i64) -> Time {
     Time(Timestamp::from_second(second).expect("test timestamps are in range"))
 }
 
-fn quantities(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
-        .collect()
-}
-
-/// The PodGroup `default/<name>`, created `created` seconds after the epoch.
 fn group(name: &str, min_member: i32, created: i64) -> PodGroup {
     PodGroup {
         metadata: ObjectMeta {
@@ -61,26 +49,10 @@ fn group(name: &str, min_member: i32, created: i64) -> PodGroup {
 /// A pod in `default` with one container requesting `cpu`, labelled a member of
 /// `group` when one is given.
 fn pod(name: &str, group: Option<&str>, cpu: &str) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some(NS.into()),
-            labels: group
-                .map(|g| BTreeMap::from([(POD_GROUP_LABEL.to_string(), g.to_string())])),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "c".into(),
-                resources: Some(ResourceRequirements {
-                    requests: Some(quantities(&[("cpu", cpu)])),
-                    ..ResourceRequirements::default()
-                }),
-                ..Container::default()
-            }],
-            ..PodSpec::default()
-        }),
-        ..Pod::default()
+    let pod = make_pod().name(name).namespace(NS).req(&[("cpu", cpu)]);
+    match group {
+        Some(group) => pod.label(POD_GROUP_LABEL, group).obj(),
+        None => pod.obj(),
     }
 }
 
@@ -119,31 +91,14 @@ fn with_phase(mut pod: Pod, phase: &str) -> Pod {
 
 /// A node with `cpu` allocatable, plenty of memory and 110 pod slots.
 fn node(name: &str, cpu: &str) -> Node {
-    Node {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        status: Some(NodeStatus {
-            allocatable: Some(quantities(&[
-                ("cpu", cpu),
-                ("memory", "64Gi"),
-                ("pods", "110"),
-            ])),
-            ..NodeStatus::default()
-        }),
-        ..Node::default()
-    }
+    make_node()
+        .name(name)
+        .allocatable(&[("cpu", cpu), ("memory", "64Gi"), ("pods", "110")])
+        .obj()
 }
 
 fn info(pod: &Pod) -> PodInfo {
-    PodInfo::new(pod.clone()).expect("test pods are valid")
-}
-
-/// The cluster as a cycle sees it: `pods` with `spec.nodeName` sit on their node (bound,
-/// or assumed, as pods held at Permit are).
-fn snapshot(nodes: Vec<Node>, pods: Vec<Pod>) -> Snapshot {
-    Snapshot::from_objects(nodes, pods).expect("test objects are valid")
+    pod_info(pod.clone())
 }
 
 /// Filter's verdict: every listed node rejected the pod with `status`.
@@ -435,8 +390,7 @@ fn sorting_a_shuffled_queue_keeps_groups_together() {
     .map(|(i, p)| queued(p, t0 + Duration::from_secs(i as u64)))
     .collect();
     let want = [
-        "urgent", "a-0", "a-1", "a-2", "c-0", "c-1", "solo-150", "b-0", "b-1", "b-2",
-        "solo-300",
+        "urgent", "a-0", "a-1", "a-2", "c-0", "c-1", "solo-150", "b-0", "b-1", "b-2", "solo-300",
     ];
     let n = arrivals.len();
     for rotation in 0..n {
@@ -641,8 +595,7 @@ async fn pre_filter_checks_min_resources_against_free_capacity() {
             "case {name}: {message}"
         );
         assert!(
-            message.contains("default/pg")
-                && message.contains(&format!("insufficient {short}")),
+            message.contains("default/pg") && message.contains(&format!("insufficient {short}")),
             "case {name}: names the group and the resource: {message}"
         );
         let fitting = ["cpu", gpu].into_iter().filter(|r| *r != short);
