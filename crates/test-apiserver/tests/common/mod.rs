@@ -19,7 +19,7 @@ use test_apiserver::{Config, RequestRecord, TestApiServer};
 /// How long any single wait in these tests may take before the test fails.
 pub const WAIT: Duration = Duration::from_secs(20);
 
-/// The repository root (`tests/apiserver/../..`).
+/// The repository root (`crates/test-apiserver/../..`).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
