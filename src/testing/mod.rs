@@ -7,6 +7,36 @@
 //! `MakePod()` and `MakeNode()` do. The module is public (not `#[cfg(test)]`) so that the
 //! unit tests, the integration tests under `tests/` and the benchmarks share one copy.
 
+/// The metadata setters both wrappers share (upstream's `Name`, `UID`, `Label`, `Labels`);
+/// expanded inside `impl PodWrapper` and `impl NodeWrapper`, whose field `0` is the object.
+macro_rules! metadata_setters {
+    () => {
+        pub fn name(mut self, name: &str) -> Self {
+            self.0.metadata.name = Some(name.into());
+            self
+        }
+
+        pub fn uid(mut self, uid: &str) -> Self {
+            self.0.metadata.uid = Some(uid.into());
+            self
+        }
+
+        pub fn label(self, key: &str, value: &str) -> Self {
+            self.labels(&[(key, value)])
+        }
+
+        /// Adds every pair to the labels (upstream `Labels`).
+        pub fn labels(mut self, pairs: &[(&str, &str)]) -> Self {
+            self.0
+                .metadata
+                .labels
+                .get_or_insert_with(Default::default)
+                .extend(super::labels(pairs));
+            self
+        }
+    };
+}
+
 mod node;
 mod pod;
 

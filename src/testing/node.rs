@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::{ContainerImage, Node, NodeSpec, NodeStatus, Taint};
 
-use super::{labels, node_info, quantities};
+use super::{node_info, quantities};
 use crate::cluster::NodeInfo;
 
 /// A node under construction; [`NodeWrapper::obj`] returns it.
@@ -25,34 +25,7 @@ pub fn taint(key: &str, value: &str, effect: &str) -> Taint {
 }
 
 impl NodeWrapper {
-    pub fn name(mut self, name: &str) -> Self {
-        self.0.metadata.name = Some(name.into());
-        self
-    }
-
-    pub fn uid(mut self, uid: &str) -> Self {
-        self.0.metadata.uid = Some(uid.into());
-        self
-    }
-
-    pub fn label(mut self, key: &str, value: &str) -> Self {
-        self.0
-            .metadata
-            .labels
-            .get_or_insert_with(Default::default)
-            .insert(key.into(), value.into());
-        self
-    }
-
-    /// Adds every pair to the labels (upstream `Labels`).
-    pub fn labels(mut self, pairs: &[(&str, &str)]) -> Self {
-        self.0
-            .metadata
-            .labels
-            .get_or_insert_with(Default::default)
-            .extend(labels(pairs));
-        self
-    }
+    metadata_setters!();
 
     /// Capacity and allocatable both `resources` (upstream `Capacity`).
     pub fn capacity(mut self, resources: &[(&str, &str)]) -> Self {

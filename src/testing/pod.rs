@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 use k8s_openapi::jiff::Timestamp;
 
-use super::{labels, pod_info, quantities};
+use super::{pod_info, quantities};
 use crate::cluster::PodInfo;
 
 /// A pod under construction; [`PodWrapper::obj`] returns it.
@@ -73,37 +73,10 @@ fn affinity_term(key: &str, operator: &str, values: &[&str], topology: &str) -> 
 impl PodWrapper {
     // Metadata.
 
-    pub fn name(mut self, name: &str) -> Self {
-        self.0.metadata.name = Some(name.into());
-        self
-    }
+    metadata_setters!();
 
     pub fn namespace(mut self, namespace: &str) -> Self {
         self.0.metadata.namespace = Some(namespace.into());
-        self
-    }
-
-    pub fn uid(mut self, uid: &str) -> Self {
-        self.0.metadata.uid = Some(uid.into());
-        self
-    }
-
-    pub fn label(mut self, key: &str, value: &str) -> Self {
-        self.0
-            .metadata
-            .labels
-            .get_or_insert_with(Default::default)
-            .insert(key.into(), value.into());
-        self
-    }
-
-    /// Adds every pair to the labels (upstream `Labels`).
-    pub fn labels(mut self, pairs: &[(&str, &str)]) -> Self {
-        self.0
-            .metadata
-            .labels
-            .get_or_insert_with(Default::default)
-            .extend(labels(pairs));
         self
     }
 
