@@ -54,6 +54,14 @@ fn as_strs<'a>(requests: &'a Requests) -> Vec<(&'a str, &'a str)> {
     requests.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
+/// The NodeInfos of `nodes`, in order, as a cycle hands them to PreScore and Score.
+pub fn node_infos(nodes: &[TestNode]) -> Vec<Arc<NodeInfo>> {
+    nodes
+        .iter()
+        .map(|(node, pods)| Arc::new(node_info(node, pods)))
+        .collect()
+}
+
 pub fn empty_snapshot() -> Snapshot {
     Snapshot::default()
 }
@@ -66,10 +74,7 @@ pub fn score_nodes(
 ) -> Vec<Result<i64, Status>> {
     let plugin = NodeResourcesFit::new(args);
     let pod = pod_info(pod);
-    let infos: Vec<Arc<NodeInfo>> = nodes
-        .iter()
-        .map(|(node, pods)| Arc::new(node_info(node, pods)))
-        .collect();
+    let infos = node_infos(nodes);
     let mut state = CycleState::new();
     let status = block_on(plugin.pre_score(&mut state, &pod, &infos));
     assert!(status.is_success(), "PreScore: {status}");
