@@ -692,16 +692,8 @@ impl Prometheus {
         result
             .iter()
             .map(|sample| {
-                let labels = sample["metric"]
-                    .as_object()
-                    .map(|m| {
-                        m.iter()
-                            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
                 Ok(Sample {
-                    labels,
+                    labels: metric_labels(sample),
                     value: parse_value(&sample["value"][1])?,
                 })
             })
@@ -731,14 +723,7 @@ impl Prometheus {
         result
             .iter()
             .map(|series| {
-                let labels = series["metric"]
-                    .as_object()
-                    .map(|m| {
-                        m.iter()
-                            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let labels = metric_labels(series);
                 let points = series["values"]
                     .as_array()
                     .cloned()
@@ -839,6 +824,18 @@ fn parse_value(value: &serde_json::Value) -> Result<f64> {
             .parse()
             .map_err(|e| Error(format!("sample value {text:?}: {e}"))),
     }
+}
+
+/// The `metric` labels of one sample or series of a query result.
+fn metric_labels(result: &serde_json::Value) -> BTreeMap<String, String> {
+    result["metric"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Percent-encodes everything but RFC 3986's unreserved characters.
