@@ -36,7 +36,8 @@
 //!
 //! [`bench`] times upstream's scheduler_perf workloads through simulate's driver;
 //! [`convert`] turns a `KubeSchedulerConfiguration` into SchedulerProfiles; [`cli`] holds
-//! one file per subcommand.
+//! one file per subcommand. [`testing`] holds the pod and node builders the tests share
+//! (upstream's `MakePod` and `MakeNode`); nothing outside tests and benchmarks calls it.
 //!
 //! The core ([`cluster`], [`framework`], [`queue`], [`plugins`], [`scheduler`]) takes
 //! k8s-openapi types in and returns decisions; it performs no Kubernetes I/O. Every file
@@ -57,3 +58,4 @@ pub mod queue;
 pub mod scheduler;
 pub mod schema;
 pub mod simulate;
+pub mod testing;

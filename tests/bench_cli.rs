@@ -2,14 +2,14 @@
 //! JSON report's fields, checks that fail under a profile that breaks their constraint,
 //! and exit code 2 for bad input. Nothing here asserts a timing.
 
-use std::path::PathBuf;
 use std::process::Output;
 
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
+mod support;
 use cli::{assert_exit, run_berth, stderr, stdout};
+use support::cli;
+use support::temp::TempDir;
 
 const WORKLOADS: [&str; 8] = [
     "SchedulingBasic",
@@ -39,13 +39,11 @@ fn json(output: &Output) -> Value {
     })
 }
 
-/// A profile file in a fresh temporary directory.
-fn profile_file(name: &str, yaml: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("berth-bench-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join("profile.yaml");
-    std::fs::write(&path, yaml).expect("profile written");
-    path
+/// A scratch directory holding `profile.yaml`, removed when dropped.
+fn profile_file(name: &str, yaml: &str) -> TempDir {
+    let dir = TempDir::new(&format!("bench-{name}"));
+    dir.write("profile.yaml", yaml);
+    dir
 }
 
 #[test]
@@ -161,7 +159,8 @@ fn a_profile_that_breaks_the_constraint_fails_the_check() {
         ),
     ];
     for (name, workload, plugin, failure) in cases {
-        let path = profile_file(plugin, &without(plugin));
+        let dir = profile_file(plugin, &without(plugin));
+        let path = dir.join("profile.yaml");
         let path = path.to_string_lossy();
         let mut args = vec!["--workload", workload, "--profile", &path, "-o", "json"];
         args.extend(SMALL);
@@ -181,12 +180,15 @@ fn a_profile_that_breaks_the_constraint_fails_the_check() {
 
 #[test]
 fn bad_input_exits_2_with_a_message() {
-    let invalid = profile_file(
+    let invalid_dir = profile_file(
         "invalid",
         "apiVersion: berth.dev/v1alpha1\nkind: SchedulerProfile\nmetadata:\n  name: bad\nspec:\n  \
          percentageOfNodesToScore: 150\n",
     );
-    let invalid = invalid.to_string_lossy().into_owned();
+    let invalid = invalid_dir
+        .join("profile.yaml")
+        .to_string_lossy()
+        .into_owned();
     let cases: [(&str, Vec<&str>, &str); 9] = [
         ("zero nodes", vec!["--nodes", "0"], "--nodes"),
         ("a billion pods", vec!["--pods", "1000000000"], "--pods"),

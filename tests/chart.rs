@@ -10,14 +10,13 @@
 
 #[path = "chart/helm.rs"]
 mod helm;
-#[path = "support/http.rs"]
-mod http;
 #[path = "chart/kubectl_server.rs"]
 mod kubectl_server;
 #[path = "chart/process.rs"]
 mod process;
 #[path = "chart/rbac.rs"]
 mod rbac;
+mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -29,15 +28,15 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
-use test_apiserver::{Config, TestApiServer};
+use test_apiserver::TestApiServer;
 
-use helm::{
-    Manifests, NAMESPACE, Scratch, chart_dir, helm_or_skip, kubectl_or_skip, repo_root, utf8,
-};
+use helm::{Manifests, NAMESPACE, chart_dir, helm_or_skip, kubectl_or_skip, repo_root, utf8};
 use process::{ChartProcess, POD_NAME, eventually, free_port, http_status, within};
 use rbac::{
     E2E_LEASE_NAME, Grant, Grants, Scope, attributes_of, is_public_discovery, read_request_logs,
 };
+use support::api;
+use support::temp::TempDir;
 
 /// The values file with every optional feature on.
 fn all_features() -> PathBuf {
@@ -574,7 +573,7 @@ async fn kubectl_dry_run_client_validates_and_accepts_the_rendered_chart() {
     // The server knows berth's kinds from the chart's own CRDs.
     let crds = Manifests::parse(&helm.template(&["--include-crds"]).expect("helm template"));
     let server = kubectl_server::KubectlServer::start(&crds.all("CustomResourceDefinition")).await;
-    let scratch = Scratch::new("kubectl");
+    let scratch = TempDir::new("chart-kubectl");
     let kubeconfig = scratch.write("kubeconfig", &server.kubeconfig());
     let kubectl_apply = |file: &Path, validate: &str| {
         let mut command = Command::new(&kubectl);
@@ -582,7 +581,7 @@ async fn kubectl_dry_run_client_validates_and_accepts_the_rendered_chart() {
             .args(["apply", "--dry-run=client", "-f", utf8(file)])
             .arg(format!("--validate={validate}"))
             .args(["--kubeconfig", utf8(&kubeconfig)])
-            .args(["--cache-dir", utf8(&scratch.0.join("cache"))]);
+            .args(["--cache-dir", utf8(&scratch.join("cache"))]);
         tokio::task::block_in_place(|| helm::run(command, Duration::from_secs(60)))
     };
     // kubectl plans a create for every object (none exists on the server).
@@ -752,15 +751,7 @@ async fn berth_run_with_the_rendered_args_and_env_schedules_a_pod() {
 /// The test API server after what `helm install` would do before berth starts: the
 /// chart's CRDs, the release namespace, the chart's SchedulerProfiles.
 async fn installed_release(manifests: &Manifests) -> (TestApiServer, kube::Client) {
-    let server = within(
-        "starting the test API server",
-        TestApiServer::start(Config::default()),
-    )
-    .await
-    .expect("the test API server starts");
-    server
-        .install_crds_from_dir(&chart_dir().join("crds"))
-        .expect("install the chart's CRDs");
+    let server = api::start_with_crds(&chart_dir().join("crds")).await;
     let client = server.client().await;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     create(&namespaces, json!({"metadata": {"name": NAMESPACE}})).await;

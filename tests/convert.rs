@@ -16,9 +16,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-#[path = "support/cli.rs"]
-mod cli;
+mod support;
 use cli::{assert_exit, run_berth, stderr, stdout};
+use support::cli;
+use support::temp::TempDir;
 
 fn repo_file(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
@@ -38,6 +39,17 @@ fn berth(args: &[&str]) -> Output {
 
 fn berth_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
     run_berth(args, stdin)
+}
+
+/// `berth simulate -f <profiles> -f <cluster> <extra>`, the profiles written to a scratch
+/// file first.
+fn simulate_converted(profiles: &str, cluster: &str, extra: &[&str]) -> Output {
+    let dir = TempDir::new("convert");
+    let file = dir.write("profiles.yaml", profiles);
+    let file = file.to_string_lossy();
+    let mut args = vec!["simulate", "-f", &file, "-f", cluster];
+    args.extend(extra);
+    berth(&args)
 }
 
 /// The YAML documents of `berth convert`'s output as SchedulerProfiles.
@@ -218,19 +230,11 @@ fn the_cli_writes_a_yaml_stream_that_simulate_accepts_and_that_takes_effect() {
     assert_eq!(names, ["no-scoring", "bin-packing"]);
     assert!(!yaml.contains("NodeResourcesFitArgs"), "{yaml}");
 
-    let file = std::env::temp_dir().join(format!("berth-convert-{}.yaml", std::process::id()));
-    std::fs::write(&file, &yaml).expect("converted profiles are written");
-    let report = berth(&[
-        "simulate",
-        "-f",
-        &file.to_string_lossy(),
-        "-f",
+    let report = simulate_converted(
+        &yaml,
         &fixture("cluster.yaml"),
-        "-o",
-        "json",
-        "--explain",
-    ]);
-    let _ = std::fs::remove_file(&file);
+        &["-o", "json", "--explain"],
+    );
     assert_exit(&report, 0);
     let report: Value = serde_json::from_str(&stdout(&report)).expect("report is JSON");
     let pod = |name: &str| {
@@ -257,16 +261,8 @@ fn the_cli_writes_a_yaml_stream_that_simulate_accepts_and_that_takes_effect() {
 fn the_converted_example_runs_next_to_the_quickstart() {
     let output = berth(&["convert", "-f", &repo_file(EXAMPLE).to_string_lossy()]);
     assert_exit(&output, 0);
-    let file = std::env::temp_dir().join(format!("berth-convert-qs-{}.yaml", std::process::id()));
-    std::fs::write(&file, stdout(&output)).expect("converted profiles are written");
-    let report = berth(&[
-        "simulate",
-        "-f",
-        &file.to_string_lossy(),
-        "-f",
-        &repo_file("examples/quickstart.yaml").to_string_lossy(),
-    ]);
-    let _ = std::fs::remove_file(&file);
+    let quickstart = repo_file("examples/quickstart.yaml");
+    let report = simulate_converted(&stdout(&output), &quickstart.to_string_lossy(), &[]);
     assert_exit(&report, 0);
 }
 
@@ -1289,19 +1285,7 @@ fn a_converted_v1beta1_bin_packing_profile_packs_in_simulate() {
         "default-scheduler=gang",
     ]);
     assert_exit(&output, 0);
-    let file =
-        std::env::temp_dir().join(format!("berth-convert-v1beta1-{}.yaml", std::process::id()));
-    std::fs::write(&file, stdout(&output)).expect("converted profiles are written");
-    let report = berth(&[
-        "simulate",
-        "-f",
-        &file.to_string_lossy(),
-        "-f",
-        &fixture("cluster.yaml"),
-        "-o",
-        "json",
-    ]);
-    let _ = std::fs::remove_file(&file);
+    let report = simulate_converted(&stdout(&output), &fixture("cluster.yaml"), &["-o", "json"]);
     assert_exit(&report, 0);
     let report: Value = serde_json::from_str(&stdout(&report)).expect("report is JSON");
     let packed = report["pods"]

@@ -14,9 +14,8 @@ use berth::api::{PluginRef, PluginSet, Plugins, SchedulerProfileSpec};
 use berth::cluster::{NodeInfo, PodInfo, Snapshot};
 use berth::framework::*;
 use berth::scheduler::{AttemptReport, CycleOutput, Outcome, Scheduler, SchedulerOptions};
-use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus, Pod, PodSpec};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use berth::testing::{make_node, make_pod};
+use k8s_openapi::api::core::v1::{Node, Pod};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -243,39 +242,22 @@ impl Binder for NoopBinder {
     }
 }
 
+/// A node with 4 cpu, 8Gi memory and 110 pod slots allocatable.
 fn node(name: &str) -> Node {
-    let allocatable = BTreeMap::from([
-        ("cpu".to_string(), Quantity("4".into())),
-        ("memory".to_string(), Quantity("8Gi".into())),
-        ("pods".to_string(), Quantity("110".into())),
-    ]);
-    Node {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        spec: Some(NodeSpec::default()),
-        status: Some(NodeStatus {
-            allocatable: Some(allocatable),
-            ..Default::default()
-        }),
-    }
+    make_node()
+        .name(name)
+        .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+        .obj()
 }
 
+/// A pod of profile `probe`, in `default`, whose uid is `uid-<name>`.
 fn pod(name: &str) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("default".into()),
-            uid: Some(format!("uid-{name}")),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            scheduler_name: Some("probe".into()),
-            ..Default::default()
-        }),
-        status: None,
-    }
+    make_pod()
+        .name(name)
+        .namespace("default")
+        .uid(&format!("uid-{name}"))
+        .scheduler_name("probe")
+        .obj()
 }
 
 fn registry() -> Registry {

@@ -14,6 +14,9 @@ use berth::observability::server::serve;
 use berth::observability::{AttemptResult, Metrics};
 use pretty_assertions::assert_eq;
 
+mod support;
+use support::http;
+
 fn ms(millis: u64) -> Duration {
     Duration::from_millis(millis)
 }
@@ -410,30 +413,11 @@ fn remove_profile_forgets_its_series_only() {
     metrics.remove_profile("never-seen");
 }
 
-/// A GET over HTTP/1.1 without a client library: (status, content-type, body).
+/// A GET on the server under test: (status, content-type, body).
 fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("read timeout");
-    let request = format!("GET {path} HTTP/1.1\r\nHost: berth\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).expect("send request");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("read response");
-    let (head, body) = response.split_once("\r\n\r\n").expect("header end");
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .expect("status line");
-    let content_type = lines
-        .filter_map(|l| l.split_once(':'))
-        .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
-        .map(|(_, value)| value.trim().to_string())
-        .unwrap_or_default();
-    (status, content_type, body.to_string())
+    let response = http::get(addr, path).unwrap_or_else(|e| panic!("{e}"));
+    let content_type = response.header("content-type").unwrap_or_default();
+    (response.status, content_type.to_string(), response.body)
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! End-to-end tests of `berth run` (issue 5, "Done when"): the real `berth` binary
-//! against the in-process test API server (`tests/apiserver`) with berth's CRDs.
+//! against the in-process test API server (`crates/test-apiserver`) with berth's CRDs.
 //!
 //! One module per topic under `tests/operator_e2e/`; [`harness`] starts the server and
 //! the binary. Tests run one at a time (the harness serialises them), each wait is
@@ -10,8 +10,8 @@
 
 #[path = "operator_e2e/harness.rs"]
 mod harness;
-#[path = "support/prometheus.rs"]
-mod prometheus;
+mod support;
+use support::prometheus;
 
 #[path = "operator_e2e/endpoints.rs"]
 mod endpoints;

@@ -3,7 +3,6 @@
 //! subresource as a kubelet would), events, implicit groups, and follower replicas that
 //! write nothing.
 
-use std::path::Path;
 use std::time::Duration;
 
 use berth::api::{PodGroup, PodGroupPhase, PodGroupStatus};
@@ -14,8 +13,11 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::Reporter;
 use serde_json::{Value, json};
-use test_apiserver::{Config, TestApiServer};
+use test_apiserver::TestApiServer;
 use tokio::sync::{oneshot, watch};
+
+mod support;
+use support::api;
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -31,12 +33,7 @@ struct Harness {
 
 impl Harness {
     async fn start(leader: bool) -> Harness {
-        let server = TestApiServer::start(Config::default())
-            .await
-            .expect("the test API server starts");
-        server
-            .install_crds_from_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("crds"))
-            .expect("berth's CRDs install");
+        let server = api::start_with_crds(&api::berth_crds()).await;
         let client = server.client().await;
         let (leader_tx, leader_rx) = watch::channel(leader);
         let (_, synced_rx) = watch::channel(true);

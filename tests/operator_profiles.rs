@@ -4,7 +4,7 @@
 //! profiles, as leader and as follower.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -20,8 +20,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::Reporter;
 use serde_json::{Value, json};
-use test_apiserver::{Config, TestApiServer};
+use test_apiserver::TestApiServer;
 use tokio::sync::{mpsc, oneshot, watch};
+
+mod support;
+use support::api;
+use support::temp::TempDir;
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -51,17 +55,11 @@ struct Harness {
 
 impl Harness {
     async fn start(leader: bool, synced: bool) -> Harness {
-        let crds = Path::new(env!("CARGO_MANIFEST_DIR")).join("crds");
-        Harness::start_with_crds(leader, synced, &crds).await
+        Harness::start_with_crds(leader, synced, &api::berth_crds()).await
     }
 
     async fn start_with_crds(leader: bool, synced: bool, crds: &Path) -> Harness {
-        let server = TestApiServer::start(Config::default())
-            .await
-            .expect("the test API server starts");
-        server
-            .install_crds_from_dir(crds)
-            .expect("berth's CRDs install");
+        let server = api::start_with_crds(crds).await;
         let client = server.client().await;
         let (loop_tx, commands) = mpsc::unbounded_channel();
         let (leader_tx, leader_rx) = watch::channel(leader);
@@ -304,7 +302,7 @@ async fn a_profile_failing_semantic_validation_is_rejected_with_the_field_path()
 async fn a_plugin_this_binary_does_not_know_is_reported_as_unknown_plugin() {
     // The CRD of another berth build (an out-of-tree plugin registered there) lets the
     // API server store a plugin name this binary's registry does not have.
-    let mut h = Harness::start_with_crds(true, true, &foreign_plugin_crds()).await;
+    let mut h = Harness::start_with_crds(true, true, foreign_plugin_crds().path()).await;
     h.create(
         "gpu",
         json!({"plugins": {"filter": {"enabled": [{"name": "GpuTopology"}]}}}),
@@ -328,16 +326,9 @@ async fn a_plugin_this_binary_does_not_know_is_reported_as_unknown_plugin() {
 
 /// berth's CRDs with any name accepted in `spec.plugins.filter.enabled`, written to a
 /// fresh directory.
-fn foreign_plugin_crds() -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "berth-operator-profiles-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let source =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("crds/schedulerprofiles.berth.dev.yaml");
+fn foreign_plugin_crds() -> TempDir {
+    let dir = TempDir::new("operator-profiles");
+    let source = api::berth_crds().join("schedulerprofiles.berth.dev.yaml");
     let text = std::fs::read_to_string(source).expect("the checked-in CRD");
     let mut crd: Value = serde_saphyr::from_str(&text).expect("the CRD parses");
     let name = crd
@@ -350,7 +341,7 @@ fn foreign_plugin_crds() -> PathBuf {
     name.remove("enum");
     name.remove("maxLength");
     // JSON is YAML.
-    std::fs::write(dir.join("schedulerprofiles.yaml"), crd.to_string()).expect("write the CRD");
+    dir.write("schedulerprofiles.yaml", &crd.to_string());
     dir
 }
 

@@ -13,7 +13,10 @@ use k8s_openapi::api::core::v1::{Binding, Node, Pod, PodCondition};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
-use test_apiserver::{Config, Fault, RequestRecord, TestApiServer};
+use test_apiserver::{Fault, RequestRecord, TestApiServer};
+
+mod support;
+use support::api;
 
 /// Any single API wait longer than this fails the test.
 const WAIT: Duration = Duration::from_secs(20);
@@ -22,10 +25,7 @@ const TEST_BACKOFF: Duration = Duration::from_millis(5);
 const SCHEDULER: &str = "batch";
 
 async fn start() -> (TestApiServer, kube::Client) {
-    let server = tokio::time::timeout(WAIT, TestApiServer::start(Config::default()))
-        .await
-        .expect("the test API server starts in time")
-        .expect("the test API server starts");
+    let server = api::start().await;
     let client = server.client().await;
     (server, client)
 }

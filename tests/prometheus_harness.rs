@@ -6,8 +6,8 @@
 //! Without `prometheus` and `promtool` every test skips loudly, except on CI (`CI=true`),
 //! where it fails; `scripts/install-prometheus.sh` installs them.
 
-#[path = "support/prometheus.rs"]
-mod prometheus;
+mod support;
+use support::prometheus;
 
 use std::collections::BTreeMap;
 use std::io::ErrorKind;

@@ -14,8 +14,10 @@
 //! used as is, ranks nodes by their receive rates, as the profile resolution now runs
 //! NetworkTraffic's PreScore (where it queries) wherever its Score runs.
 
-#[path = "support/prometheus.rs"]
-mod prometheus;
+mod support;
+use support::http::free_port;
+use support::prometheus;
+use support::temp::TempDir;
 
 use std::path::Path;
 use std::process::Command;
@@ -104,39 +106,6 @@ fn convert_tutorial(fixture: &str, address: &str) -> String {
     stdout.replace("http://10.0.0.5:9090", address)
 }
 
-fn temp_dir(test: &str) -> tempdir::Dir {
-    tempdir::Dir::new(test)
-}
-
-/// A scratch directory removed on drop (std only).
-mod tempdir {
-    use std::path::{Path, PathBuf};
-
-    pub struct Dir(PathBuf);
-
-    impl Dir {
-        pub fn new(test: &str) -> Dir {
-            let path = std::env::temp_dir().join(format!(
-                "berth-prometheus-simulate-{test}-{}",
-                std::process::id()
-            ));
-            let _ = std::fs::remove_dir_all(&path);
-            std::fs::create_dir_all(&path).expect("creating a scratch directory");
-            Dir(path)
-        }
-
-        pub fn path(&self) -> &Path {
-            &self.0
-        }
-    }
-
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
 #[test]
 fn network_traffic_scores_follow_the_formula_and_pods_land_on_the_quietest_node() {
     if !prometheus::installed_or_skip("network_traffic_scores_follow_the_formula") {
@@ -151,7 +120,7 @@ fn network_traffic_scores_follow_the_formula_and_pods_land_on_the_quietest_node(
     let pods: String = (0..3)
         .map(|i| pod(&format!("web-{i}"), "network-aware", ""))
         .collect();
-    let dir = temp_dir("network");
+    let dir = TempDir::new("prometheus-simulate-network");
     let before = prom
         .requests("/api/v1/query")
         .expect("Prometheus' request count");
@@ -232,7 +201,7 @@ spec:
         "  nodeSelector: {kubernetes.io/hostname: node-a}\n",
     );
     let free = pod("free", "load-aware", "");
-    let dir = temp_dir("metrics");
+    let dir = TempDir::new("prometheus-simulate-metrics");
     let before = prom
         .requests("/api/v1/query")
         .expect("Prometheus' request count");
@@ -278,14 +247,14 @@ spec:
 #[test]
 fn with_prometheus_down_every_pod_is_scheduled_and_the_plugin_is_reported_degraded() {
     // A closed port: no binary needed.
-    let port = prometheus::free_port().expect("a free port");
+    let port = free_port();
     let profile = format!(
         "apiVersion: berth.dev/v1alpha1\nkind: SchedulerProfile\nmetadata:\n  name: network-aware\nspec:\n  plugins:\n    multiPoint:\n      enabled: [{{name: NetworkTraffic}}]\n  pluginConfig:\n    networkTraffic:\n      prometheusAddress: http://127.0.0.1:{port}\n      queryTimeoutSeconds: 1\n---\n"
     );
     let pods: String = (0..2)
         .map(|i| pod(&format!("web-{i}"), "network-aware", ""))
         .collect();
-    let dir = temp_dir("down");
+    let dir = TempDir::new("prometheus-simulate-down");
     let (report, code) = simulate(dir.path(), &(profile + &nodes() + &pods));
     assert_eq!(code, 0, "{report:#}");
     for i in 0..2 {
@@ -321,7 +290,7 @@ fn the_converted_score_only_tutorial_ranks_nodes_busiest_0_idle_100() {
         "tests/prometheus/network-traffic-tutorial.yaml",
         &prom.address(),
     );
-    let dir = temp_dir("tutorial");
+    let dir = TempDir::new("prometheus-simulate-tutorial");
     let input = format!(
         "{profile}\n---\n{}{}",
         nodes(),

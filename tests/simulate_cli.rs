@@ -6,9 +6,10 @@ use std::process::Output;
 
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
+mod support;
 use cli::{assert_exit, run_berth, stderr, stdout};
+use support::cli;
+use support::temp::TempDir;
 
 /// The pending pods of examples/quickstart.yaml, as `namespace/name`.
 const QUICKSTART_PENDING: [&str; 13] = [
@@ -44,24 +45,22 @@ fn berth_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
     run_berth(&args, stdin)
 }
 
-/// A file in the system temp directory, removed when dropped.
-struct TempYaml(PathBuf);
+/// A YAML file in a scratch directory, removed when dropped.
+struct TempYaml {
+    _dir: TempDir,
+    path: String,
+}
 
 impl TempYaml {
     fn new(name: &str, text: &str) -> Self {
-        let path = std::env::temp_dir().join(format!("berth-{}-{name}.yaml", std::process::id()));
-        std::fs::write(&path, text).expect("temp file is written");
-        TempYaml(path)
+        let dir = TempDir::new("simulate-cli");
+        let path = dir.write(&format!("{name}.yaml"), text);
+        let path = path.to_str().expect("temp path is UTF-8").to_string();
+        TempYaml { _dir: dir, path }
     }
 
     fn path(&self) -> &str {
-        self.0.to_str().expect("temp path is UTF-8")
-    }
-}
-
-impl Drop for TempYaml {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        &self.path
     }
 }
 

@@ -3,8 +3,8 @@
 //! candidates a PreFilterResult narrowed lists the nodes left out with upstream's
 //! `node(s) didn't satisfy plugin(s) [X]`, naming only the plugins that narrowed.
 
-#[path = "support/cli.rs"]
-mod cli;
+mod support;
+use support::cli;
 
 use cli::{assert_exit, run_berth, stdout};
 use serde_json::Value;

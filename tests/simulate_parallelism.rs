@@ -2,11 +2,10 @@
 //! split their nodes over threads, but the cut at the wanted number of feasible nodes, the
 //! rotation of the start node and the tie-break follow node order, never thread timing.
 
-#[path = "support/cli.rs"]
 mod support;
 
 use serde_json::Value;
-use support::{assert_exit, run_berth, stdout};
+use support::cli::{assert_exit, run_berth, stdout};
 
 /// A cluster large enough that not every node is filtered (above 100 nodes only a share
 /// is), with pods whose placement depends on the ones before them: zone spreading,

@@ -9,9 +9,10 @@ use std::path::Path;
 
 use berth::simulate::input::load_str;
 
-#[path = "support/cli.rs"]
-mod cli;
+mod support;
 use cli::{BERTH, assert_exit, run_berth, stderr};
+use support::cli;
+use support::temp::TempDir;
 
 const FILE: &str = "cluster.yaml";
 
@@ -627,14 +628,9 @@ fn the_document_number_counts_separators() {
 // Through the binary
 
 fn simulate_file(yaml: &str) -> std::process::Output {
-    let dir = std::env::temp_dir().join(format!("berth-validation-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(format!("{}.yaml", yaml.len()));
-    std::fs::write(&path, yaml).expect("input written");
-    let path = path.to_string_lossy().into_owned();
-    let output = run_berth(&["simulate", "-f", &path], None);
-    let _ = std::fs::remove_file(&path);
-    output
+    let dir = TempDir::new("validation");
+    let path = dir.write(&format!("{}.yaml", yaml.len()), yaml);
+    run_berth(&["simulate", "-f", &path.to_string_lossy()], None)
 }
 
 #[test]

@@ -8,9 +8,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
+mod support;
 use cli::{assert_exit, run_berth, stderr, stdout};
+use support::cli;
 
 const SNAPSHOT: &str = "examples/cluster-snapshot.yaml";
 

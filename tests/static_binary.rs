@@ -12,11 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use test_apiserver::{Config, TestApiServer};
-
-#[path = "support/http.rs"]
-mod http;
-use http::http_status;
+mod support;
+use support::api;
+use support::http::{free_port, status as http_status};
+use support::temp::TempDir;
 
 const BINARY_VAR: &str = "BERTH_STATIC_BINARY";
 
@@ -148,22 +147,13 @@ async fn static_binary_runs_berth_run_against_an_api_server_named_localhost() {
     else {
         return;
     };
-    let server = TestApiServer::start(Config::default())
-        .await
-        .expect("the test API server starts");
-    server
-        .install_crds_from_dir(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crds"))
-        .expect("install the CRDs");
+    let server = api::start_with_crds(&api::berth_crds()).await;
     let url = server.url().replace("127.0.0.1", "localhost");
-    let dir = std::env::temp_dir().join(format!("berth-static-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let dir = TempDir::new("static");
     let kubeconfig = dir.join("kubeconfig");
     std::fs::write(&kubeconfig, test_apiserver::kubeconfig::render(&url))
         .expect("write the kubeconfig");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    let port = free_port();
     let mut child = Command::new(&binary)
         .args(["run", "--identity", "static", "--metrics-bind-address"])
         .arg(format!("127.0.0.1:{port}"))
@@ -208,7 +198,6 @@ async fn static_binary_runs_berth_run_against_an_api_server_named_localhost() {
         .stderr
         .take()
         .map(|mut s| s.read_to_string(&mut stderr));
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(
         ready,
         "/readyz never answered 200 within 30 s (last: {last}):\n{stderr}"

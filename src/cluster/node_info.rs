@@ -263,13 +263,12 @@ fn has_required_anti_affinity(pod: &PodInfo) -> bool {
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::{
-        Affinity, Container, ContainerImage, ContainerPort, NodeStatus, Pod, PodAffinity,
-        PodAffinityTerm, PodAntiAffinity, PodSpec, ResourceRequirements,
+        Affinity, Container, ContainerPort, PodAffinity, PodAffinityTerm, PodAntiAffinity,
+        ResourceRequirements,
     };
-    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
+    use crate::testing::{make_node, make_pod, quantities};
 
     /// (ip, protocol, port)
     type Port = (&'static str, &'static str, i32);
@@ -455,30 +454,13 @@ mod tests {
     }
 
     fn node(name: &str, cpu: &str, images: &[(&[&str], i64)]) -> Node {
-        Node {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                ..Default::default()
-            },
-            status: Some(NodeStatus {
-                allocatable: Some(
-                    [("cpu".to_owned(), Quantity(cpu.to_owned()))]
-                        .into_iter()
-                        .collect(),
-                ),
-                images: Some(
-                    images
-                        .iter()
-                        .map(|(names, size)| ContainerImage {
-                            names: Some(names.iter().map(|n| n.to_string()).collect()),
-                            size_bytes: Some(*size),
-                        })
-                        .collect(),
-                ),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
+        images
+            .iter()
+            .fold(
+                make_node().name(name).allocatable(&[("cpu", cpu)]),
+                |node, (names, size)| node.image(names, *size),
+            )
+            .obj()
     }
 
     fn pod(
@@ -487,34 +469,26 @@ mod tests {
         host_port: i32,
         affinity: Option<Affinity>,
     ) -> Arc<PodInfo> {
-        let pod = Pod {
-            metadata: ObjectMeta {
-                name: Some(uid.to_owned()),
-                uid: Some(uid.to_owned()),
+        let container = Container {
+            name: "c".to_owned(),
+            resources: cpu.map(|cpu| ResourceRequirements {
+                requests: Some(quantities(&[("cpu", cpu)])),
                 ..Default::default()
-            },
-            spec: Some(PodSpec {
-                containers: vec![Container {
-                    name: "c".to_owned(),
-                    resources: cpu.map(|cpu| ResourceRequirements {
-                        requests: Some([("cpu".to_owned(), Quantity(cpu.to_owned()))].into()),
-                        ..Default::default()
-                    }),
-                    ports: (host_port > 0).then(|| {
-                        vec![ContainerPort {
-                            container_port: 80,
-                            host_port: Some(host_port),
-                            ..Default::default()
-                        }]
-                    }),
+            }),
+            ports: (host_port > 0).then(|| {
+                vec![ContainerPort {
+                    container_port: 80,
+                    host_port: Some(host_port),
                     ..Default::default()
-                }],
-                affinity,
-                ..Default::default()
+                }]
             }),
             ..Default::default()
         };
-        Arc::new(PodInfo::new(pod).expect("valid test pod"))
+        let pod = make_pod().name(uid).uid(uid).container(container);
+        Arc::new(match affinity {
+            Some(affinity) => pod.affinity(affinity).info(),
+            None => pod.info(),
+        })
     }
 
     #[test]

@@ -139,21 +139,17 @@ pub fn implicit_group(pod: &Pod, namespace: &str, name: &str) -> Result<Option<P
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
+    use crate::testing::make_pod;
 
     fn pod(annotation: Option<&str>, owners: Vec<OwnerReference>) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                name: Some("p".into()),
-                namespace: Some("default".into()),
-                annotations: annotation
-                    .map(|v| BTreeMap::from([(MIN_MEMBER_ANNOTATION.to_string(), v.to_string())])),
-                owner_references: Some(owners),
-                ..ObjectMeta::default()
-            },
-            ..Pod::default()
+        let pod = make_pod()
+            .name("p")
+            .namespace("default")
+            .owner_references(owners);
+        match annotation {
+            Some(min_member) => pod.annotation(MIN_MEMBER_ANNOTATION, min_member).obj(),
+            None => pod.obj(),
         }
     }
 

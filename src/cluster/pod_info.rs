@@ -272,26 +272,17 @@ fn max_list(into: &mut ExactList, other: &ExactList) {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use std::collections::BTreeMap;
-
     use k8s_openapi::api::core::v1::ResourceRequirements;
-    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
-
-    fn list(items: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
-        items
-            .iter()
-            .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
-            .collect()
-    }
+    use crate::testing::{PodWrapper, make_pod, quantities};
 
     fn container(name: &str, requests: &[(&str, &str)]) -> Container {
         Container {
             name: name.to_owned(),
             resources: (!requests.is_empty()).then(|| ResourceRequirements {
-                requests: Some(list(requests)),
+                requests: Some(quantities(requests)),
                 ..Default::default()
             }),
             ..Default::default()
@@ -306,18 +297,13 @@ pub(crate) mod tests {
     }
 
     fn pod_with(init: Vec<Container>, app: Vec<Container>, overhead: &[(&str, &str)]) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                name: Some("p".to_owned()),
-                ..Default::default()
-            },
-            spec: Some(PodSpec {
-                init_containers: (!init.is_empty()).then_some(init),
-                containers: app,
-                overhead: (!overhead.is_empty()).then(|| list(overhead)),
-                ..Default::default()
-            }),
-            ..Default::default()
+        let pod = init
+            .into_iter()
+            .fold(make_pod().name("p"), PodWrapper::init_container);
+        let pod = app.into_iter().fold(pod, PodWrapper::container);
+        match overhead {
+            [] => pod.obj(),
+            _ => pod.overhead(overhead).obj(),
         }
     }
 

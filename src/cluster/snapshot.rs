@@ -221,55 +221,25 @@ fn keep_listed(list: &mut Vec<usize>, i: usize, listed: bool) {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::{
-        Container, ContainerImage, NodeStatus, PodSpec, ResourceRequirements,
-    };
-    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
     use super::*;
+    use crate::testing::{make_node, make_pod};
 
+    /// A node holding `images` of 10 bytes each.
     fn node(name: &str, images: &[&str]) -> Node {
-        Node {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                ..Default::default()
-            },
-            status: Some(NodeStatus {
-                images: Some(
-                    images
-                        .iter()
-                        .map(|image| ContainerImage {
-                            names: Some(vec![image.to_string()]),
-                            size_bytes: Some(10),
-                        })
-                        .collect(),
-                ),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
+        images
+            .iter()
+            .fold(make_node().name(name).no_images(), |node, image| {
+                node.image(&[image], 10)
+            })
+            .obj()
     }
 
+    /// A pod with one container requesting `cpu`, bound to `node` when one is given.
     fn pod(name: &str, node: Option<&str>, cpu: &str) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                ..Default::default()
-            },
-            spec: Some(PodSpec {
-                node_name: node.map(str::to_owned),
-                containers: vec![Container {
-                    name: "c".to_owned(),
-                    resources: Some(ResourceRequirements {
-                        requests: Some([("cpu".to_owned(), Quantity(cpu.to_owned()))].into()),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }),
-            ..Default::default()
+        let pod = make_pod().name(name).req(&[("cpu", cpu)]);
+        match node {
+            Some(node) => pod.node(node).obj(),
+            None => pod.obj(),
         }
     }
 

@@ -185,33 +185,22 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
     use super::*;
-
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::testing::{labels, make_pod};
 
     fn pod(pod_labels: &[(&str, &str)], owner: Option<(&str, &str, &str)>) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                name: Some("p".into()),
-                namespace: Some("ns".into()),
-                labels: Some(labels(pod_labels)),
-                owner_references: owner.map(|(api_version, kind, name)| {
-                    vec![OwnerReference {
-                        api_version: api_version.into(),
-                        kind: kind.into(),
-                        name: name.into(),
-                        uid: "u".into(),
-                        controller: Some(true),
-                        ..Default::default()
-                    }]
-                }),
-                ..Default::default()
-            },
-            ..Default::default()
+        let pod = make_pod().name("p").namespace("ns").labels(pod_labels);
+        match owner {
+            Some((api_version, kind, name)) => pod
+                .owner_reference(OwnerReference {
+                    api_version: api_version.into(),
+                    kind: kind.into(),
+                    name: name.into(),
+                    uid: "u".into(),
+                    controller: Some(true),
+                    ..Default::default()
+                })
+                .obj(),
+            None => pod.obj(),
         }
     }
 

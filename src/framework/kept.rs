@@ -115,33 +115,9 @@ impl<E> std::fmt::Debug for Kept<E> {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
     use super::*;
-    use crate::cluster::{Cache, PodInfo};
-
-    fn node(name: &str) -> Node {
-        Node {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..Default::default()
-            },
-            ..Default::default()
-        }
-    }
-
-    fn pod(name: &str) -> PodInfo {
-        PodInfo::new(Pod {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..Default::default()
-            },
-            spec: Some(PodSpec::default()),
-            ..Default::default()
-        })
-        .expect("pod")
-    }
+    use crate::cluster::Cache;
+    use crate::testing::{make_node, make_pod};
 
     /// Pods per node, kept under `signature`; returns the total and the nodes walked.
     fn pods(kept: &Kept<Vec<usize>>, signature: &str, snapshot: &Snapshot) -> (usize, usize) {
@@ -167,7 +143,7 @@ mod tests {
     fn updates_changed_nodes_rebuilds_new_lists_and_forgets_the_oldest() {
         let mut cache = Cache::new(None);
         for name in ["a", "b", "c"] {
-            cache.add_node(node(name)).expect("node");
+            cache.add_node(make_node().name(name).obj()).expect("node");
         }
         let mut snapshot = Snapshot::default();
         cache.update_snapshot(&mut snapshot);
@@ -175,11 +151,13 @@ mod tests {
         assert_eq!(pods(&kept, "x", &snapshot), (0, 3), "built: every node");
         assert_eq!(pods(&kept, "x", &snapshot), (0, 0), "nothing changed");
 
-        cache.assume_pod(&pod("p1"), "b").expect("assume");
+        cache
+            .assume_pod(&make_pod().name("p1").info(), "b")
+            .expect("assume");
         cache.update_snapshot(&mut snapshot);
         assert_eq!(pods(&kept, "x", &snapshot), (1, 1), "one node changed");
 
-        cache.add_node(node("d")).expect("node");
+        cache.add_node(make_node().name("d").obj()).expect("node");
         cache.update_snapshot(&mut snapshot);
         assert_eq!(
             pods(&kept, "x", &snapshot),

@@ -86,11 +86,11 @@ fn calculate_priority(sum: i64, num_containers: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
-    use k8s_openapi::api::core::v1::{Container, ContainerImage, Node, NodeStatus, Pod, PodSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use k8s_openapi::api::core::v1::{Container, Node};
 
     use super::*;
     use crate::cluster::Snapshot;
+    use crate::testing::{make_node, make_pod};
 
     /// A container running `image`.
     fn container(image: &str) -> Container {
@@ -103,44 +103,24 @@ mod tests {
 
     /// A pod with app containers `images` and init containers `init`.
     fn pod(images: &[&str], init: &[&str]) -> PodInfo {
-        let pod = Pod {
-            metadata: ObjectMeta {
-                name: Some("pod".into()),
-                namespace: Some("default".into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(PodSpec {
-                containers: images.iter().map(|i| container(i)).collect(),
-                init_containers: (!init.is_empty())
-                    .then(|| init.iter().map(|i| container(i)).collect()),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        };
-        PodInfo::new(pod).expect("test pod is valid")
+        let pod = make_pod().name("pod").namespace("default");
+        let pod = init
+            .iter()
+            .fold(pod, |pod, i| pod.init_container(container(i)));
+        images
+            .iter()
+            .fold(pod, |pod, i| pod.container(container(i)))
+            .info()
     }
 
     /// upstream `makeImageNode`: a node holding `images`, each (names, size in MiB).
     fn image_node(name: &str, images: &[(&[&str], i64)]) -> Node {
-        Node {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..ObjectMeta::default()
-            },
-            status: Some(NodeStatus {
-                images: Some(
-                    images
-                        .iter()
-                        .map(|(names, mib)| ContainerImage {
-                            names: Some(names.iter().map(|n| n.to_string()).collect()),
-                            size_bytes: Some(mib * MB),
-                        })
-                        .collect(),
-                ),
-                ..NodeStatus::default()
-            }),
-            ..Node::default()
-        }
+        images
+            .iter()
+            .fold(make_node().name(name).no_images(), |node, (names, mib)| {
+                node.image(names, mib * MB)
+            })
+            .obj()
     }
 
     // The node statuses of upstream's table, named as there.

@@ -69,57 +69,38 @@ impl FilterPlugin for NodeName {
 
 #[cfg(test)]
 mod tests {
-    use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
-    use k8s_openapi::api::core::v1::{Node, PodSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
     use super::*;
     use crate::framework::Code;
-
-    fn pod(node_name: Option<&str>) -> PodInfo {
-        let pod = Pod {
-            metadata: ObjectMeta {
-                name: Some("pod".into()),
-                namespace: Some("default".into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(PodSpec {
-                node_name: node_name.map(String::from),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        };
-        PodInfo::new(pod).expect("test pod is valid")
-    }
-
-    fn node(name: Option<&str>) -> NodeInfo {
-        let node = Node {
-            metadata: ObjectMeta {
-                name: name.map(String::from),
-                ..ObjectMeta::default()
-            },
-            ..Node::default()
-        };
-        NodeInfo::new(node).expect("test node is valid")
-    }
+    use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
+    use crate::testing::{make_node, make_pod};
 
     #[test]
     fn filter_matches_upstream_table() {
         // Upstream `TestNodeName`, in order; `None` is a Success status.
         let cases = [
-            ("no host specified", None, None, None),
-            ("host matches", Some("foo"), Some("foo"), None),
+            (
+                "no host specified",
+                make_pod().info(),
+                make_node().info(),
+                None,
+            ),
+            (
+                "host matches",
+                make_pod().node("foo").info(),
+                make_node().name("foo").info(),
+                None,
+            ),
             (
                 "host doesn't match",
-                Some("bar"),
-                Some("foo"),
+                make_pod().node("bar").info(),
+                make_node().name("foo").info(),
                 Some(Status::unresolvable(
                     "node(s) didn't match the requested node name",
                 )),
             ),
         ];
-        for (name, requested, node_name, want) in cases {
-            let got = NodeName.filter(&CycleState::new(), &pod(requested), &node(node_name));
+        for (name, pod, node, want) in cases {
+            let got = NodeName.filter(&CycleState::new(), &pod, &node);
             assert_eq!(got, want.unwrap_or_default(), "case {name}");
         }
     }
@@ -138,7 +119,11 @@ mod tests {
 
     #[test]
     fn filter_without_node_object_is_an_error() {
-        let got = NodeName.filter(&CycleState::new(), &pod(Some("foo")), &NodeInfo::default());
+        let got = NodeName.filter(
+            &CycleState::new(),
+            &make_pod().node("foo").info(),
+            &NodeInfo::default(),
+        );
         assert_eq!(got.code(), Code::Error);
     }
 }

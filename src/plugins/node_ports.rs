@@ -134,11 +134,11 @@ mod tests {
     use crate::framework::{ExtensionPoint, Plugin};
     use std::sync::Arc;
 
-    use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use k8s_openapi::api::core::v1::{Container, ContainerPort};
 
     use super::*;
     use crate::framework::Code;
+    use crate::testing::{PodWrapper, make_pod};
 
     /// A port written as upstream's test helper reads it: `PROTOCOL/hostIP/hostPort`.
     fn port(spec: &str) -> ContainerPort {
@@ -155,20 +155,9 @@ mod tests {
     }
 
     fn pod_with(init: Vec<Container>, app: Vec<Container>) -> PodInfo {
-        let pod = Pod {
-            metadata: ObjectMeta {
-                name: Some("pod".into()),
-                namespace: Some("default".into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(PodSpec {
-                init_containers: (!init.is_empty()).then_some(init),
-                containers: app,
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        };
-        PodInfo::new(pod).expect("test pod is valid")
+        let pod = make_pod().name("pod").namespace("default");
+        let pod = init.into_iter().fold(pod, PodWrapper::init_container);
+        app.into_iter().fold(pod, PodWrapper::container).info()
     }
 
     /// A pod with one app container holding `ports` (upstream's `newPod`).

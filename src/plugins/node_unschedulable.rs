@@ -89,73 +89,39 @@ impl FilterPlugin for NodeUnschedulable {
 
 #[cfg(test)]
 mod tests {
-    use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
-    use k8s_openapi::api::core::v1::{Node, NodeSpec, Pod, PodSpec, Toleration};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
     use super::*;
     use crate::framework::Code;
-
-    fn pod(tolerations: Option<Vec<Toleration>>) -> PodInfo {
-        let pod = Pod {
-            metadata: ObjectMeta {
-                name: Some("pod".into()),
-                namespace: Some("default".into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(PodSpec {
-                tolerations,
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        };
-        PodInfo::new(pod).expect("test pod is valid")
-    }
-
-    fn node(unschedulable: bool) -> NodeInfo {
-        let node = Node {
-            metadata: ObjectMeta {
-                name: Some("node".into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(NodeSpec {
-                unschedulable: Some(unschedulable),
-                ..NodeSpec::default()
-            }),
-            ..Node::default()
-        };
-        NodeInfo::new(node).expect("test node is valid")
-    }
+    use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
+    use crate::testing::{make_node, make_pod, toleration};
 
     #[test]
     fn filter_matches_upstream_table() {
         // Upstream `TestNodeUnschedulable`, in order; `None` is a Success status.
-        let unschedulable_toleration = Toleration {
-            key: Some(TAINT_NODE_UNSCHEDULABLE.into()),
-            effect: Some("NoSchedule".into()),
-            ..Toleration::default()
-        };
+        let unschedulable_node = || make_node().name("node").unschedulable(true).info();
         let cases = [
             (
                 "Does not schedule pod to unschedulable node (node.Spec.Unschedulable==true)",
-                None,
-                true,
+                make_pod().info(),
+                unschedulable_node(),
                 Some(Status::unresolvable("node(s) were unschedulable")),
             ),
-            ("Schedule pod to normal node", None, false, None),
+            (
+                "Schedule pod to normal node",
+                make_pod().info(),
+                make_node().name("node").unschedulable(false).info(),
+                None,
+            ),
             (
                 "Schedule pod with toleration to unschedulable node (node.Spec.Unschedulable==true)",
-                Some(vec![unschedulable_toleration]),
-                true,
+                make_pod()
+                    .toleration(toleration(TAINT_NODE_UNSCHEDULABLE, "", "", "NoSchedule"))
+                    .info(),
+                unschedulable_node(),
                 None,
             ),
         ];
-        for (name, tolerations, unschedulable, want) in cases {
-            let got = NodeUnschedulable.filter(
-                &CycleState::new(),
-                &pod(tolerations),
-                &node(unschedulable),
-            );
+        for (name, pod, node, want) in cases {
+            let got = NodeUnschedulable.filter(&CycleState::new(), &pod, &node);
             assert_eq!(got, want.unwrap_or_default(), "case {name}");
         }
     }
@@ -182,7 +148,8 @@ mod tests {
 
     #[test]
     fn filter_without_node_object_is_an_error() {
-        let got = NodeUnschedulable.filter(&CycleState::new(), &pod(None), &NodeInfo::default());
+        let got =
+            NodeUnschedulable.filter(&CycleState::new(), &make_pod().info(), &NodeInfo::default());
         assert_eq!(got.code(), Code::Error);
     }
 }

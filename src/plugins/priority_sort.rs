@@ -42,27 +42,17 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use k8s_openapi::api::core::v1::{Pod, PodSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use tokio::time::Instant;
 
     use super::*;
-    use crate::cluster::PodInfo;
+    use crate::testing::make_pod;
 
     fn queued(name: &str, priority: i32, timestamp: Instant) -> QueuedPodInfo {
-        let pod = Pod {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("default".into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(PodSpec {
-                priority: Some(priority),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        };
-        let info = PodInfo::new(pod).expect("test pod is valid");
+        let info = make_pod()
+            .name(name)
+            .namespace("default")
+            .priority(priority)
+            .info();
         QueuedPodInfo::new(Arc::new(info), timestamp)
     }
 

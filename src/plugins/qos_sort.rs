@@ -234,12 +234,13 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use k8s_openapi::api::core::v1::{Container, PodSpec, PodStatus};
+    use k8s_openapi::api::core::v1::{Container, PodStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use tokio::time::Instant;
 
     use super::*;
     use crate::cluster::PodInfo;
+    use crate::testing::{PodWrapper, make_pod};
 
     fn list(items: &[(&str, &str)]) -> Option<BTreeMap<String, Quantity>> {
         (!items.is_empty()).then(|| {
@@ -268,19 +269,18 @@ mod tests {
     }
 
     fn pod_with(containers: Vec<Container>) -> Pod {
-        Pod {
-            spec: Some(PodSpec {
-                containers,
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        }
+        with_containers(make_pod(), containers)
     }
 
     fn pod_level(resources: ResourceRequirements, containers: Vec<Container>) -> Pod {
-        let mut pod = pod_with(containers);
-        pod.spec.as_mut().unwrap().resources = Some(resources);
-        pod
+        with_containers(make_pod().pod_resources(resources), containers)
+    }
+
+    fn with_containers(pod: PodWrapper, containers: Vec<Container>) -> Pod {
+        containers
+            .into_iter()
+            .fold(pod, PodWrapper::container)
+            .obj()
     }
 
     fn with_status(class: &str) -> Pod {

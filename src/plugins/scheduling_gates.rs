@@ -59,34 +59,9 @@ impl PreEnqueuePlugin for SchedulingGates {
 
 #[cfg(test)]
 mod tests {
-    use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
-    use k8s_openapi::api::core::v1::{Pod, PodSchedulingGate, PodSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
     use super::*;
-
-    fn pod(gates: &[&str]) -> PodInfo {
-        let pod = Pod {
-            metadata: ObjectMeta {
-                name: Some("p".into()),
-                namespace: Some("default".into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(PodSpec {
-                scheduling_gates: (!gates.is_empty()).then(|| {
-                    gates
-                        .iter()
-                        .map(|name| PodSchedulingGate {
-                            name: name.to_string(),
-                        })
-                        .collect()
-                }),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        };
-        PodInfo::new(pod).expect("test pod is valid")
-    }
+    use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
+    use crate::testing::make_pod;
 
     #[test]
     fn pre_enqueue_matches_upstream_table() {
@@ -102,7 +77,7 @@ mod tests {
             ),
         ];
         for (name, gates, want) in cases {
-            let got = SchedulingGates.pre_enqueue(&pod(gates));
+            let got = SchedulingGates.pre_enqueue(&make_pod().scheduling_gates(gates).info());
             assert_eq!(got, want.unwrap_or_default(), "case {name}");
         }
     }

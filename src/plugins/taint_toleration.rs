@@ -159,65 +159,12 @@ impl ScoreExtensions for TaintToleration {
 
 #[cfg(test)]
 mod tests {
-    use crate::framework::{Plugin, PluginFactory};
-    use k8s_openapi::api::core::v1::{Node, NodeSpec, Pod, PodSpec, Taint};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use k8s_openapi::api::core::v1::Taint;
 
     use super::*;
-    use crate::framework::Code;
+    use crate::framework::{Code, Plugin, PluginFactory};
     use crate::helpers::taints::tolerates_taint;
-
-    fn taint(key: &str, value: &str, effect: &str) -> Taint {
-        Taint {
-            key: key.to_string(),
-            value: (!value.is_empty()).then(|| value.to_string()),
-            effect: effect.to_string(),
-            ..Taint::default()
-        }
-    }
-
-    /// A toleration; empty strings leave the field unset, as Go's zero values.
-    fn toleration(key: &str, operator: &str, value: &str, effect: &str) -> Toleration {
-        let set = |s: &str| (!s.is_empty()).then(|| s.to_string());
-        Toleration {
-            key: set(key),
-            operator: set(operator),
-            value: set(value),
-            effect: set(effect),
-            ..Toleration::default()
-        }
-    }
-
-    fn pod_with_tolerations(tolerations: Vec<Toleration>) -> PodInfo {
-        let pod = Pod {
-            metadata: ObjectMeta {
-                name: Some("pod1".into()),
-                namespace: Some("default".into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(PodSpec {
-                tolerations: Some(tolerations),
-                ..PodSpec::default()
-            }),
-            ..Pod::default()
-        };
-        PodInfo::new(pod).expect("test pod is valid")
-    }
-
-    fn node_with_taints(name: &str, taints: Vec<Taint>) -> NodeInfo {
-        let node = Node {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(NodeSpec {
-                taints: Some(taints),
-                ..NodeSpec::default()
-            }),
-            ..Node::default()
-        };
-        NodeInfo::new(node).expect("test node is valid")
-    }
+    use crate::testing::{make_node, make_pod, taint, toleration};
 
     #[test]
     fn tolerates_taint_matches_upstream_table() {
@@ -336,8 +283,12 @@ mod tests {
             ),
         ];
         for (name, tolerations, taints, want) in cases {
-            let pod = pod_with_tolerations(tolerations);
-            let node = node_with_taints("nodeA", taints);
+            let pod = make_pod()
+                .name("pod1")
+                .namespace("default")
+                .tolerations(tolerations)
+                .info();
+            let node = make_node().name("nodeA").taints(taints).info();
             let got = TaintToleration.filter(&CycleState::new(), &pod, &node);
             assert_eq!(got, want.unwrap_or_default(), "case {name}");
         }
@@ -345,7 +296,11 @@ mod tests {
 
     #[test]
     fn filter_without_node_object_is_an_error() {
-        let pod = pod_with_tolerations(vec![]);
+        let pod = make_pod()
+            .name("pod1")
+            .namespace("default")
+            .tolerations(vec![])
+            .info();
         let got = TaintToleration.filter(&CycleState::new(), &pod, &NodeInfo::default());
         assert_eq!(got.code(), Code::Error);
     }
@@ -428,10 +383,14 @@ mod tests {
             ),
         ];
         for (name, tolerations, nodes, want) in cases {
-            let pod = pod_with_tolerations(tolerations);
+            let pod = make_pod()
+                .name("pod1")
+                .namespace("default")
+                .tolerations(tolerations)
+                .info();
             let nodes: Vec<Arc<NodeInfo>> = nodes
                 .into_iter()
-                .map(|(node, taints)| Arc::new(node_with_taints(node, taints)))
+                .map(|(node, taints)| Arc::new(make_node().name(node).taints(taints).info()))
                 .collect();
             let mut state = CycleState::new();
             let status = TaintToleration.pre_score(&mut state, &pod, &nodes).await;
@@ -484,8 +443,12 @@ mod tests {
 
     #[test]
     fn score_without_pre_score_is_an_error() {
-        let pod = pod_with_tolerations(vec![]);
-        let node = node_with_taints("nodeA", vec![]);
+        let pod = make_pod()
+            .name("pod1")
+            .namespace("default")
+            .tolerations(vec![])
+            .info();
+        let node = make_node().name("nodeA").taints(vec![]).info();
         let got = TaintToleration.score(&CycleState::new(), &pod, &node);
         assert_eq!(got.map_err(|s| s.code()), Err(Code::Error));
     }

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Pod, PodSchedulingGate, PodSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Pod, PodSchedulingGate};
 use pretty_assertions::assert_eq;
 use tokio::time::Instant;
 
 use super::*;
 use crate::framework::{PreEnqueuePlugin, QueueSortPlugin, Status};
+use crate::testing::make_pod;
 
 /// PrioritySort's order: higher priority first, then the earlier queue timestamp.
 struct TestPrioritySort;
@@ -141,20 +141,14 @@ fn ms(m: u64) -> Duration {
     Duration::from_millis(m)
 }
 
+/// A pod in `default` whose uid is `uid-<name>`.
 fn pod(name: &str, priority: i32) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            namespace: Some("default".to_string()),
-            uid: Some(format!("uid-{name}")),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PodSpec {
-            priority: Some(priority),
-            ..PodSpec::default()
-        }),
-        ..Pod::default()
-    }
+    make_pod()
+        .name(name)
+        .namespace("default")
+        .uid(&format!("uid-{name}"))
+        .priority(priority)
+        .obj()
 }
 
 fn gated(mut pod: Pod) -> Pod {

@@ -12,10 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// The repository root.
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+pub use crate::support::api::repo_root;
 
 /// The chart under test.
 pub fn chart_dir() -> PathBuf {
@@ -293,33 +290,6 @@ impl Manifests {
         self.args()
             .iter()
             .find_map(|a| a.strip_prefix(&prefix).map(str::to_string))
-    }
-}
-
-/// A scratch directory under the system temp dir, removed on drop.
-pub struct Scratch(pub PathBuf);
-
-impl Scratch {
-    pub fn new(tag: &str) -> Scratch {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("berth-chart-{tag}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create a scratch dir");
-        Scratch(dir)
-    }
-
-    pub fn write(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-        path
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

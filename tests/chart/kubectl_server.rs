@@ -7,8 +7,8 @@
 //! client-side only when the server's OpenAPI does not advertise server-side field
 //! validation (`fieldValidation` on PATCH), so this server publishes schemas and no
 //! paths; a real 1.33 server would leave validation to its own admission instead.
-//! berth's test API server (tests/apiserver) serves neither OpenAPI nor the chart's kinds
-//! (Deployment, RBAC, ...), hence this one.
+//! berth's test API server (crates/test-apiserver) serves neither OpenAPI nor the chart's
+//! kinds (Deployment, RBAC, ...), hence this one.
 //!
 //! What it serves:
 //!

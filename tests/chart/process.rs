@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::helm::{Manifests, NAMESPACE, repo_root};
-pub use crate::http::http_status;
+pub use crate::support::http::{free_port, status as http_status};
 
 /// The pod name the downward API would give `POD_NAME`.
 pub const POD_NAME: &str = "berth-6d4cf56db6-x7k2p";
@@ -156,10 +156,9 @@ pub fn container_env(container: &Value) -> Vec<(String, String)> {
 
 pub const WAIT: Duration = Duration::from_secs(30);
 
+/// Awaits `future` for at most [`WAIT`].
 pub async fn within<F: std::future::Future>(what: &str, future: F) -> F::Output {
-    tokio::time::timeout(WAIT, future)
-        .await
-        .unwrap_or_else(|_| panic!("timed out after {WAIT:?} {what}"))
+    crate::support::wait::within(what, WAIT, future).await
 }
 
 /// Polls `check` until it succeeds, failing after [`WAIT`] with the last state, or at
@@ -183,10 +182,4 @@ where
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-/// A free 127.0.0.1 port (bound, then released for berth).
-pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("its address").port()
 }

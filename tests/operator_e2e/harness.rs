@@ -13,7 +13,7 @@
 //!   the process's log and the tail of the server's request log into the test output.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -26,8 +26,12 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
-use test_apiserver::{Config, RequestRecord, TestApiServer};
+use test_apiserver::{RequestRecord, TestApiServer};
 use tokio::time::Instant;
+
+pub use crate::support::api::repo_root;
+pub use crate::support::wait::within;
+use crate::support::{api, http};
 
 /// One test at a time (see the module docs).
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -36,11 +40,6 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 pub const WAIT: Duration = Duration::from_secs(15);
 /// How often waits poll the test server.
 pub const POLL: Duration = Duration::from_millis(50);
-
-/// The repository root.
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// Polls `check` every [`POLL`] until it returns `Ok`, failing the test after `timeout`
 /// with `what` and the last state `check` described.
@@ -62,13 +61,6 @@ where
         }
         tokio::time::sleep(POLL).await;
     }
-}
-
-/// Awaits `future` for at most `timeout`.
-pub async fn within<F: std::future::Future>(what: &str, timeout: Duration, future: F) -> F::Output {
-    tokio::time::timeout(timeout, future)
-        .await
-        .unwrap_or_else(|_| panic!("timed out after {timeout:?} {what}"))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -155,14 +147,8 @@ impl Cluster {
     /// Starts a server and installs `crds/` (both of berth's CRDs must be installed).
     pub async fn start() -> Cluster {
         let serial = SERIAL.lock().await;
-        let server = within(
-            "starting the test API server",
-            WAIT,
-            TestApiServer::start(Config::default()),
-        )
-        .await
-        .expect("the test API server starts");
-        let dir = repo_root().join("crds");
+        let server = api::start().await;
+        let dir = api::berth_crds();
         let installed = server
             .install_crds_from_dir(&dir)
             .unwrap_or_else(|e| panic!("installing {}: {e:?}", dir.display()));
@@ -590,7 +576,7 @@ impl Berth {
     /// [`Berth::logs`]). `RUST_LOG` comes from `BERTH_E2E_LOG` (default
     /// `warn,berth=debug`).
     pub fn spawn(cluster: &Cluster, options: BerthOptions) -> Berth {
-        let metrics = free_address();
+        let metrics = http::free_address();
         let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
         command
             .arg("run")
@@ -687,7 +673,9 @@ impl Berth {
         within(
             "an HTTP GET on the metrics address",
             Duration::from_secs(5),
-            tokio::task::spawn_blocking(move || http_get(address, &path)),
+            tokio::task::spawn_blocking(move || {
+                http::get(address, &path).map(|response| (response.status, response.body))
+            }),
         )
         .await
         .map_err(|e| e.to_string())?
@@ -788,66 +776,6 @@ fn collect_lines(
                 .push(format!("{prefix}{line}"));
         }
     });
-}
-
-/// A free 127.0.0.1 port (bound, then released for berth to take).
-fn free_address() -> SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("its address")
-}
-
-/// A minimal HTTP/1.1 GET (`Connection: close`): status code and body.
-fn http_get(address: SocketAddr, path: &str) -> Result<(u16, String), String> {
-    let timeout = Duration::from_secs(3);
-    let mut stream =
-        std::net::TcpStream::connect_timeout(&address, timeout).map_err(|e| e.to_string())?;
-    stream
-        .set_read_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    stream
-        .set_write_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(|e| e.to_string())?;
-    let mut response = Vec::new();
-    stream
-        .read_to_end(&mut response)
-        .map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text.as_str(), ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("not an HTTP response: {text:?}"))?;
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(body)
-    } else {
-        body.to_string()
-    };
-    Ok((status, body))
-}
-
-/// Decodes a chunked body.
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if size == 0 || rest.len() < size {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        body = rest[size..].trim_start_matches("\r\n");
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------------------

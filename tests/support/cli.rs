@@ -1,8 +1,6 @@
 //! Running the `berth` binary from integration tests: arguments, optional stdin, and
 //! readable failures.
 
-#![allow(dead_code)]
-
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 

@@ -2,12 +2,7 @@
 //! create-blocks-from openmetrics` from series the test describes, served by the
 //! `prometheus` binary on 127.0.0.1 and a free port.
 //!
-//! Include it from a test crate root with
-//!
-//! ```ignore
-//! #[path = "support/prometheus.rs"]
-//! mod prometheus;
-//! ```
+//! A test crate reaches it as `support::prometheus` (see `tests/support/mod.rs`).
 //!
 //! The binaries come from Debian's `prometheus` package (2.42), which
 //! `scripts/install-prometheus.sh` installs. A test starts with
@@ -72,7 +67,7 @@
 //! - Prometheus' stdout and stderr go to `prometheus.log` in the directory; errors and a
 //!   failing test's output include its tail.
 //! - Everything is blocking (std only, ~0.1 s per start); from a tokio test, call it
-//!   directly or through `spawn_blocking`. HTTP is plain HTTP/1.0 over `TcpStream`.
+//!   directly or through `spawn_blocking`. HTTP goes through `support::http`.
 //! - A test process killed outright (SIGKILL, not a panic) leaves its Prometheus running:
 //!   nothing on stable std makes a child die with its parent.
 //! - [`Prometheus::requests`] reads Prometheus' own `prometheus_http_requests_total`, to
@@ -84,13 +79,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::http::{self, free_port, loopback};
+use super::temp::TempDir;
 
 /// How long Prometheus may take to answer `/-/ready`.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -470,7 +466,7 @@ pub fn create_blocks(series: &[Series], span: &Span, file: &Path, data_dir: &Pat
 /// A `prometheus` child process serving a TSDB built from [`Series`] (see the module
 /// docs). Killed, and its directory removed, on drop.
 pub struct Prometheus {
-    dir: PathBuf,
+    dir: TempDir,
     port: u16,
     span: Span,
     child: Option<Child>,
@@ -485,7 +481,7 @@ impl Prometheus {
 
     /// Builds the TSDB of `series` over `span` and starts Prometheus on it.
     pub fn start_with(series: &[Series], span: Span) -> Result<Prometheus> {
-        let dir = unique_dir()?;
+        let dir = TempDir::new("prometheus");
         let mut prometheus = Prometheus {
             dir,
             port: 0,
@@ -507,7 +503,7 @@ impl Prometheus {
         // A free port can be taken between probing and binding: then try another.
         let mut attempts = 0;
         loop {
-            prometheus.port = free_port()?;
+            prometheus.port = free_port();
             attempts += 1;
             match prometheus.launch() {
                 Ok(()) => return Ok(prometheus),
@@ -534,7 +530,7 @@ impl Prometheus {
     /// The directory with the configuration, the OpenMetrics file, `data/` and
     /// `prometheus.log`.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.dir.path()
     }
 
     /// The TSDB directory (`--storage.tsdb.path`).
@@ -617,7 +613,7 @@ impl Prometheus {
             // No compaction of the loaded blocks while a test runs.
             .arg("--storage.tsdb.max-block-duration=2h")
             .arg("--log.level=info")
-            .current_dir(&self.dir)
+            .current_dir(self.dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(log_err))
@@ -640,10 +636,12 @@ impl Prometheus {
                 ));
             }
             // A short timeout: whatever holds the port may accept and never answer.
-            match http_get_within(self.port, "/-/ready", Duration::from_millis(500)) {
-                Ok((200, _)) => break,
-                Ok((status, body)) => last = format!("HTTP {status}: {}", body.trim()),
-                Err(e) => last = e.0,
+            match http::get_within(loopback(self.port), "/-/ready", Duration::from_millis(500)) {
+                Ok(response) if response.status == 200 => break,
+                Ok(response) => {
+                    last = format!("HTTP {}: {}", response.status, response.body.trim())
+                }
+                Err(e) => last = e,
             }
             if Instant::now() >= deadline {
                 self.stop();
@@ -662,9 +660,11 @@ impl Prometheus {
     // -----------------------------------------------------------------------------------
     // HTTP
 
-    /// `GET path_and_query` (HTTP/1.0, plain TCP): the status and the body.
+    /// `GET path_and_query` (plain TCP): the status and the body.
     pub fn get(&self, path_and_query: &str) -> Result<(u16, String)> {
-        http_get(self.port, path_and_query)
+        http::get_within(loopback(self.port), path_and_query, HTTP_TIMEOUT)
+            .map(|response| (response.status, response.body))
+            .map_err(Error)
     }
 
     /// `/api/v1/query?query=promql` at the server's current time: the vector's samples.
@@ -692,16 +692,8 @@ impl Prometheus {
         result
             .iter()
             .map(|sample| {
-                let labels = sample["metric"]
-                    .as_object()
-                    .map(|m| {
-                        m.iter()
-                            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
                 Ok(Sample {
-                    labels,
+                    labels: metric_labels(sample),
                     value: parse_value(&sample["value"][1])?,
                 })
             })
@@ -731,14 +723,7 @@ impl Prometheus {
         result
             .iter()
             .map(|series| {
-                let labels = series["metric"]
-                    .as_object()
-                    .map(|m| {
-                        m.iter()
-                            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let labels = metric_labels(series);
                 let points = series["values"]
                     .as_array()
                     .cloned()
@@ -810,11 +795,10 @@ impl Drop for Prometheus {
             eprintln!(
                 "---- prometheus on 127.0.0.1:{} ({}), last lines of its log:\n{}\n----",
                 self.port,
-                self.dir.display(),
+                self.dir.path().display(),
                 self.log_tail()
             );
         }
-        let _ = fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -842,42 +826,16 @@ fn parse_value(value: &serde_json::Value) -> Result<f64> {
     }
 }
 
-/// `GET` on 127.0.0.1:`port` with HTTP/1.0 (so the answer is neither chunked nor kept
-/// alive): the status and the body.
-pub fn http_get(port: u16, path_and_query: &str) -> Result<(u16, String)> {
-    http_get_within(port, path_and_query, HTTP_TIMEOUT)
-}
-
-/// [`http_get`] with `timeout` for connecting, writing and each read.
-pub fn http_get_within(
-    port: u16,
-    path_and_query: &str,
-    timeout: Duration,
-) -> Result<(u16, String)> {
-    let address = SocketAddr::from(([127, 0, 0, 1], port));
-    let what = |e: std::io::Error| Error(format!("GET http://{address}{path_and_query}: {e}"));
-    let mut stream = TcpStream::connect_timeout(&address, timeout).map_err(what)?;
-    stream.set_read_timeout(Some(timeout)).map_err(what)?;
-    stream.set_write_timeout(Some(timeout)).map_err(what)?;
-    write!(
-        stream,
-        "GET {path_and_query} HTTP/1.0\r\nHost: {address}\r\nAccept: */*\r\nUser-Agent: berth-test-harness\r\n\r\n"
-    )
-    .map_err(what)?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).map_err(what)?;
-    let response = String::from_utf8_lossy(&response);
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse::<u16>().ok())
-        .ok_or_else(|| {
-            Error(format!(
-                "GET http://{address}{path_and_query}: no HTTP status in {head:?}"
-            ))
-        })?;
-    Ok((status, body.to_string()))
+/// The `metric` labels of one sample or series of a query result.
+fn metric_labels(result: &serde_json::Value) -> BTreeMap<String, String> {
+    result["metric"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Percent-encodes everything but RFC 3986's unreserved characters.
@@ -891,29 +849,4 @@ pub fn url_encode(text: &str) -> String {
         }
     }
     out
-}
-
-/// A port on 127.0.0.1 that was free a moment ago.
-pub fn free_port() -> Result<u16> {
-    let listener =
-        TcpListener::bind("127.0.0.1:0").map_err(|e| Error(format!("binding 127.0.0.1:0: {e}")))?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|e| Error(format!("local_addr: {e}")))
-}
-
-fn unique_dir() -> Result<PathBuf> {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!(
-        "berth-prometheus-{}-{}-{nanos}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    fs::create_dir_all(&dir).map_err(|e| Error(format!("creating {}: {e}", dir.display())))?;
-    Ok(dir)
 }

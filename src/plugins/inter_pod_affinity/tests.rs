@@ -6,32 +6,20 @@
 //! here.
 
 use crate::framework::{Plugin, PluginFactory};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use k8s_openapi::api::core::v1::{
-    Affinity, Node, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity, PodSpec,
-    WeightedPodAffinityTerm,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    LabelSelector, LabelSelectorRequirement, ObjectMeta,
-};
+use k8s_openapi::api::core::v1::{Node, Pod, PodAffinityTerm, WeightedPodAffinityTerm};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
 use super::filtering::PreFilterState;
 use super::*;
 use crate::cluster::NamespaceLabels;
 use crate::framework::{Code, MAX_NODE_SCORE, decode_args};
+use crate::testing::{PodWrapper, labels, make_node, make_pod, pod_info};
 
 // ---------------------------------------------------------------------------------------
 // Builders, after upstream's `st.MakePod()`.
-
-fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
 
 fn req(key: &str, operator: &str, values: &[&str]) -> LabelSelectorRequirement {
     LabelSelectorRequirement {
@@ -78,113 +66,15 @@ fn weighted(weight: i32, t: PodAffinityTerm) -> WeightedPodAffinityTerm {
 
 static POD_SEQ: AtomicUsize = AtomicUsize::new(0);
 
-#[derive(Clone)]
-struct PodBuilder(Pod);
-
-fn pod() -> PodBuilder {
+/// A pod named `pod-<n>`, `n` counting up, as upstream's unnamed test pods are told apart
+/// by their UID.
+fn pod() -> PodWrapper {
     let n = POD_SEQ.fetch_add(1, Ordering::Relaxed);
-    PodBuilder(Pod {
-        metadata: ObjectMeta {
-            name: Some(format!("pod-{n}")),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PodSpec::default()),
-        ..Pod::default()
-    })
-}
-
-impl PodBuilder {
-    fn ns(mut self, namespace: &str) -> Self {
-        self.0.metadata.namespace = Some(namespace.into());
-        self
-    }
-    fn labels(mut self, pairs: &[(&str, &str)]) -> Self {
-        self.0.metadata.labels = Some(labels(pairs));
-        self
-    }
-    fn node(mut self, name: &str) -> Self {
-        self.spec().node_name = Some(name.into());
-        self
-    }
-    fn spec(&mut self) -> &mut PodSpec {
-        self.0.spec.get_or_insert_with(PodSpec::default)
-    }
-    fn affinity(&mut self) -> &mut Affinity {
-        self.spec().affinity.get_or_insert_with(Affinity::default)
-    }
-    fn required_affinity(mut self, t: PodAffinityTerm) -> Self {
-        let a = self
-            .affinity()
-            .pod_affinity
-            .get_or_insert_with(PodAffinity::default);
-        a.required_during_scheduling_ignored_during_execution
-            .get_or_insert_with(Vec::new)
-            .push(t);
-        self
-    }
-    fn required_anti_affinity(mut self, t: PodAffinityTerm) -> Self {
-        let a = self
-            .affinity()
-            .pod_anti_affinity
-            .get_or_insert_with(PodAntiAffinity::default);
-        a.required_during_scheduling_ignored_during_execution
-            .get_or_insert_with(Vec::new)
-            .push(t);
-        self
-    }
-    fn preferred_affinity(mut self, t: WeightedPodAffinityTerm) -> Self {
-        let a = self
-            .affinity()
-            .pod_affinity
-            .get_or_insert_with(PodAffinity::default);
-        a.preferred_during_scheduling_ignored_during_execution
-            .get_or_insert_with(Vec::new)
-            .push(t);
-        self
-    }
-    fn preferred_anti_affinity(mut self, t: WeightedPodAffinityTerm) -> Self {
-        let a = self
-            .affinity()
-            .pod_anti_affinity
-            .get_or_insert_with(PodAntiAffinity::default);
-        a.preferred_during_scheduling_ignored_during_execution
-            .get_or_insert_with(Vec::new)
-            .push(t);
-        self
-    }
-    /// Upstream `PodAffinityIn(key, topologyKey, values, required)`.
-    fn affinity_in(self, key: &str, topology: &str, values: &[&str]) -> Self {
-        self.required_affinity(term(topology, vec![req(key, "In", values)]))
-    }
-    fn affinity_not_in(self, key: &str, topology: &str, values: &[&str]) -> Self {
-        self.required_affinity(term(topology, vec![req(key, "NotIn", values)]))
-    }
-    fn affinity_exists(self, key: &str, topology: &str) -> Self {
-        self.required_affinity(term(topology, vec![req(key, "Exists", &[])]))
-    }
-    fn anti_affinity_in(self, key: &str, topology: &str, values: &[&str]) -> Self {
-        self.required_anti_affinity(term(topology, vec![req(key, "In", values)]))
-    }
-    fn anti_affinity_not_in(self, key: &str, topology: &str, values: &[&str]) -> Self {
-        self.required_anti_affinity(term(topology, vec![req(key, "NotIn", values)]))
-    }
-    fn anti_affinity_exists(self, key: &str, topology: &str) -> Self {
-        self.required_anti_affinity(term(topology, vec![req(key, "Exists", &[])]))
-    }
-    fn obj(self) -> Pod {
-        self.0
-    }
+    make_pod().name(&format!("pod-{n}"))
 }
 
 fn node(name: &str, pairs: &[(&str, &str)]) -> Node {
-    Node {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: Some(labels(pairs)),
-            ..ObjectMeta::default()
-        },
-        ..Node::default()
-    }
+    make_node().name(name).labels(pairs).obj()
 }
 
 /// Upstream's `namespaces` fixture.
@@ -208,17 +98,13 @@ fn snapshot(nodes: Vec<Node>, pods: Vec<Pod>) -> Snapshot {
     snapshot
 }
 
-fn info(pod: Pod) -> PodInfo {
-    PodInfo::new(pod).expect("valid test pod")
-}
-
 /// PreFilter, then Filter on every node unless PreFilter did not succeed.
 async fn run_filter(
     plugin: &InterPodAffinity,
     incoming: &Pod,
     snapshot: &Snapshot,
 ) -> (Status, Vec<Status>) {
-    let pod = info(incoming.clone());
+    let pod = pod_info(incoming.clone());
     let mut state = CycleState::new();
     let (_, pre) = plugin.pre_filter(&mut state, &pod, snapshot).await;
     if !pre.is_success() {
@@ -276,7 +162,7 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "satisfies with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using In operator that matches the existing pod",
             pod()
                 .labels(&s1)
-                .affinity_in("service", "region", &["securityscan", "value2"])
+                .pod_affinity_in("service", "region", &["securityscan", "value2"])
                 .obj(),
             vec![existing()],
             Ok(ok()),
@@ -285,7 +171,7 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "satisfies the pod with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using not in operator in labelSelector that matches the existing pod",
             pod()
                 .labels(&s1)
-                .affinity_not_in("service", "region", &["securityscan3", "value3"])
+                .pod_affinity_not_in("service", "region", &["securityscan3", "value3"])
                 .obj(),
             vec![existing()],
             Ok(ok()),
@@ -294,16 +180,22 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "Does not satisfy the PodAffinity with labelSelector because of diff Namespace",
             pod()
                 .labels(&s1)
-                .required_affinity(with_namespaces(scan_term(""), &["DiffNameSpace"]))
+                .required_pod_affinity(with_namespaces(scan_term(""), &["DiffNameSpace"]))
                 .obj(),
-            vec![pod().ns("ns").labels(&security_scan).node("node1").obj()],
+            vec![
+                pod()
+                    .namespace("ns")
+                    .labels(&security_scan)
+                    .node("node1")
+                    .obj(),
+            ],
             Ok(unresolvable(AFFINITY)),
         ),
         (
             "Doesn't satisfy the PodAffinity because of unmatching labelSelector with the existing pod",
             pod()
                 .labels(&security_scan)
-                .affinity_in("service", "", &["antivirusscan", "value2"])
+                .pod_affinity_in("service", "", &["antivirusscan", "value2"])
                 .obj(),
             vec![existing()],
             Ok(unresolvable(AFFINITY)),
@@ -312,14 +204,14 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "satisfies the PodAffinity with different label Operators in multiple RequiredDuringSchedulingIgnoredDuringExecution ",
             pod()
                 .labels(&s1)
-                .required_affinity(term(
+                .required_pod_affinity(term(
                     "region",
                     vec![
                         req("service", "Exists", &[]),
                         req("wrongkey", "DoesNotExist", &[]),
                     ],
                 ))
-                .required_affinity(term(
+                .required_pod_affinity(term(
                     "region",
                     vec![
                         req("service", "In", &["securityscan"]),
@@ -334,14 +226,14 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "The labelSelector requirements(items of matchExpressions) are ANDed, the pod cannot schedule onto the node because one of the matchExpression item don't match.",
             pod()
                 .labels(&s1)
-                .required_affinity(term(
+                .required_pod_affinity(term(
                     "region",
                     vec![
                         req("service", "Exists", &[]),
                         req("wrongkey", "DoesNotExist", &[]),
                     ],
                 ))
-                .required_affinity(term(
+                .required_pod_affinity(term(
                     "region",
                     vec![
                         req("service", "In", &["securityscan2"]),
@@ -356,8 +248,8 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "satisfies the PodAffinity and PodAntiAffinity with the existing pod",
             pod()
                 .labels(&s1)
-                .affinity_in("service", "region", &["securityscan", "value2"])
-                .anti_affinity_in("service", "node", &["antivirusscan", "value2"])
+                .pod_affinity_in("service", "region", &["securityscan", "value2"])
+                .pod_anti_affinity_in("service", "node", &["antivirusscan", "value2"])
                 .obj(),
             vec![existing()],
             Ok(ok()),
@@ -366,14 +258,14 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "satisfies the PodAffinity and PodAntiAffinity and PodAntiAffinity symmetry with the existing pod",
             pod()
                 .labels(&s1)
-                .affinity_in("service", "region", &["securityscan", "value2"])
-                .anti_affinity_in("service", "node", &["antivirusscan", "value2"])
+                .pod_affinity_in("service", "region", &["securityscan", "value2"])
+                .pod_anti_affinity_in("service", "node", &["antivirusscan", "value2"])
                 .obj(),
             vec![
                 pod()
                     .node("node1")
                     .labels(&security_scan)
-                    .anti_affinity_in("service", "node", &["antivirusscan", "value2"])
+                    .pod_anti_affinity_in("service", "node", &["antivirusscan", "value2"])
                     .obj(),
             ],
             Ok(ok()),
@@ -382,8 +274,8 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "satisfies the PodAffinity but doesn't satisfy the PodAntiAffinity with the existing pod",
             pod()
                 .labels(&s1)
-                .affinity_in("service", "region", &["securityscan", "value2"])
-                .anti_affinity_in("service", "zone", &["securityscan", "value2"])
+                .pod_affinity_in("service", "region", &["securityscan", "value2"])
+                .pod_anti_affinity_in("service", "zone", &["securityscan", "value2"])
                 .obj(),
             vec![existing()],
             Ok(unschedulable(ANTI)),
@@ -392,14 +284,14 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "satisfies the PodAffinity and PodAntiAffinity but doesn't satisfy PodAntiAffinity symmetry with the existing pod",
             pod()
                 .labels(&security_scan)
-                .affinity_in("service", "region", &["securityscan", "value2"])
-                .anti_affinity_in("service", "node", &["antivirusscan", "value2"])
+                .pod_affinity_in("service", "region", &["securityscan", "value2"])
+                .pod_anti_affinity_in("service", "node", &["antivirusscan", "value2"])
                 .obj(),
             vec![
                 pod()
                     .labels(&security_scan)
                     .node("node1")
-                    .anti_affinity_in("service", "zone", &["securityscan", "value2"])
+                    .pod_anti_affinity_in("service", "zone", &["securityscan", "value2"])
                     .obj(),
             ],
             Ok(unschedulable(EXISTING)),
@@ -408,7 +300,7 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "pod matches its own Label in PodAffinity and that matches the existing pod Labels",
             pod()
                 .labels(&security_scan)
-                .affinity_not_in("service", "region", &["securityscan", "value2"])
+                .pod_affinity_not_in("service", "region", &["securityscan", "value2"])
                 .obj(),
             vec![pod().labels(&security_scan).node("node2").obj()],
             Ok(unresolvable(AFFINITY)),
@@ -420,7 +312,7 @@ async fn required_affinity_single_node_matches_upstream_table() {
                 pod()
                     .node("node1")
                     .labels(&security_scan)
-                    .anti_affinity_in("service", "zone", &["securityscan", "value2"])
+                    .pod_anti_affinity_in("service", "zone", &["securityscan", "value2"])
                     .obj(),
             ],
             Ok(unschedulable(EXISTING)),
@@ -432,7 +324,7 @@ async fn required_affinity_single_node_matches_upstream_table() {
                 pod()
                     .node("node1")
                     .labels(&security_scan)
-                    .anti_affinity_not_in("service", "zone", &["securityscan", "value2"])
+                    .pod_anti_affinity_not_in("service", "zone", &["securityscan", "value2"])
                     .obj(),
             ],
             Err(Status::skip()),
@@ -441,14 +333,14 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "satisfies the PodAntiAffinity with existing pod but doesn't satisfy PodAntiAffinity symmetry with incoming pod",
             pod()
                 .labels(&security_scan)
-                .anti_affinity_exists("service", "region")
-                .anti_affinity_exists("security", "region")
+                .pod_anti_affinity_exists("service", "region")
+                .pod_anti_affinity_exists("security", "region")
                 .obj(),
             vec![
                 pod()
                     .node("node1")
                     .labels(&s1)
-                    .anti_affinity_exists("security", "zone")
+                    .pod_anti_affinity_exists("security", "zone")
                     .obj(),
             ],
             Ok(unschedulable(ANTI)),
@@ -457,14 +349,14 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "PodAntiAffinity symmetry check a1: incoming pod and existing pod partially match each other on AffinityTerms",
             pod()
                 .labels(&security_scan)
-                .anti_affinity_exists("service", "zone")
-                .anti_affinity_exists("security", "zone")
+                .pod_anti_affinity_exists("service", "zone")
+                .pod_anti_affinity_exists("security", "zone")
                 .obj(),
             vec![
                 pod()
                     .node("node1")
                     .labels(&s1)
-                    .anti_affinity_exists("security", "zone")
+                    .pod_anti_affinity_exists("security", "zone")
                     .obj(),
             ],
             Ok(unschedulable(ANTI)),
@@ -473,14 +365,14 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "PodAntiAffinity symmetry check a2: incoming pod and existing pod partially match each other on AffinityTerms",
             pod()
                 .labels(&s1)
-                .anti_affinity_exists("security", "zone")
+                .pod_anti_affinity_exists("security", "zone")
                 .obj(),
             vec![
                 pod()
                     .node("node1")
                     .labels(&security_scan)
-                    .anti_affinity_exists("service", "zone")
-                    .anti_affinity_exists("security", "zone")
+                    .pod_anti_affinity_exists("service", "zone")
+                    .pod_anti_affinity_exists("security", "zone")
                     .obj(),
             ],
             Ok(unschedulable(EXISTING)),
@@ -489,15 +381,15 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "PodAntiAffinity symmetry check b1: incoming pod and existing pod partially match each other on AffinityTerms",
             pod()
                 .labels(&[("abc", ""), ("xyz", "")])
-                .anti_affinity_exists("abc", "zone")
-                .anti_affinity_exists("def", "zone")
+                .pod_anti_affinity_exists("abc", "zone")
+                .pod_anti_affinity_exists("def", "zone")
                 .obj(),
             vec![
                 pod()
                     .node("node1")
                     .labels(&[("def", ""), ("xyz", "")])
-                    .anti_affinity_exists("abc", "zone")
-                    .anti_affinity_exists("def", "zone")
+                    .pod_anti_affinity_exists("abc", "zone")
+                    .pod_anti_affinity_exists("def", "zone")
                     .obj(),
             ],
             Ok(unschedulable(ANTI)),
@@ -506,15 +398,15 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "PodAntiAffinity symmetry check b2: incoming pod and existing pod partially match each other on AffinityTerms",
             pod()
                 .labels(&[("def", ""), ("xyz", "")])
-                .anti_affinity_exists("abc", "zone")
-                .anti_affinity_exists("def", "zone")
+                .pod_anti_affinity_exists("abc", "zone")
+                .pod_anti_affinity_exists("def", "zone")
                 .obj(),
             vec![
                 pod()
                     .node("node1")
                     .labels(&[("abc", ""), ("xyz", "")])
-                    .anti_affinity_exists("abc", "zone")
-                    .anti_affinity_exists("def", "zone")
+                    .pod_anti_affinity_exists("abc", "zone")
+                    .pod_anti_affinity_exists("def", "zone")
                     .obj(),
             ],
             Ok(unschedulable(ANTI)),
@@ -523,8 +415,8 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "PodAffinity fails PreFilter with an invalid affinity label syntax",
             pod()
                 .labels(&security_scan)
-                .affinity_in("service", "region", &["{{.bad-value.}}"])
-                .affinity_in("service", "node", &["antivirusscan", "value2"])
+                .pod_affinity_in("service", "region", &["{{.bad-value.}}"])
+                .pod_affinity_in("service", "node", &["antivirusscan", "value2"])
                 .obj(),
             vec![],
             Err(unresolvable(
@@ -535,11 +427,11 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "affinity with NamespaceSelector",
             pod()
                 .labels(&s1)
-                .required_affinity(with_namespace_selector(scan_term("region"), in_team1()))
+                .required_pod_affinity(with_namespace_selector(scan_term("region"), in_team1()))
                 .obj(),
             vec![
                 pod()
-                    .ns("subteam1.team1")
+                    .namespace("subteam1.team1")
                     .labels(&security_scan)
                     .node("node1")
                     .obj(),
@@ -550,11 +442,11 @@ async fn required_affinity_single_node_matches_upstream_table() {
             "affinity with non-matching NamespaceSelector",
             pod()
                 .labels(&s1)
-                .required_affinity(with_namespace_selector(scan_term("region"), in_team1()))
+                .required_pod_affinity(with_namespace_selector(scan_term("region"), in_team1()))
                 .obj(),
             vec![
                 pod()
-                    .ns("subteam1.team2")
+                    .namespace("subteam1.team2")
                     .labels(&security_scan)
                     .node("node1")
                     .obj(),
@@ -564,13 +456,13 @@ async fn required_affinity_single_node_matches_upstream_table() {
         (
             "anti-affinity with matching NamespaceSelector",
             pod()
-                .ns("subteam1.team1")
+                .namespace("subteam1.team1")
                 .labels(&s1)
-                .required_anti_affinity(with_namespace_selector(scan_term("zone"), in_team1()))
+                .required_pod_anti_affinity(with_namespace_selector(scan_term("zone"), in_team1()))
                 .obj(),
             vec![
                 pod()
-                    .ns("subteam2.team1")
+                    .namespace("subteam2.team1")
                     .labels(&security_scan)
                     .node("node1")
                     .obj(),
@@ -580,13 +472,13 @@ async fn required_affinity_single_node_matches_upstream_table() {
         (
             "anti-affinity with matching all NamespaceSelector",
             pod()
-                .ns("subteam1.team1")
+                .namespace("subteam1.team1")
                 .labels(&s1)
-                .required_anti_affinity(with_namespace_selector(scan_term("zone"), vec![]))
+                .required_pod_anti_affinity(with_namespace_selector(scan_term("zone"), vec![]))
                 .obj(),
             vec![
                 pod()
-                    .ns("subteam2.team1")
+                    .namespace("subteam2.team1")
                     .labels(&security_scan)
                     .node("node1")
                     .obj(),
@@ -596,13 +488,13 @@ async fn required_affinity_single_node_matches_upstream_table() {
         (
             "anti-affinity with non-matching NamespaceSelector",
             pod()
-                .ns("subteam1.team1")
+                .namespace("subteam1.team1")
                 .labels(&s1)
-                .required_anti_affinity(with_namespace_selector(scan_term("zone"), in_team1()))
+                .required_pod_anti_affinity(with_namespace_selector(scan_term("zone"), in_team1()))
                 .obj(),
             vec![
                 pod()
-                    .ns("subteam1.team2")
+                    .namespace("subteam1.team2")
                     .labels(&security_scan)
                     .node("node1")
                     .obj(),
@@ -642,7 +534,7 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
     let cases: Vec<Case> = vec![
         (
             "A pod can be scheduled onto all the nodes that have the same topology key & label value with one of them has an existing pod that matches the affinity rules",
-            pod().affinity_in("foo", "region", &["bar"]).obj(),
+            pod().pod_affinity_in("foo", "region", &["bar"]).obj(),
             vec![pod().node("node1").labels(&[("foo", "bar")]).obj()],
             vec![
                 node("node1", &china),
@@ -656,8 +548,8 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
             "The affinity rule is to schedule all of the pods of this collection to the same zone. The first pod of the collection should not be blocked from being scheduled onto any node, even there's no existing pod that matches the rule anywhere.",
             pod()
                 .labels(&[("foo", "bar"), ("service", "securityscan")])
-                .affinity_in("foo", "zone", &["bar"])
-                .affinity_in("service", "zone", &["securityscan"])
+                .pod_affinity_in("foo", "zone", &["bar"])
+                .pod_affinity_in("service", "zone", &["securityscan"])
                 .obj(),
             vec![pod().node("nodeA").labels(&[("foo", "bar")]).obj()],
             vec![
@@ -671,8 +563,8 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
             "The first pod of the collection can only be scheduled on nodes labelled with the requested topology keys",
             pod()
                 .labels(&[("foo", "bar"), ("service", "securityscan")])
-                .affinity_in("foo", "zone", &["bar"])
-                .affinity_in("service", "zone", &["securityscan"])
+                .pod_affinity_in("foo", "zone", &["bar"])
+                .pod_affinity_in("service", "zone", &["securityscan"])
                 .obj(),
             vec![pod().node("nodeA").labels(&[("foo", "bar")]).obj()],
             vec![
@@ -684,7 +576,7 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
         ),
         (
             "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter pod affinity rule. The pod can not be scheduled onto nodeA and nodeB.",
-            pod().anti_affinity_in("foo", "region", &["abc"]).obj(),
+            pod().pod_anti_affinity_in("foo", "region", &["abc"]).obj(),
             vec![pod().node("nodeA").labels(&[("foo", "abc")]).obj()],
             vec![
                 node("nodeA", &[("region", "r1"), ("hostname", "nodeA")]),
@@ -696,8 +588,8 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
         (
             "This test ensures that anti-affinity matches a pod when any term of the anti-affinity rule matches a pod.",
             pod()
-                .anti_affinity_in("foo", "region", &["abc"])
-                .anti_affinity_in("service", "zone", &["securityscan"])
+                .pod_anti_affinity_in("foo", "region", &["abc"])
+                .pod_anti_affinity_in("service", "zone", &["securityscan"])
                 .obj(),
             vec![
                 pod()
@@ -720,7 +612,7 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
         ),
         (
             "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter pod affinity rule. The pod can not be scheduled onto nodeA and nodeB but can be scheduled onto nodeC",
-            pod().anti_affinity_in("foo", "region", &["abc"]).obj(),
+            pod().pod_anti_affinity_in("foo", "region", &["abc"]).obj(),
             vec![pod().node("nodeA").labels(&[("foo", "abc")]).obj()],
             vec![
                 node("nodeA", &china),
@@ -733,20 +625,20 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
         (
             "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter pod affinity rule. The pod can not be scheduled onto nodeA, nodeB, but can be scheduled onto nodeC (NodeC has an existing pod that match the inter pod affinity rule but in different namespace)",
             pod()
-                .ns("NS1")
+                .namespace("NS1")
                 .labels(&[("foo", "123")])
-                .anti_affinity_in("foo", "region", &["bar"])
+                .pod_anti_affinity_in("foo", "region", &["bar"])
                 .obj(),
             vec![
                 pod()
                     .node("nodeA")
-                    .ns("NS1")
+                    .namespace("NS1")
                     .labels(&[("foo", "bar")])
                     .obj(),
                 pod()
                     .node("nodeC")
-                    .ns("NS2")
-                    .anti_affinity_in("foo", "region", &["123"])
+                    .namespace("NS2")
+                    .pod_anti_affinity_in("foo", "region", &["123"])
                     .obj(),
             ],
             vec![
@@ -763,7 +655,7 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
             vec![
                 pod()
                     .node("nodeA")
-                    .anti_affinity_exists("foo", "invalid-node-label")
+                    .pod_anti_affinity_exists("foo", "invalid-node-label")
                     .obj(),
             ],
             vec![host("nodeA", "z1"), host("nodeB", "z1")],
@@ -774,7 +666,7 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
             "Test incoming pod's anti-affinity: even if labelSelector matches, we still check if topologyKey matches",
             pod()
                 .node("nodeA")
-                .anti_affinity_exists("foo", "invalid-node-label")
+                .pod_anti_affinity_exists("foo", "invalid-node-label")
                 .obj(),
             vec![pod().node("nodeA").labels(&[("foo", "")]).obj()],
             vec![host("nodeA", "z1"), host("nodeB", "z1")],
@@ -787,11 +679,11 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
             vec![
                 pod()
                     .node("nodeA")
-                    .anti_affinity_exists("foo", "zone")
+                    .pod_anti_affinity_exists("foo", "zone")
                     .obj(),
                 pod()
                     .node("nodeA")
-                    .anti_affinity_exists("bar", "region")
+                    .pod_anti_affinity_exists("bar", "region")
                     .obj(),
             ],
             vec![host("nodeA", "z1"), host("nodeB", "z2")],
@@ -801,8 +693,8 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
         (
             "Test incoming pod's anti-affinity: incoming pod wouldn't considered as a fit as it at least violates one anti-affinity rule of existingPod",
             pod()
-                .anti_affinity_exists("foo", "zone")
-                .anti_affinity_exists("bar", "region")
+                .pod_anti_affinity_exists("foo", "zone")
+                .pod_anti_affinity_exists("bar", "region")
                 .obj(),
             vec![
                 pod().node("nodeA").labels(&[("foo", "")]).obj(),
@@ -818,8 +710,8 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
             vec![
                 pod()
                     .node("nodeA")
-                    .anti_affinity_exists("foo", "invalid-node-label")
-                    .anti_affinity_exists("bar", "zone")
+                    .pod_anti_affinity_exists("foo", "invalid-node-label")
+                    .pod_anti_affinity_exists("bar", "zone")
                     .obj(),
             ],
             vec![host("nodeA", "z1"), host("nodeB", "z2")],
@@ -829,8 +721,8 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
         (
             "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a single term match - case when one term has invalid topologyKey",
             pod()
-                .anti_affinity_exists("foo", "invalid-node-label")
-                .anti_affinity_exists("bar", "zone")
+                .pod_anti_affinity_exists("foo", "invalid-node-label")
+                .pod_anti_affinity_exists("bar", "zone")
                 .obj(),
             vec![
                 pod()
@@ -848,8 +740,8 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
             vec![
                 pod()
                     .node("nodeA")
-                    .anti_affinity_exists("foo", "region")
-                    .anti_affinity_exists("bar", "zone")
+                    .pod_anti_affinity_exists("foo", "region")
+                    .pod_anti_affinity_exists("bar", "zone")
                     .obj(),
             ],
             vec![host("nodeA", "z1"), host("nodeB", "z2")],
@@ -859,8 +751,8 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
         (
             "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a single term match - case when all terms have valid topologyKey",
             pod()
-                .anti_affinity_exists("foo", "region")
-                .anti_affinity_exists("bar", "zone")
+                .pod_anti_affinity_exists("foo", "region")
+                .pod_anti_affinity_exists("bar", "zone")
                 .obj(),
             vec![
                 pod()
@@ -878,13 +770,13 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
             vec![
                 pod()
                     .node("nodeA")
-                    .anti_affinity_exists("foo", "zone")
-                    .anti_affinity_exists("labelA", "zone")
+                    .pod_anti_affinity_exists("foo", "zone")
+                    .pod_anti_affinity_exists("labelA", "zone")
                     .obj(),
                 pod()
                     .node("nodeB")
-                    .anti_affinity_exists("bar", "zone")
-                    .anti_affinity_exists("labelB", "zone")
+                    .pod_anti_affinity_exists("bar", "zone")
+                    .pod_anti_affinity_exists("labelB", "zone")
                     .obj(),
             ],
             vec![
@@ -898,8 +790,8 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
         (
             "Test incoming pod's affinity: firstly check if all affinityTerms match, and then check if all topologyKeys match",
             pod()
-                .affinity_exists("foo", "region")
-                .affinity_exists("bar", "zone")
+                .pod_affinity_exists("foo", "region")
+                .pod_affinity_exists("bar", "zone")
                 .obj(),
             vec![
                 pod()
@@ -914,8 +806,8 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
         (
             "Test incoming pod's affinity: firstly check if all affinityTerms match, and then check if all topologyKeys match, and the match logic should be satisfied on the same pod",
             pod()
-                .affinity_exists("foo", "region")
-                .affinity_exists("bar", "zone")
+                .pod_affinity_exists("foo", "region")
+                .pod_affinity_exists("bar", "zone")
                 .obj(),
             vec![
                 pod().node("nodeA").labels(&[("foo", "")]).obj(),
@@ -942,7 +834,7 @@ async fn required_affinity_multiple_nodes_matches_upstream_table() {
 #[test]
 fn filter_without_pre_filter_is_an_error() {
     // Upstream `TestPreFilterDisabled`.
-    let pod = info(pod().obj());
+    let pod = pod_info(pod().obj());
     let node_info = NodeInfo::new(node("node1", &[])).expect("valid node");
     let got = InterPodAffinity::default().filter(&CycleState::new(), &pod, &node_info);
     assert_eq!(got.code(), Code::Error);
@@ -957,10 +849,10 @@ async fn add_and_remove_pod_update_the_counts_like_upstream() {
     // Upstream `TestPreFilterStateAddRemovePod`, its first two cases: after AddPod the
     // counts of the incoming pod's terms are upstream's; RemovePod restores PreFilter's.
     let foo_bar = [("foo", "bar")];
-    let anti_foo_bar = |b: PodBuilder| b.anti_affinity_in("foo", "region", &["bar"]);
-    let anti_complex = |b: PodBuilder| {
-        b.anti_affinity_in("foo", "region", &["bar", "buzz"])
-            .anti_affinity_not_in("service", "zone", &["bar", "security", "test"])
+    let anti_foo_bar = |b: PodWrapper| b.pod_anti_affinity_in("foo", "region", &["bar"]);
+    let anti_complex = |b: PodWrapper| {
+        b.pod_anti_affinity_in("foo", "region", &["bar", "buzz"])
+            .pod_anti_affinity_not_in("service", "zone", &["bar", "security", "test"])
     };
     let nodes = || {
         vec![
@@ -1004,13 +896,13 @@ async fn add_and_remove_pod_update_the_counts_like_upstream() {
             anti_foo_bar(pod().node("nodeC")).obj(),
         ];
         let snapshot = snapshot(nodes(), existing);
-        let pending = info(pending);
+        let pending = pod_info(pending);
         let mut state = CycleState::new();
         let (_, pre) = plugin.pre_filter(&mut state, &pending, &snapshot).await;
         assert!(pre.is_success(), "case {name}: PreFilter returned {pre}");
         let before = state.read::<PreFilterState>().expect("state").clone();
         let node_info = snapshot.get(added_node).expect("node");
-        let added = info(added);
+        let added = pod_info(added);
         let status = plugin.add_pod(&mut state, &pending, &added, node_info);
         assert!(status.is_success(), "case {name}: AddPod returned {status}");
         let after = state.read::<PreFilterState>().expect("state");
@@ -1050,7 +942,7 @@ async fn run_score(
     incoming: &Pod,
     snapshot: &Snapshot,
 ) -> Result<Vec<i64>, Status> {
-    let pod = info(incoming.clone());
+    let pod = pod_info(incoming.clone());
     let mut state = CycleState::new();
     let (_, pre) = plugin.pre_filter(&mut state, &pod, snapshot).await;
     if pre.is_rejected() {
@@ -1085,11 +977,11 @@ async fn preferred_affinity_matches_upstream_table() {
     let s2 = [("security", "S2")];
     let sec_in = |v: &str, topology: &str| term(topology, vec![req("security", "In", &[v])]);
     let stay_with_s1_in_region =
-        |b: PodBuilder| b.preferred_affinity(weighted(5, sec_in("S1", "region")));
+        |b: PodWrapper| b.preferred_pod_affinity(weighted(5, sec_in("S1", "region")));
     let stay_with_s2_in_region =
-        |b: PodBuilder| b.preferred_affinity(weighted(6, sec_in("S2", "region")));
-    let affinity3 = |b: PodBuilder| {
-        b.preferred_affinity(weighted(
+        |b: PodWrapper| b.preferred_pod_affinity(weighted(6, sec_in("S2", "region")));
+    let affinity3 = |b: PodWrapper| {
+        b.preferred_pod_affinity(weighted(
             8,
             term(
                 "region",
@@ -1099,7 +991,7 @@ async fn preferred_affinity_matches_upstream_table() {
                 ],
             ),
         ))
-        .preferred_affinity(weighted(
+        .preferred_pod_affinity(weighted(
             2,
             term(
                 "region",
@@ -1110,12 +1002,12 @@ async fn preferred_affinity_matches_upstream_table() {
             ),
         ))
     };
-    let hard_affinity = |b: PodBuilder| {
-        b.required_affinity(term(
+    let hard_affinity = |b: PodWrapper| {
+        b.required_pod_affinity(term(
             "region",
             vec![req("security", "In", &["S1", "value2"])],
         ))
-        .required_affinity(term(
+        .required_pod_affinity(term(
             "region",
             vec![
                 req("security", "Exists", &[]),
@@ -1124,12 +1016,12 @@ async fn preferred_affinity_matches_upstream_table() {
         ))
     };
     let away_from_s1_in_az =
-        |b: PodBuilder| b.preferred_anti_affinity(weighted(5, sec_in("S1", "az")));
+        |b: PodWrapper| b.preferred_pod_anti_affinity(weighted(5, sec_in("S1", "az")));
     let away_from_s2_in_az =
-        |b: PodBuilder| b.preferred_anti_affinity(weighted(5, sec_in("S2", "az")));
-    let stay_s1_region_away_s2_az = |b: PodBuilder| {
-        b.preferred_affinity(weighted(8, sec_in("S1", "region")))
-            .preferred_anti_affinity(weighted(5, sec_in("S2", "az")))
+        |b: PodWrapper| b.preferred_pod_anti_affinity(weighted(5, sec_in("S2", "az")));
+    let stay_s1_region_away_s2_az = |b: PodWrapper| {
+        b.preferred_pod_affinity(weighted(8, sec_in("S1", "region")))
+            .preferred_pod_anti_affinity(weighted(5, sec_in("S2", "az")))
     };
     let ns_term = || {
         with_namespace_selector(
@@ -1137,9 +1029,9 @@ async fn preferred_affinity_matches_upstream_table() {
             vec![req("team", "In", &["team1"])],
         )
     };
-    let affinity_ns_selector = |b: PodBuilder| b.preferred_affinity(weighted(5, ns_term()));
+    let affinity_ns_selector = |b: PodWrapper| b.preferred_pod_affinity(weighted(5, ns_term()));
     let anti_affinity_ns_selector =
-        |b: PodBuilder| b.preferred_anti_affinity(weighted(5, ns_term()));
+        |b: PodWrapper| b.preferred_pod_anti_affinity(weighted(5, ns_term()));
     let bad = |topology: &str| term(topology, vec![req("security", "In", &["{{.bad-value.}}"])]);
     let three = || {
         vec![
@@ -1233,7 +1125,7 @@ async fn preferred_affinity_matches_upstream_table() {
         ),
         (
             "Affinity symmetry with namespace selector",
-            pod().ns("subteam1.team1").labels(&s1).obj(),
+            pod().namespace("subteam1.team1").labels(&s1).obj(),
             vec![
                 affinity_ns_selector(pod().node("node1").labels(&s1)).obj(),
                 stay_with_s2_in_region(pod().node("node2").labels(&s2)).obj(),
@@ -1244,7 +1136,7 @@ async fn preferred_affinity_matches_upstream_table() {
         ),
         (
             "AntiAffinity symmetry with namespace selector",
-            pod().ns("subteam1.team1").labels(&s1).obj(),
+            pod().namespace("subteam1.team1").labels(&s1).obj(),
             vec![
                 anti_affinity_ns_selector(pod().node("node1").labels(&s1)).obj(),
                 stay_with_s2_in_region(pod().node("node2").labels(&s2)).obj(),
@@ -1370,7 +1262,9 @@ async fn preferred_affinity_matches_upstream_table() {
         ),
         (
             "invalid Affinity fails PreScore",
-            pod().preferred_affinity(weighted(8, bad("region"))).obj(),
+            pod()
+                .preferred_pod_affinity(weighted(8, bad("region")))
+                .obj(),
             vec![],
             vec![node("node1", &china), node("node2", &china)],
             false,
@@ -1378,7 +1272,9 @@ async fn preferred_affinity_matches_upstream_table() {
         ),
         (
             "invalid AntiAffinity fails PreScore",
-            pod().preferred_anti_affinity(weighted(5, bad("az"))).obj(),
+            pod()
+                .preferred_pod_anti_affinity(weighted(5, bad("az")))
+                .obj(),
             vec![],
             vec![node("node1", &china), node("node2", &china)],
             false,
@@ -1386,12 +1282,28 @@ async fn preferred_affinity_matches_upstream_table() {
         ),
         (
             "Affinity with pods matching NamespaceSelector",
-            affinity_ns_selector(pod().ns("subteam1.team1").labels(&s1)).obj(),
+            affinity_ns_selector(pod().namespace("subteam1.team1").labels(&s1)).obj(),
             vec![
-                pod().node("node1").ns("subteam1.team1").labels(&s1).obj(),
-                pod().node("node1").ns("subteam1.team1").labels(&s1).obj(),
-                pod().node("node1").ns("subteam1.team2").labels(&s1).obj(),
-                pod().node("node2").ns("subteam2.team1").labels(&s1).obj(),
+                pod()
+                    .node("node1")
+                    .namespace("subteam1.team1")
+                    .labels(&s1)
+                    .obj(),
+                pod()
+                    .node("node1")
+                    .namespace("subteam1.team1")
+                    .labels(&s1)
+                    .obj(),
+                pod()
+                    .node("node1")
+                    .namespace("subteam1.team2")
+                    .labels(&s1)
+                    .obj(),
+                pod()
+                    .node("node2")
+                    .namespace("subteam2.team1")
+                    .labels(&s1)
+                    .obj(),
             ],
             vec![node("node1", &china), node("node2", &india)],
             false,
@@ -1399,12 +1311,28 @@ async fn preferred_affinity_matches_upstream_table() {
         ),
         (
             "Affinity with pods matching both NamespaceSelector and Namespaces fields",
-            affinity_ns_selector(pod().ns("subteam1.team1").labels(&s1)).obj(),
+            affinity_ns_selector(pod().namespace("subteam1.team1").labels(&s1)).obj(),
             vec![
-                pod().node("node1").ns("subteam1.team1").labels(&s1).obj(),
-                pod().node("node1").ns("subteam1.team1").labels(&s1).obj(),
-                pod().node("node1").ns("subteam2.team2").labels(&s1).obj(),
-                pod().node("node2").ns("subteam2.team1").labels(&s1).obj(),
+                pod()
+                    .node("node1")
+                    .namespace("subteam1.team1")
+                    .labels(&s1)
+                    .obj(),
+                pod()
+                    .node("node1")
+                    .namespace("subteam1.team1")
+                    .labels(&s1)
+                    .obj(),
+                pod()
+                    .node("node1")
+                    .namespace("subteam2.team2")
+                    .labels(&s1)
+                    .obj(),
+                pod()
+                    .node("node2")
+                    .namespace("subteam2.team1")
+                    .labels(&s1)
+                    .obj(),
             ],
             vec![node("node1", &china), node("node2", &india)],
             false,
@@ -1412,12 +1340,28 @@ async fn preferred_affinity_matches_upstream_table() {
         ),
         (
             "Affinity with pods matching NamespaceSelector (anti-affinity)",
-            anti_affinity_ns_selector(pod().ns("subteam1.team1").labels(&s1)).obj(),
+            anti_affinity_ns_selector(pod().namespace("subteam1.team1").labels(&s1)).obj(),
             vec![
-                pod().node("node1").ns("subteam1.team1").labels(&s1).obj(),
-                pod().node("node1").ns("subteam1.team1").labels(&s1).obj(),
-                pod().node("node1").ns("subteam1.team2").labels(&s1).obj(),
-                pod().node("node2").ns("subteam2.team1").labels(&s1).obj(),
+                pod()
+                    .node("node1")
+                    .namespace("subteam1.team1")
+                    .labels(&s1)
+                    .obj(),
+                pod()
+                    .node("node1")
+                    .namespace("subteam1.team1")
+                    .labels(&s1)
+                    .obj(),
+                pod()
+                    .node("node1")
+                    .namespace("subteam1.team2")
+                    .labels(&s1)
+                    .obj(),
+                pod()
+                    .node("node2")
+                    .namespace("subteam2.team1")
+                    .labels(&s1)
+                    .obj(),
             ],
             vec![node("node1", &china), node("node2", &india)],
             false,
@@ -1481,8 +1425,8 @@ async fn preferred_affinity_matches_upstream_table() {
 #[tokio::test]
 async fn hard_pod_affinity_weight_matches_upstream_table() {
     // Upstream `TestPreferredAffinityWithHardPodAffinitySymmetricWeight`, in order.
-    let hard_pod_affinity = |b: PodBuilder| {
-        b.required_affinity(with_namespace_selector(
+    let hard_pod_affinity = |b: PodWrapper| {
+        b.required_pod_affinity(with_namespace_selector(
             with_namespaces(
                 term("region", vec![req("service", "In", &["S1"])]),
                 // Upstream's `""` namespace: see the module comment.
@@ -1523,19 +1467,19 @@ async fn hard_pod_affinity_weight_matches_upstream_table() {
         ),
         (
             "with no matching namespace",
-            pod().ns("subteam1.team2").labels(&service_s1).obj(),
+            pod().namespace("subteam1.team2").labels(&service_s1).obj(),
             1,
             Err(Code::Skip),
         ),
         (
             "with matching NamespaceSelector",
-            pod().ns("subteam1.team1").labels(&service_s1).obj(),
+            pod().namespace("subteam1.team1").labels(&service_s1).obj(),
             1,
             Ok(vec![MAX, MAX, 0]),
         ),
         (
             "with matching Namespaces",
-            pod().ns("subteam2.team2").labels(&service_s1).obj(),
+            pod().namespace("subteam2.team2").labels(&service_s1).obj(),
             1,
             Ok(vec![MAX, MAX, 0]),
         ),
@@ -1652,9 +1596,9 @@ async fn kept_scores_follow_cluster_changes_like_a_fresh_walk() {
     }
     let web_avoiding_web = || {
         pod()
-            .ns("default")
+            .namespace("default")
             .labels(&[("app", "web")])
-            .preferred_anti_affinity(weighted(
+            .preferred_pod_anti_affinity(weighted(
                 5,
                 term(hostname, vec![req("app", "In", &["web"])]),
             ))
@@ -1663,16 +1607,16 @@ async fn kept_scores_follow_cluster_changes_like_a_fresh_walk() {
         .add_pod(web_avoiding_web().node("n1").obj())
         .expect("pod");
     let db = pod()
-        .ns("default")
+        .namespace("default")
         .labels(&[("app", "db")])
         .node("n3")
         .obj();
     cache.add_pod(db.clone()).expect("pod");
     let incoming = pod()
-        .ns("default")
+        .namespace("default")
         .labels(&[("app", "web")])
-        .preferred_affinity(weighted(3, term("zone", vec![req("app", "In", &["db"])])))
-        .preferred_anti_affinity(weighted(
+        .preferred_pod_affinity(weighted(3, term("zone", vec![req("app", "In", &["db"])])))
+        .preferred_pod_anti_affinity(weighted(
             2,
             term(hostname, vec![req("app", "In", &["web"])]),
         ))
@@ -1693,12 +1637,12 @@ async fn kept_scores_follow_cluster_changes_like_a_fresh_walk() {
     // The db pod (which attracted the incoming pod to zone b) leaves; a web pod that
     // avoids web pods is assumed on n2; a db pod arrives on n1.
     cache.remove_pod(&db);
-    let assumed = info(web_avoiding_web().obj());
+    let assumed = pod_info(web_avoiding_web().obj());
     cache.assume_pod(&assumed, "n2").expect("assume");
     cache
         .add_pod(
             pod()
-                .ns("default")
+                .namespace("default")
                 .labels(&[("app", "db")])
                 .node("n1")
                 .obj(),
@@ -1737,19 +1681,19 @@ async fn kept_counts_follow_cluster_changes_like_a_fresh_walk() {
     }
     let lonely = || {
         pod()
-            .ns("default")
+            .namespace("default")
             .labels(&[("app", "lonely")])
-            .anti_affinity_in("app", hostname, &["lonely"])
+            .pod_anti_affinity_in("app", hostname, &["lonely"])
     };
     let db = pod()
-        .ns("default")
+        .namespace("default")
         .labels(&[("app", "db")])
         .node("n3")
         .obj();
     cache.add_pod(lonely().node("n1").obj()).expect("pod");
     cache.add_pod(db.clone()).expect("pod");
     // Wants a db pod in its zone, and no lonely pod on its node (and is lonely itself).
-    let incoming = lonely().affinity_in("app", "zone", &["db"]).obj();
+    let incoming = lonely().pod_affinity_in("app", "zone", &["db"]).obj();
     let mut snapshot = Snapshot::default();
     cache.update_snapshot(&mut snapshot);
     let plugin = InterPodAffinity::new(InterPodAffinityArgs::default());
@@ -1764,14 +1708,14 @@ async fn kept_counts_follow_cluster_changes_like_a_fresh_walk() {
     cache
         .add_pod(
             pod()
-                .ns("default")
+                .namespace("default")
                 .labels(&[("app", "db")])
                 .node("n2")
                 .obj(),
         )
         .expect("pod");
     cache
-        .assume_pod(&info(lonely().obj()), "n3")
+        .assume_pod(&pod_info(lonely().obj()), "n3")
         .expect("assume");
     cache.update_snapshot(&mut snapshot);
     let (_, after) = run_filter(&plugin, &incoming, &snapshot).await;
@@ -1781,7 +1725,7 @@ async fn kept_counts_follow_cluster_changes_like_a_fresh_walk() {
         "n1 holds a lonely pod, zone a has the db pod, zone b none"
     );
     // The kept counts are the counts of a walk from scratch.
-    let pod_info = info(incoming.clone());
+    let pod_info = pod_info(incoming.clone());
     let mut state = CycleState::new();
     let _ = plugin.pre_filter(&mut state, &pod_info, &snapshot).await;
     let kept = state.read::<PreFilterState>().expect("PreFilter state");

@@ -1,15 +1,14 @@
 use crate::framework::{Plugin, PluginFactory};
-use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, Node, NodeAffinity as NodeAffinitySpec, NodeSelector as NodeSelectorSpec,
-    NodeSelectorRequirement, PodSpec, PreferredSchedulingTerm,
+    Node, NodeAffinity as NodeAffinitySpec, NodeSelector as NodeSelectorSpec,
+    NodeSelectorRequirement, PreferredSchedulingTerm,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::*;
 use crate::framework::{Code, decode_args};
 use crate::helpers::node_affinity::node_selector_term_matches;
+use crate::testing::{make_node, make_pod};
 
 const PATH: &str = "spec.pluginConfig.nodeAffinity";
 
@@ -61,29 +60,14 @@ fn preferred(terms: Vec<(i32, NodeSelectorTerm)>) -> NodeAffinitySpec {
     }
 }
 
-fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
 fn pod(node_selector: &[(&str, &str)], affinity: Option<NodeAffinitySpec>) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            name: Some("pod".into()),
-            namespace: Some("default".into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PodSpec {
-            node_selector: (!node_selector.is_empty()).then(|| labels(node_selector)),
-            affinity: affinity.map(|node_affinity| Affinity {
-                node_affinity: Some(node_affinity),
-                ..Affinity::default()
-            }),
-            ..PodSpec::default()
-        }),
-        ..Pod::default()
+    let pod = node_selector.iter().fold(
+        make_pod().name("pod").namespace("default"),
+        |pod, (k, v)| pod.node_selector(k, v),
+    );
+    match affinity {
+        Some(affinity) => pod.node_affinity(affinity).obj(),
+        None => pod.obj(),
     }
 }
 
@@ -91,15 +75,16 @@ fn with_required(terms: Vec<NodeSelectorTerm>) -> Pod {
     pod(&[], Some(required(terms)))
 }
 
+/// A node named `name` (nameless when empty) labelled `node_labels`.
 fn node(name: &str, node_labels: &[(&str, &str)]) -> Node {
-    Node {
-        metadata: ObjectMeta {
-            name: (!name.is_empty()).then(|| name.to_string()),
-            labels: (!node_labels.is_empty()).then(|| labels(node_labels)),
-            ..ObjectMeta::default()
-        },
-        ..Node::default()
-    }
+    let node = match name {
+        "" => make_node(),
+        name => make_node().name(name),
+    };
+    node_labels
+        .iter()
+        .fold(node, |node, (k, v)| node.label(k, v))
+        .obj()
 }
 
 fn plugin(added: Option<NodeAffinitySpec>) -> NodeAffinity {

@@ -273,10 +273,7 @@ mod tests {
     ) -> (Code, Vec<i64>) {
         let plugin = NodeResourcesBalancedAllocation::new(args);
         let pod = pod_info(pod);
-        let infos: Vec<Arc<NodeInfo>> = nodes
-            .iter()
-            .map(|(node, pods)| Arc::new(node_info(node, pods)))
-            .collect();
+        let infos = node_infos(nodes);
         let mut state = CycleState::new();
         let code = if pre_score {
             block_on(plugin.pre_score(&mut state, &pod, &infos)).code()

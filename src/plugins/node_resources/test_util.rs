@@ -1,82 +1,35 @@
 //! Builders for the upstream test tables: nodes and pods as k8s-openapi objects, turned into
 //! the `PodInfo`/`NodeInfo` the plugin sees.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Container, Node, NodeStatus, Pod, PodSpec, ResourceRequirements};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Node, Pod};
 
 use super::{NodeResourcesFit, NodeResourcesFitArgs};
-use crate::cluster::{NodeInfo, PodInfo, Snapshot};
+use crate::cluster::{NodeInfo, Snapshot};
 use crate::framework::{CycleState, PreScorePlugin, ScorePlugin, Status};
+use crate::testing::{make_node as st_make_node, make_pod};
 
+pub use crate::testing::{pod_info, quantities};
 pub use futures::executor::block_on;
 
 /// The requests of one container, e.g. `[("cpu", "1000"), ("memory", "2000")]`.
 pub type Requests<'a> = Vec<(&'a str, String)>;
 
-pub fn quantities<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> BTreeMap<String, Quantity> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.as_ref().to_string(), Quantity(v.as_ref().to_string())))
-        .collect()
-}
-
 /// A node whose capacity and allocatable are `resources` (upstream `MakeNode().Capacity`).
 pub fn make_node(name: &str, resources: &[(&str, &str)]) -> Node {
-    Node {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            ..Default::default()
-        },
-        status: Some(NodeStatus {
-            capacity: Some(quantities(resources)),
-            allocatable: Some(quantities(resources)),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
-fn container(i: usize, requests: &Requests) -> Container {
-    Container {
-        name: format!("c{i}"),
-        resources: (!requests.is_empty()).then(|| ResourceRequirements {
-            requests: Some(quantities(requests)),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    st_make_node().name(name).capacity(resources).obj()
 }
 
 /// A pod with one app container per entry of `containers` and one init container per
 /// entry of `init` (upstream `MakePod().Req(..)` / `newResourcePod` /
 /// `newResourceInitPod`). An empty entry is a container without requests.
 pub fn pod_with(containers: &[Requests], init: &[Requests]) -> Pod {
-    Pod {
-        metadata: ObjectMeta {
-            name: Some("pod".to_string()),
-            namespace: Some("default".to_string()),
-            ..Default::default()
-        },
-        spec: Some(PodSpec {
-            containers: containers
-                .iter()
-                .enumerate()
-                .map(|(i, r)| container(i, r))
-                .collect(),
-            init_containers: (!init.is_empty()).then(|| {
-                init.iter()
-                    .enumerate()
-                    .map(|(i, r)| container(i, r))
-                    .collect()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    let pod = make_pod().name("pod").namespace("default");
+    let pod = containers.iter().fold(pod, |pod, r| pod.req(&as_strs(r)));
+    init.iter()
+        .fold(pod, |pod, r| pod.init_req(&as_strs(r)))
+        .obj()
 }
 
 /// `pod` with `spec.overhead` set (upstream `newResourceOverheadPod`).
@@ -92,17 +45,21 @@ pub fn req<'a>(pairs: &[(&'a str, &str)]) -> Requests<'a> {
     pairs.iter().map(|(k, v)| (*k, v.to_string())).collect()
 }
 
-pub fn pod_info(pod: Pod) -> PodInfo {
-    PodInfo::new(pod).expect("test pod quantities are valid")
-}
-
 /// The NodeInfo of `node` running `pods`, aggregated by the cache's own code.
 pub fn node_info(node: &Node, pods: &[Pod]) -> NodeInfo {
-    let mut info = NodeInfo::new(node.clone()).expect("test node quantities are valid");
-    for pod in pods {
-        info.add_pod(Arc::new(pod_info(pod.clone())));
-    }
-    info
+    crate::testing::node_info(node.clone(), pods.iter().cloned())
+}
+
+fn as_strs<'a>(requests: &'a Requests) -> Vec<(&'a str, &'a str)> {
+    requests.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+/// The NodeInfos of `nodes`, in order, as a cycle hands them to PreScore and Score.
+pub fn node_infos(nodes: &[TestNode]) -> Vec<Arc<NodeInfo>> {
+    nodes
+        .iter()
+        .map(|(node, pods)| Arc::new(node_info(node, pods)))
+        .collect()
 }
 
 pub fn empty_snapshot() -> Snapshot {
@@ -117,10 +74,7 @@ pub fn score_nodes(
 ) -> Vec<Result<i64, Status>> {
     let plugin = NodeResourcesFit::new(args);
     let pod = pod_info(pod);
-    let infos: Vec<Arc<NodeInfo>> = nodes
-        .iter()
-        .map(|(node, pods)| Arc::new(node_info(node, pods)))
-        .collect();
+    let infos = node_infos(nodes);
     let mut state = CycleState::new();
     let status = block_on(plugin.pre_score(&mut state, &pod, &infos));
     assert!(status.is_success(), "PreScore: {status}");

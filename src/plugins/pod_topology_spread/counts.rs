@@ -150,40 +150,28 @@ impl DomainCounts {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use k8s_openapi::api::core::v1::{Node, Pod};
 
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
     use crate::cluster::{Cache, PodInfo};
+    use crate::testing::{make_node, make_pod};
 
     fn node(name: &str, zone: Option<&str>) -> Node {
-        Node {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                labels: zone.map(|z| BTreeMap::from([("zone".to_string(), z.to_string())])),
-                ..Default::default()
-            },
-            ..Default::default()
+        let node = make_node().name(name);
+        match zone {
+            Some(zone) => node.label("zone", zone).obj(),
+            None => node.obj(),
         }
     }
 
+    /// A pod in `default` labelled `app`, bound to `node` when one is given.
     fn pod(name: &str, node: Option<&str>, app: &str) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("default".into()),
-                labels: Some(BTreeMap::from([("app".to_string(), app.to_string())])),
-                ..Default::default()
-            },
-            spec: Some(PodSpec {
-                node_name: node.map(str::to_owned),
-                ..Default::default()
-            }),
-            ..Default::default()
+        let pod = make_pod().name(name).namespace("default").label("app", app);
+        match node {
+            Some(node) => pod.node(node).obj(),
+            None => pod.obj(),
         }
     }
 

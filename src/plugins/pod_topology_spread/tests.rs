@@ -6,16 +6,11 @@
 use crate::framework::{
     FilterPlugin, Plugin, PluginFactory, PreFilterPlugin, PreScorePlugin, ScorePlugin,
 };
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{
-    Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
-    NodeSpec, Pod, PodSpec, Taint, TopologySpreadConstraint,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    LabelSelector, LabelSelectorRequirement, ObjectMeta, Time,
-};
+use k8s_openapi::api::core::v1::{Node, Pod, TopologySpreadConstraint};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use serde_json::json;
 
 use super::filtering::PreFilterState;
@@ -25,111 +20,14 @@ use crate::framework::{
     Code, CycleState, FieldError, MAX_NODE_SCORE, PreFilterExtensions, ScoreExtensions, Status,
     decode_args,
 };
+use crate::testing::{self as st, PodWrapper, pod_info, snapshot, spread_constraint as constraint};
 
 // ---------------------------------------------------------------------------------------
 // Builders, after upstream's `st.MakePod()` / `st.MakeNode()`.
 
-struct PodBuilder(Pod);
-
-fn make_pod(name: &str) -> PodBuilder {
-    PodBuilder(Pod {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("default".into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PodSpec::default()),
-        ..Pod::default()
-    })
-}
-
-impl PodBuilder {
-    fn label(mut self, key: &str, value: &str) -> Self {
-        self.0
-            .metadata
-            .labels
-            .get_or_insert_with(BTreeMap::new)
-            .insert(key.into(), value.into());
-        self
-    }
-
-    fn namespace(mut self, ns: &str) -> Self {
-        self.0.metadata.namespace = Some(ns.into());
-        self
-    }
-
-    fn node(mut self, node: &str) -> Self {
-        self.spec().node_name = Some(node.into());
-        self
-    }
-
-    fn terminating(mut self) -> Self {
-        self.0.metadata.deletion_timestamp = Some(Time(Default::default()));
-        self
-    }
-
-    fn node_selector(mut self, key: &str, value: &str) -> Self {
-        self.spec().node_selector = Some(BTreeMap::from([(key.into(), value.into())]));
-        self
-    }
-
-    /// Required node affinity `key In values`.
-    fn node_affinity_in(mut self, key: &str, values: &[&str]) -> Self {
-        let term = NodeSelectorTerm {
-            match_expressions: Some(vec![NodeSelectorRequirement {
-                key: key.into(),
-                operator: "In".into(),
-                values: Some(values.iter().map(|v| v.to_string()).collect()),
-            }]),
-            ..NodeSelectorTerm::default()
-        };
-        self.spec().affinity = Some(Affinity {
-            node_affinity: Some(NodeAffinity {
-                required_during_scheduling_ignored_during_execution: Some(NodeSelector {
-                    node_selector_terms: vec![term],
-                }),
-                ..NodeAffinity::default()
-            }),
-            ..Affinity::default()
-        });
-        self
-    }
-
-    /// Upstream `SpreadConstraint(maxSkew, key, action, selector, nil, nil, nil, nil)`.
-    fn spread(self, max_skew: i32, key: &str, action: &str, sel: Option<LabelSelector>) -> Self {
-        self.spread_with(constraint(max_skew, key, action, sel))
-    }
-
-    fn spread_with(mut self, c: TopologySpreadConstraint) -> Self {
-        self.spec()
-            .topology_spread_constraints
-            .get_or_insert_with(Vec::new)
-            .push(c);
-        self
-    }
-
-    fn spec(&mut self) -> &mut PodSpec {
-        self.0.spec.get_or_insert_with(PodSpec::default)
-    }
-
-    fn obj(self) -> Pod {
-        self.0
-    }
-}
-
-fn constraint(
-    max_skew: i32,
-    key: &str,
-    action: &str,
-    sel: Option<LabelSelector>,
-) -> TopologySpreadConstraint {
-    TopologySpreadConstraint {
-        max_skew,
-        topology_key: key.into(),
-        when_unsatisfiable: action.into(),
-        label_selector: sel,
-        ..TopologySpreadConstraint::default()
-    }
+/// A pod in `default`, where upstream's test pods share the empty namespace.
+fn make_pod(name: &str) -> PodWrapper {
+    st::make_pod().name(name).namespace("default")
 }
 
 /// Upstream `st.MakeLabelSelector().Exists(key)`.
@@ -149,32 +47,20 @@ fn foo() -> Option<LabelSelector> {
 }
 
 fn make_node(name: &str, labels: &[(&str, &str)]) -> Node {
-    Node {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: Some(
-                labels
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            ),
-            ..ObjectMeta::default()
-        },
-        ..Node::default()
-    }
+    st::make_node().name(name).labels(labels).obj()
 }
 
 /// A node with upstream's test taint `node.kubernetes.io/unschedulable:NoSchedule`.
-fn tainted(mut node: Node) -> Node {
-    node.spec = Some(NodeSpec {
-        taints: Some(vec![Taint {
-            key: "node.kubernetes.io/unschedulable".into(),
-            effect: "NoSchedule".into(),
-            ..Taint::default()
-        }]),
-        ..NodeSpec::default()
-    });
-    node
+fn tainted(name: &str, labels: &[(&str, &str)]) -> Node {
+    st::make_node()
+        .name(name)
+        .labels(labels)
+        .taint(st::taint(
+            "node.kubernetes.io/unschedulable",
+            "",
+            "NoSchedule",
+        ))
+        .obj()
 }
 
 /// `node-<x>` with `zone` and `node` labels, as most upstream filtering cases.
@@ -207,19 +93,11 @@ fn foo_pods(on: &[(&str, usize)]) -> Vec<Pod> {
         .collect()
 }
 
-fn pod_info(pod: Pod) -> PodInfo {
-    PodInfo::new(pod).expect("test pod is valid")
-}
-
 fn list_plugin() -> PodTopologySpread {
     PodTopologySpread::new(PodTopologySpreadArgs {
         defaulting_type: DefaultingType::List,
         ..PodTopologySpreadArgs::default()
     })
-}
-
-fn snapshot(nodes: Vec<Node>, pods: Vec<Pod>) -> Snapshot {
-    Snapshot::from_objects(nodes, pods).expect("test objects are valid")
 }
 
 async fn pre_filter(
@@ -272,21 +150,21 @@ async fn filter_matches_upstream_tables() {
     let cases = vec![
         FilterCase {
             name: "TestSingleConstraint: no existing pods",
-            pod: p().spread(1, "zone", dns, foo()).obj(),
+            pod: p().spread_constraint(1, "zone", dns, foo()).obj(),
             nodes: four_nodes(),
             pods: vec![],
             want: vec![S, S, S, S],
         },
         FilterCase {
             name: "TestSingleConstraint: no existing pods, incoming pod doesn't match itself",
-            pod: p().spread(1, "zone", dns, exists("bar")).obj(),
+            pod: p().spread_constraint(1, "zone", dns, exists("bar")).obj(),
             nodes: four_nodes(),
             pods: vec![],
             want: vec![S, S, S, S],
         },
         FilterCase {
             name: "TestSingleConstraint: existing pods in a different namespace do not count",
-            pod: p().spread(1, "zone", dns, foo()).obj(),
+            pod: p().spread_constraint(1, "zone", dns, foo()).obj(),
             nodes: four_nodes(),
             pods: vec![
                 make_pod("p-a1")
@@ -306,14 +184,14 @@ async fn filter_matches_upstream_tables() {
         },
         FilterCase {
             name: "TestSingleConstraint: pods spread across zones as 3/3, all nodes fit",
-            pod: p().spread(1, "zone", dns, foo()).obj(),
+            pod: p().spread_constraint(1, "zone", dns, foo()).obj(),
             nodes: four_nodes(),
             pods: foo_pods(&[("node-a", 2), ("node-b", 1), ("node-y", 3)]),
             want: vec![S, S, S, S],
         },
         FilterCase {
             name: "TestSingleConstraint: pods spread across zones as 1/2 due to absence of label 'zone' on node-b",
-            pod: p().spread(1, "zone", dns, foo()).obj(),
+            pod: p().spread_constraint(1, "zone", dns, foo()).obj(),
             nodes: vec![
                 zoned("node-a", "zone1"),
                 make_node("node-b", &[("zon", "zone1"), ("node", "node-b")]),
@@ -325,21 +203,21 @@ async fn filter_matches_upstream_tables() {
         },
         FilterCase {
             name: "TestSingleConstraint: pod cannot be scheduled as all nodes don't have label 'rack'",
-            pod: p().spread(1, "rack", dns, foo()).obj(),
+            pod: p().spread_constraint(1, "rack", dns, foo()).obj(),
             nodes: vec![zoned("node-a", "zone1"), zoned("node-x", "zone2")],
             pods: vec![],
             want: vec![UU, UU],
         },
         FilterCase {
             name: "TestSingleConstraint: pods spread across nodes as 2/1/0/3, only node-x fits",
-            pod: p().spread(1, "node", dns, foo()).obj(),
+            pod: p().spread_constraint(1, "node", dns, foo()).obj(),
             nodes: four_nodes(),
             pods: foo_pods(&[("node-a", 2), ("node-b", 1), ("node-y", 3)]),
             want: vec![U, U, S, U],
         },
         FilterCase {
             name: "TestSingleConstraint: pods spread across nodes as 2/1/0/3, maxSkew is 2, node-b and node-x fit",
-            pod: p().spread(2, "node", dns, foo()).obj(),
+            pod: p().spread_constraint(2, "node", dns, foo()).obj(),
             nodes: four_nodes(),
             pods: foo_pods(&[("node-a", 2), ("node-b", 1), ("node-y", 3)]),
             want: vec![U, S, S, U],
@@ -348,7 +226,7 @@ async fn filter_matches_upstream_tables() {
             name: "TestSingleConstraint: pods spread across nodes as 2/1/0/3, but pod doesn't match itself",
             pod: make_pod("p")
                 .label("bar", "")
-                .spread(1, "node", dns, foo())
+                .spread_constraint(1, "node", dns, foo())
                 .obj(),
             nodes: four_nodes(),
             pods: foo_pods(&[("node-a", 2), ("node-b", 1), ("node-y", 3)]),
@@ -360,7 +238,7 @@ async fn filter_matches_upstream_tables() {
             name: "TestSingleConstraint: incoming pod has nodeAffinity, pods spread as 2/~1~/~0~/3, hence node-a fits",
             pod: p()
                 .node_affinity_in("node", &["node-a", "node-y"])
-                .spread(1, "node", dns, foo())
+                .spread_constraint(1, "node", dns, foo())
                 .obj(),
             nodes: four_nodes(),
             pods: foo_pods(&[("node-a", 2), ("node-b", 1), ("node-y", 3)]),
@@ -368,7 +246,7 @@ async fn filter_matches_upstream_tables() {
         },
         FilterCase {
             name: "TestSingleConstraint: terminating Pods should be excluded",
-            pod: p().spread(1, "node", dns, foo()).obj(),
+            pod: p().spread_constraint(1, "node", dns, foo()).obj(),
             nodes: vec![
                 make_node("node-a", &[("node", "node-a")]),
                 make_node("node-b", &[("node", "node-b")]),
@@ -386,7 +264,7 @@ async fn filter_matches_upstream_tables() {
         FilterCase {
             name: "TestSingleConstraint: pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains > minDomains, then the all nodes fit",
             pod: p()
-                .spread_with(with_min_domains(constraint(2, "node", dns, foo()), 2))
+                .topology_spread_constraint(with_min_domains(constraint(2, "node", dns, foo()), 2))
                 .obj(),
             nodes: vec![
                 make_node("node-a", &[("node", "node-a")]),
@@ -399,7 +277,7 @@ async fn filter_matches_upstream_tables() {
         FilterCase {
             name: "TestSingleConstraint: pods spread across zone as 2/1, maxSkew is 2 and the number of domains < minDomains, then the third and fourth nodes fit",
             pod: p()
-                .spread_with(with_min_domains(constraint(2, "zone", dns, foo()), 3))
+                .topology_spread_constraint(with_min_domains(constraint(2, "zone", dns, foo()), 3))
                 .obj(),
             nodes: four_nodes(),
             pods: foo_pods(&[("node-a", 1), ("node-b", 1), ("node-y", 1)]),
@@ -408,7 +286,7 @@ async fn filter_matches_upstream_tables() {
         FilterCase {
             name: "TestSingleConstraint: pods spread across zone as 2/1, maxSkew is 2 and the number of domains > minDomains, then the all nodes fit",
             pod: p()
-                .spread_with(with_min_domains(constraint(2, "zone", dns, foo()), 1))
+                .topology_spread_constraint(with_min_domains(constraint(2, "zone", dns, foo()), 1))
                 .obj(),
             nodes: four_nodes(),
             pods: foo_pods(&[("node-a", 1), ("node-b", 1), ("node-y", 1)]),
@@ -420,7 +298,7 @@ async fn filter_matches_upstream_tables() {
             name: "TestSingleConstraint: NodeAffinityPolicy honored with labelSelectors",
             pod: p()
                 .node_selector("foo", "")
-                .spread(1, "node", dns, foo())
+                .spread_constraint(1, "node", dns, foo())
                 .obj(),
             nodes: foo_nodes(),
             pods: spread_1_1_0_1(),
@@ -430,7 +308,7 @@ async fn filter_matches_upstream_tables() {
             name: "TestSingleConstraint: NodeAffinityPolicy ignored with labelSelectors",
             pod: p()
                 .node_selector("foo", "")
-                .spread_with(honor(
+                .topology_spread_constraint(honor(
                     constraint(1, "node", dns, foo()),
                     Some("Ignore"),
                     None,
@@ -444,7 +322,7 @@ async fn filter_matches_upstream_tables() {
             name: "TestSingleConstraint: NodeAffinityPolicy honored with nodeAffinity",
             pod: p()
                 .node_affinity_in("foo", &[""])
-                .spread(1, "node", dns, foo())
+                .spread_constraint(1, "node", dns, foo())
                 .obj(),
             nodes: foo_nodes(),
             pods: spread_1_1_0_1(),
@@ -456,7 +334,7 @@ async fn filter_matches_upstream_tables() {
             name: "TestSingleConstraint: NodeAffinityPolicy ignored with labelSelectors (nodeAffinity variant)",
             pod: p()
                 .node_affinity_in("foo", &[""])
-                .spread_with(honor(
+                .topology_spread_constraint(honor(
                     constraint(1, "node", dns, foo()),
                     Some("Ignore"),
                     None,
@@ -469,7 +347,7 @@ async fn filter_matches_upstream_tables() {
         FilterCase {
             name: "TestSingleConstraint: NodeTaintsPolicy honored",
             pod: p()
-                .spread_with(honor(
+                .topology_spread_constraint(honor(
                     constraint(1, "node", dns, foo()),
                     None,
                     Some("Honor"),
@@ -479,19 +357,19 @@ async fn filter_matches_upstream_tables() {
                 make_node("node-a", &[("node", "node-a"), ("foo", "")]),
                 make_node("node-b", &[("node", "node-b"), ("foo", "")]),
                 make_node("node-x", &[("node", "node-x"), ("foo", "")]),
-                tainted(make_node("node-y", &[("node", "node-y")])),
+                tainted("node-y", &[("node", "node-y")]),
             ],
             pods: spread_1_1_0_1(),
             want: vec![U, U, S, S],
         },
         FilterCase {
             name: "TestSingleConstraint: NodeTaintsPolicy ignored",
-            pod: p().spread(1, "node", dns, foo()).obj(),
+            pod: p().spread_constraint(1, "node", dns, foo()).obj(),
             nodes: vec![
                 make_node("node-a", &[("node", "node-a"), ("foo", "")]),
                 make_node("node-b", &[("node", "node-b"), ("foo", "")]),
                 make_node("node-x", &[("node", "node-x"), ("foo", "")]),
-                tainted(make_node("node-y", &[("node", "node-y")])),
+                tainted("node-y", &[("node", "node-y")]),
             ],
             pods: spread_1_1_0_1(),
             want: vec![U, U, S, U],
@@ -499,8 +377,8 @@ async fn filter_matches_upstream_tables() {
         FilterCase {
             name: "TestMultipleConstraints: two Constraints on zone and node, spreads = [3/3, 2/1/0/3]",
             pod: p()
-                .spread(1, "zone", dns, foo())
-                .spread(1, "node", dns, foo())
+                .spread_constraint(1, "zone", dns, foo())
+                .spread_constraint(1, "node", dns, foo())
                 .obj(),
             nodes: four_nodes(),
             pods: foo_pods(&[("node-a", 2), ("node-b", 1), ("node-y", 3)]),
@@ -509,8 +387,8 @@ async fn filter_matches_upstream_tables() {
         FilterCase {
             name: "TestMultipleConstraints: two Constraints on zone and node, spreads = [3/4, 2/1/0/4]",
             pod: p()
-                .spread(1, "zone", dns, foo())
-                .spread(1, "node", dns, foo())
+                .spread_constraint(1, "zone", dns, foo())
+                .spread_constraint(1, "node", dns, foo())
                 .obj(),
             nodes: four_nodes(),
             pods: foo_pods(&[("node-a", 2), ("node-b", 1), ("node-y", 4)]),
@@ -520,8 +398,8 @@ async fn filter_matches_upstream_tables() {
             name: "TestMultipleConstraints: Constraints hold different labelSelectors, spreads = [1/0, 1/0/0/1]",
             pod: p()
                 .label("bar", "")
-                .spread(1, "zone", dns, foo())
-                .spread(1, "node", dns, exists("bar"))
+                .spread_constraint(1, "zone", dns, foo())
+                .spread_constraint(1, "node", dns, exists("bar"))
                 .obj(),
             nodes: four_nodes(),
             pods: vec![
@@ -558,7 +436,7 @@ async fn filter_reasons_are_upstreams() {
     let pod = pod_info(
         make_pod("p")
             .label("foo", "")
-            .spread(1, "zone", DO_NOT_SCHEDULE, foo())
+            .spread_constraint(1, "zone", DO_NOT_SCHEDULE, foo())
             .obj(),
     );
     let snapshot = snapshot(
@@ -594,7 +472,7 @@ async fn match_label_keys_narrow_the_selector_to_the_pods_values() {
         make_pod("p")
             .label("foo", "")
             .label("version", "v2")
-            .spread_with(c)
+            .topology_spread_constraint(c)
             .obj(),
     );
     // zone1 holds 3 pods of v1 and none of v2: without matchLabelKeys node-a would be
@@ -634,7 +512,7 @@ async fn pre_filter_skips_without_hard_constraints() {
     let pod = pod_info(
         make_pod("p")
             .label("foo", "")
-            .spread(1, "zone", SCHEDULE_ANYWAY, foo())
+            .spread_constraint(1, "zone", SCHEDULE_ANYWAY, foo())
             .obj(),
     );
     let snapshot = snapshot(four_nodes(), vec![]);
@@ -668,21 +546,21 @@ async fn pre_filter_state_matches_upstream_table() {
     let cases: Vec<Case> = vec![
         (
             "TestPreFilterState: normal case with one spreadConstraint",
-            p().spread(1, "zone", dns, foo()).obj(),
+            p().spread_constraint(1, "zone", dns, foo()).obj(),
             five(),
             vec![vec![("zone1", 3), ("zone2", 2)]],
             vec![2],
         ),
         (
             "TestPreFilterState: normal case with null label selector",
-            p().spread(1, "zone", dns, None).obj(),
+            p().spread_constraint(1, "zone", dns, None).obj(),
             five(),
             vec![vec![("zone1", 0), ("zone2", 0)]],
             vec![0],
         ),
         (
             "TestPreFilterState: namespace mismatch doesn't count",
-            p().spread(1, "zone", dns, foo()).obj(),
+            p().spread_constraint(1, "zone", dns, foo()).obj(),
             vec![
                 make_pod("p-a1").node("node-a").label("foo", "").obj(),
                 make_pod("p-a2")
@@ -703,8 +581,8 @@ async fn pre_filter_state_matches_upstream_table() {
         ),
         (
             "TestPreFilterState: normal case with two spreadConstraints",
-            p().spread(1, "zone", dns, foo())
-                .spread(1, "node", dns, foo())
+            p().spread_constraint(1, "zone", dns, foo())
+                .spread_constraint(1, "node", dns, foo())
                 .obj(),
             foo_pods(&[("node-a", 2), ("node-b", 1), ("node-y", 4)]),
             vec![
@@ -727,7 +605,7 @@ async fn pre_filter_state_matches_upstream_table() {
 #[tokio::test]
 async fn remove_pod_matches_upstream_table() {
     let p = || make_pod("p").label("foo", "");
-    let zone = |p: PodBuilder| p.spread(1, "zone", DO_NOT_SCHEDULE, foo());
+    let zone = |p: PodWrapper| p.spread_constraint(1, "zone", DO_NOT_SCHEDULE, foo());
     let three = || {
         vec![
             zoned("node-a", "zone1"),
@@ -783,7 +661,9 @@ async fn remove_pod_matches_upstream_table() {
         ),
         (
             "TestPreFilterStateRemovePod: two spreadConstraints",
-            zone(p()).spread(1, "node", DO_NOT_SCHEDULE, foo()).obj(),
+            zone(p())
+                .spread_constraint(1, "node", DO_NOT_SCHEDULE, foo())
+                .obj(),
             three(),
             foo_pods(&[("node-a", 2), ("node-b", 1), ("node-x", 2)]),
             foo_pods(&[("node-x", 1)]).remove(0),
@@ -815,7 +695,7 @@ async fn add_pod_counts_a_matching_pod_in_its_domain() {
     let pod = pod_info(
         make_pod("p")
             .label("foo", "")
-            .spread(1, "node", DO_NOT_SCHEDULE, foo())
+            .spread_constraint(1, "node", DO_NOT_SCHEDULE, foo())
             .obj(),
     );
     let snapshot = snapshot(
@@ -898,7 +778,7 @@ async fn score_matches_upstream_table() {
     let cases = vec![
         ScoreCase {
             name: "TestPodTopologySpreadScore: one constraint on node, no existing pods",
-            pod: p().spread(1, LABEL_HOSTNAME, sa, foo()).obj(),
+            pod: p().spread_constraint(1, LABEL_HOSTNAME, sa, foo()).obj(),
             pods: vec![],
             nodes: hosts(&["node-a", "node-b"]),
             failed: vec![],
@@ -906,7 +786,7 @@ async fn score_matches_upstream_table() {
         },
         ScoreCase {
             name: "TestPodTopologySpreadScore: one constraint on node, only one node is candidate",
-            pod: p().spread(1, LABEL_HOSTNAME, sa, foo()).obj(),
+            pod: p().spread_constraint(1, LABEL_HOSTNAME, sa, foo()).obj(),
             pods: foo_pods(&[("node-a", 2), ("node-b", 1)]),
             nodes: hosts(&["node-a"]),
             failed: hosts(&["node-b"]),
@@ -914,7 +794,7 @@ async fn score_matches_upstream_table() {
         },
         ScoreCase {
             name: "TestPodTopologySpreadScore: one constraint on node, all nodes have the same number of matching pods",
-            pod: p().spread(1, LABEL_HOSTNAME, sa, foo()).obj(),
+            pod: p().spread_constraint(1, LABEL_HOSTNAME, sa, foo()).obj(),
             pods: foo_pods(&[("node-a", 1), ("node-b", 1)]),
             nodes: hosts(&["node-a", "node-b"]),
             failed: vec![],
@@ -922,7 +802,7 @@ async fn score_matches_upstream_table() {
         },
         ScoreCase {
             name: "TestPodTopologySpreadScore: one constraint on node, all 4 nodes are candidates",
-            pod: p().spread(1, LABEL_HOSTNAME, sa, foo()).obj(),
+            pod: p().spread_constraint(1, LABEL_HOSTNAME, sa, foo()).obj(),
             pods: foo_pods(&[("node-a", 2), ("node-b", 1), ("node-d", 3)]),
             nodes: abcd(),
             failed: vec![],
@@ -930,7 +810,7 @@ async fn score_matches_upstream_table() {
         },
         ScoreCase {
             name: "TestPodTopologySpreadScore: one constraint on node, null selector",
-            pod: p().spread(1, LABEL_HOSTNAME, sa, None).obj(),
+            pod: p().spread_constraint(1, LABEL_HOSTNAME, sa, None).obj(),
             pods: foo_pods(&[("node-a", 2), ("node-b", 1), ("node-d", 3)]),
             nodes: abcd(),
             failed: vec![],
@@ -938,7 +818,7 @@ async fn score_matches_upstream_table() {
         },
         ScoreCase {
             name: "TestPodTopologySpreadScore: one constraint on node, all 4 nodes are candidates, maxSkew=2",
-            pod: p().spread(2, LABEL_HOSTNAME, sa, foo()).obj(),
+            pod: p().spread_constraint(2, LABEL_HOSTNAME, sa, foo()).obj(),
             pods: foo_pods(&[("node-a", 2), ("node-b", 1), ("node-d", 3)]),
             nodes: abcd(),
             failed: vec![],
@@ -946,7 +826,7 @@ async fn score_matches_upstream_table() {
         },
         ScoreCase {
             name: "TestPodTopologySpreadScore: one constraint on node, all 4 nodes are candidates, maxSkew=3",
-            pod: p().spread(3, LABEL_HOSTNAME, sa, foo()).obj(),
+            pod: p().spread_constraint(3, LABEL_HOSTNAME, sa, foo()).obj(),
             pods: spread_4_3_2_1(),
             nodes: abcd(),
             failed: vec![],
@@ -954,7 +834,7 @@ async fn score_matches_upstream_table() {
         },
         ScoreCase {
             name: "TestPodTopologySpreadScore: one constraint on node, 3 out of 4 nodes are candidates",
-            pod: p().spread(1, LABEL_HOSTNAME, sa, foo()).obj(),
+            pod: p().spread_constraint(1, LABEL_HOSTNAME, sa, foo()).obj(),
             pods: spread_4_2_1_3(),
             nodes: hosts(&["node-a", "node-b", "node-x"]),
             failed: hosts(&["node-y"]),
@@ -962,7 +842,7 @@ async fn score_matches_upstream_table() {
         },
         ScoreCase {
             name: "TestPodTopologySpreadScore: one constraint on node, 3 out of 4 nodes are candidates, one node doesn't match topology key",
-            pod: p().spread(1, LABEL_HOSTNAME, sa, foo()).obj(),
+            pod: p().spread_constraint(1, LABEL_HOSTNAME, sa, foo()).obj(),
             pods: spread_4_2_1_3(),
             nodes: vec![
                 host("node-a"),
@@ -974,7 +854,7 @@ async fn score_matches_upstream_table() {
         },
         ScoreCase {
             name: "TestPodTopologySpreadScore: one constraint on zone, 3 out of 4 nodes are candidates",
-            pod: p().spread(1, "zone", sa, foo()).obj(),
+            pod: p().spread_constraint(1, "zone", sa, foo()).obj(),
             pods: spread_4_2_1_3(),
             nodes: vec![
                 zone_host("node-a", "zone1"),

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use axum::http;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use berth::testing::{make_node, make_pod};
+use k8s_openapi::api::core::v1::{Container, Namespace, Node, Pod};
 use kube::api::{Api, PostParams};
 use kube::core::Status;
 use serde_json::{Value, json};
@@ -19,7 +20,7 @@ use test_apiserver::{Config, RequestRecord, TestApiServer};
 /// How long any single wait in these tests may take before the test fails.
 pub const WAIT: Duration = Duration::from_secs(20);
 
-/// The repository root (`tests/apiserver/../..`).
+/// The repository root (`crates/test-apiserver/../..`).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
@@ -119,32 +120,24 @@ pub async fn ensure_namespace(client: &kube::Client, name: &str) {
 
 /// A minimal pod, unscheduled, with the given labels.
 pub fn pod(name: &str, labels: &[(&str, &str)]) -> Pod {
-    let labels: serde_json::Map<String, Value> = labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), json!(v)))
-        .collect();
-    serde_json::from_value(json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]},
-    }))
-    .expect("a Pod")
+    make_pod()
+        .name(name)
+        .labels(labels)
+        .container(Container {
+            name: "main".into(),
+            image: Some("registry.k8s.io/pause:3.10".into()),
+            ..Container::default()
+        })
+        .obj()
 }
 
 /// A minimal node with the given labels.
 pub fn node(name: &str, labels: &[(&str, &str)]) -> Node {
-    let labels: serde_json::Map<String, Value> = labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), json!(v)))
-        .collect();
-    serde_json::from_value(json!({
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
-    }))
-    .expect("a Node")
+    make_node()
+        .name(name)
+        .labels(labels)
+        .allocatable(&[("cpu", "4"), ("memory", "8Gi"), ("pods", "110")])
+        .obj()
 }
 
 /// The `Status` of a failed API call, failing the test on success or a non-API error.
