@@ -41,3 +41,4 @@ pub mod queue;
 pub mod scheduler;
 pub mod schema;
 pub mod simulate;
+pub mod testing;

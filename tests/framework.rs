@@ -234,15 +234,6 @@ macro_rules! probe {
 probe!(Probe1);
 probe!(Probe2);
 
-struct NoopBinder;
-
-#[async_trait]
-impl Binder for NoopBinder {
-    async fn bind(&self, _: &Pod, _: &str) -> Result<(), BindError> {
-        Ok(())
-    }
-}
-
 fn node(name: &str) -> Node {
     let allocatable = BTreeMap::from([
         ("cpu".to_string(), Quantity("4".into())),
@@ -313,20 +304,18 @@ fn scheduler(
     };
     let registry = registry();
     let resolved = resolve(&spec, &registry).expect("valid probe profile");
-    let handle = Handle {
-        binder: Arc::new(NoopBinder),
-        waiting_pods: Arc::new(WaitingPods::new()),
-        parallelism: 2,
-        workloads: Default::default(),
-        pod_groups: Default::default(),
-        health: Default::default(),
-    };
-    let framework =
-        Arc::new(Framework::new("probe", resolved, &registry, handle).expect("plugins build"));
     let mut scheduler = Scheduler::new(SchedulerOptions {
         seed: 1,
         record_diagnosis: true,
+        parallelizer: Arc::new(Parallelizer::new(2).expect("worker threads start")),
+        ..SchedulerOptions::default()
     });
+    let handle = Handle::builder()
+        .parallelizer(scheduler.parallelizer().clone())
+        .clock(scheduler.clock().clone())
+        .build();
+    let framework =
+        Arc::new(Framework::new("probe", resolved, &registry, handle).expect("plugins build"));
     scheduler
         .add_profile("probe", framework.clone())
         .expect("profile added");
@@ -835,7 +824,7 @@ async fn hot_swap_keeps_the_queue_and_uses_the_new_framework() {
     s.on_node_add(node("n3")).expect("node added");
     // The node event moves the pod to backoffQ (1 s after its first failure).
     tokio::time::sleep(Duration::from_secs(2)).await;
-    s.flush_queues(tokio::time::Instant::now(), false);
+    s.flush_queues(s.clock().now(), false);
     let report = attempt(&mut s).await;
     assert!(
         matches!(report.outcome, Outcome::Scheduled { ref node } if node != "n1"),

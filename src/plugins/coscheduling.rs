@@ -74,14 +74,13 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tokio::time::Instant;
 
 use crate::api::{POD_GROUP_LABEL, POD_GROUP_LABEL_COMPAT, PodGroup};
 use crate::cluster::{PodGroups, PodInfo, Resource, Snapshot};
@@ -200,6 +199,8 @@ pub struct Coscheduling {
     pending: Mutex<HashMap<(String, String), HashSet<String>>>,
     /// Groups in backoff, until the instant.
     backoff: Mutex<HashMap<(String, String), Instant>>,
+    /// The scheduler's time, which backoff is measured in.
+    clock: Arc<dyn crate::framework::Clock>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -240,7 +241,7 @@ impl Coscheduling {
 
     fn start_backoff(&self, group: &(String, String)) {
         if self.args.pod_group_backoff_seconds > 0 {
-            let until = Instant::now()
+            let until = self.clock.now()
                 + Duration::from_secs(self.args.pod_group_backoff_seconds.unsigned_abs());
             lock(&self.backoff).insert(group.clone(), until);
         }
@@ -249,7 +250,7 @@ impl Coscheduling {
     fn in_backoff(&self, group: &(String, String)) -> bool {
         let mut backoff = lock(&self.backoff);
         match backoff.get(group) {
-            Some(until) if *until > Instant::now() => true,
+            Some(until) if *until > self.clock.now() => true,
             Some(_) => {
                 backoff.remove(group);
                 false
@@ -456,6 +457,7 @@ impl PluginFactory for Coscheduling {
             waiting_pods: handle.waiting_pods.clone(),
             pending: Mutex::default(),
             backoff: Mutex::default(),
+            clock: handle.clock.clone(),
         })
     }
 }
@@ -753,22 +755,13 @@ mod tests {
 
     use super::*;
     use crate::api::PodGroupSpec;
-    use crate::framework::{BindError, Binder, WaitingPod};
+    use crate::framework::WaitingPod;
 
     const NS: &str = "default";
     /// How long the test holds pods at Permit; longer than any backoff the tests wait out.
     const HELD_FOR: Duration = Duration::from_secs(600);
     const INSUFFICIENT_CPU: &str = "Insufficient cpu";
     const UNTOLERATED_TAINT: &str = "node(s) had untolerated taint {dedicated: infra}";
-
-    struct NoBinder;
-
-    #[async_trait]
-    impl Binder for NoBinder {
-        async fn bind(&self, _: &Pod, _: &str) -> Result<(), BindError> {
-            Ok(())
-        }
-    }
 
     fn at(second: i64) -> Time {
         Time(Timestamp::from_second(second).expect("test timestamps are in range"))
@@ -929,14 +922,7 @@ mod tests {
             for g in groups {
                 pod_groups.apply(g);
             }
-            let handle = Handle {
-                binder: Arc::new(NoBinder),
-                waiting_pods: Arc::new(WaitingPods::new()),
-                parallelism: 1,
-                workloads: Default::default(),
-                pod_groups,
-                health: Default::default(),
-            };
+            let handle = Handle::builder().pod_groups(pod_groups).build();
             let plugin = Coscheduling::build(args, &handle).expect("Coscheduling builds");
             Fixture {
                 plugin,

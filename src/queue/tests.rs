@@ -4,12 +4,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Pod, PodSchedulingGate, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use pretty_assertions::assert_eq;
-use tokio::time::Instant;
 
 use super::*;
 use crate::framework::{PreEnqueuePlugin, QueueSortPlugin, Status};

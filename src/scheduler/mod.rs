@@ -10,6 +10,7 @@
 
 mod cycle;
 mod failure;
+mod profile;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,25 +18,54 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::cluster::{Cache, CacheError, PodInfo, QuantityError, Snapshot, pod_key};
+use crate::framework::clock::{Clock, Instant, RuntimeClock};
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, Framework, PodsToActivate,
-    RetryAfterBackoff, ScoredNode, Status,
+    ActionType, ClusterEvent, CycleState, EventResource, Framework, Parallelizer, PodsToActivate,
+    QueuedPodInfo, RetryAfterBackoff, ScoredNode, Status,
 };
 use crate::queue::{QueueConfig, SchedulingQueue};
 
 pub use cycle::{BindingCycle, BindingResult, num_feasible_nodes_to_find};
 pub use failure::{FitError, NO_NODES_AVAILABLE};
+pub use profile::ProfileServices;
 
 /// Options of the scheduling loop.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone)]
 pub struct SchedulerOptions {
     /// Seed of the random tie-break among the best-scoring nodes.
     pub seed: u64,
     /// Keep per-node filter verdicts and scores of every attempt (for `--explain`).
     pub record_diagnosis: bool,
+    /// The worker threads of every profile's Filter and Score (see
+    /// [`Scheduler::parallelizer`]).
+    pub parallelizer: Arc<Parallelizer>,
+    /// The time queues, the cache and plugins read (see [`Scheduler::clock`]).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for SchedulerOptions {
+    /// Seed 0, no diagnosis, no worker threads, the runtime's clock.
+    fn default() -> Self {
+        SchedulerOptions {
+            seed: 0,
+            record_diagnosis: false,
+            parallelizer: Arc::default(),
+            clock: RuntimeClock::shared(),
+        }
+    }
+}
+
+impl std::fmt::Debug for SchedulerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedulerOptions")
+            .field("seed", &self.seed)
+            .field("record_diagnosis", &self.record_diagnosis)
+            .field("parallelizer", &self.parallelizer)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One profile's framework and queue.
@@ -157,8 +187,9 @@ impl Scheduler {
     ) -> Result<(), IngestError> {
         let config = queue_config(scheduler_name, &framework)?;
         if let Some(&index) = self.by_name.get(scheduler_name) {
+            let now = self.now();
             let profile = &mut self.profiles[index];
-            profile.queue.reconfigure(config, Instant::now());
+            profile.queue.reconfigure(config, now);
             profile.framework = framework;
             return Ok(());
         }
@@ -199,8 +230,25 @@ impl Scheduler {
         &self.cache
     }
 
+    /// The worker threads this scheduler's profiles share: hand it to every profile's
+    /// [`Handle`](crate::framework::Handle), so that no profile starts threads of its own.
+    pub fn parallelizer(&self) -> &Arc<Parallelizer> {
+        &self.options.parallelizer
+    }
+
+    /// The scheduler's time: hand it to every profile's
+    /// [`Handle`](crate::framework::Handle), so that plugins and Permit waits read the
+    /// time the queues read.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.options.clock
+    }
+
+    fn now(&self) -> Instant {
+        self.options.clock.now()
+    }
+
     fn broadcast(&mut self, event: ClusterEvent) {
-        let now = Instant::now();
+        let now = self.now();
         for profile in &mut self.profiles {
             profile.queue.move_all_to_active_or_backoff(&event, now);
         }
@@ -255,7 +303,8 @@ impl Scheduler {
                 ActionType::ADD,
             ));
         } else if let Some(&i) = self.by_name.get(info.scheduler_name()) {
-            self.profiles[i].queue.add(Arc::new(info), Instant::now());
+            let now = self.now();
+            self.profiles[i].queue.add(Arc::new(info), now);
         }
         Ok(())
     }
@@ -291,9 +340,10 @@ impl Scheduler {
             (false, false) => {
                 if let Some(&i) = self.by_name.get(info.scheduler_name()) {
                     let old_info = PodInfo::new(old.clone())?;
+                    let now = self.now();
                     self.profiles[i]
                         .queue
-                        .update(&old_info, Arc::new(info), Instant::now());
+                        .update(&old_info, Arc::new(info), now);
                 }
             }
         }
@@ -347,15 +397,26 @@ impl Scheduler {
     }
 
     /// Runs one scheduling cycle for the next pod, serving profiles round-robin. `None`
-    /// when every activeQ is empty.
+    /// when every activeQ is empty. The attempt runs in a `scheduling_attempt` span naming
+    /// the pod and the profile.
     pub async fn schedule_one(&mut self) -> Option<CycleOutput> {
-        let now = Instant::now();
+        let now = self.now();
         let count = self.profiles.len();
         let (index, queued) = (0..count).find_map(|offset| {
             let i = (self.next_profile + offset) % count;
             self.profiles[i].queue.pop(now).map(|q| (i, q))
         })?;
         self.next_profile = (index + 1) % count.max(1);
+        let span = tracing::debug_span!(
+            "scheduling_attempt",
+            pod = %queued.pod_info.key(),
+            profile = %self.profiles[index].scheduler_name,
+        );
+        self.attempt(index, queued).instrument(span).await
+    }
+
+    /// One scheduling cycle of `queued`, popped from profile `index`'s queue.
+    async fn attempt(&mut self, index: usize, queued: QueuedPodInfo) -> Option<CycleOutput> {
         self.cache.update_snapshot(&mut self.snapshot);
         let framework = self.profiles[index].framework.clone();
         let pod_cycle = self.profiles[index].queue.scheduling_cycle();
@@ -394,7 +455,8 @@ impl Scheduler {
         let key = result.queued.pod_info.key().to_string();
         match result.status {
             Ok(()) => {
-                self.cache.finish_binding(&key, Instant::now());
+                let now = self.now();
+                self.cache.finish_binding(&key, now);
                 if let Some(i) = index {
                     self.profiles[i].queue.done(&key);
                 }
@@ -437,7 +499,7 @@ impl Scheduler {
     /// Moves the pods the cycle's plugins asked for ([`PodsToActivate`]) to activeQ.
     pub(super) fn activate_requested(&mut self, index: usize, state: &CycleState) {
         if let Some(PodsToActivate(keys)) = state.read::<PodsToActivate>() {
-            let now = Instant::now();
+            let now = self.now();
             self.profiles[index]
                 .queue
                 .activate(keys.iter().map(String::as_str), now);
@@ -447,11 +509,11 @@ impl Scheduler {
     fn fail(
         &mut self,
         index: usize,
-        mut queued: crate::framework::QueuedPodInfo,
+        mut queued: QueuedPodInfo,
         pod_cycle: u64,
         failure: failure::Failure,
     ) -> AttemptReport {
-        let now = Instant::now();
+        let now = self.now();
         if failure.retry_after_backoff {
             // No rejector to wait for an event of: the queue sends it to backoffQ.
             queued.unschedulable_plugins.clear();

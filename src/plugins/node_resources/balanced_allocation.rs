@@ -287,7 +287,7 @@ mod tests {
             .collect();
         let mut state = CycleState::new();
         let code = if pre_score {
-            block_on(plugin.pre_score(&mut state, &pod, &infos)).code()
+            complete(plugin.pre_score(&mut state, &pod, &infos)).code()
         } else {
             Code::Success
         };

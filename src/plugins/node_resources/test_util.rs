@@ -12,7 +12,7 @@ use super::{NodeResourcesFit, NodeResourcesFitArgs};
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::{CycleState, PreScorePlugin, ScorePlugin, Status};
 
-pub use futures::executor::block_on;
+pub use crate::testing::executor::complete;
 
 /// The requests of one container, e.g. `[("cpu", "1000"), ("memory", "2000")]`.
 pub type Requests<'a> = Vec<(&'a str, String)>;
@@ -122,7 +122,7 @@ pub fn score_nodes(
         .map(|(node, pods)| Arc::new(node_info(node, pods)))
         .collect();
     let mut state = CycleState::new();
-    let status = block_on(plugin.pre_score(&mut state, &pod, &infos));
+    let status = complete(plugin.pre_score(&mut state, &pod, &infos));
     assert!(status.is_success(), "PreScore: {status}");
     infos
         .iter()

@@ -388,7 +388,8 @@ impl PluginFactory for MetricsScore {
     type Args = MetricsScoreArgs;
 
     fn build(args: MetricsScoreArgs, handle: &Handle) -> Result<Self, PluginError> {
-        let client = PrometheusClient::new(args.prometheus.client_config()).map_err(|e| {
+        let config = args.prometheus.client_config();
+        let client = PrometheusClient::with_clock(config, handle.clock.clone()).map_err(|e| {
             PluginError::Init {
                 plugin: Self::NAME.to_string(),
                 message: e.to_string(),
@@ -521,7 +522,7 @@ mod tests {
         let pod = PodInfo::new(Default::default()).expect("an empty pod");
         let mut state = CycleState::new();
         state.write(MetricAnswers(answers));
-        let status = futures::executor::block_on(plugin.pre_score(&mut state, &pod, &nodes));
+        let status = crate::testing::executor::complete(plugin.pre_score(&mut state, &pod, &nodes));
         assert!(status.is_success(), "{status}");
         nodes
             .iter()
@@ -686,8 +687,11 @@ mod tests {
         let plugin = plugin(vec![metric("cpu", Direction::LowerIsBetter, 1)]);
         let mut state = CycleState::new();
         let pod = PodInfo::new(Default::default()).expect("an empty pod");
-        let (_, status) =
-            futures::executor::block_on(plugin.pre_filter(&mut state, &pod, &Snapshot::default()));
+        let (_, status) = crate::testing::executor::complete(plugin.pre_filter(
+            &mut state,
+            &pod,
+            &Snapshot::default(),
+        ));
         assert!(status.is_skip(), "{status}");
         assert_eq!(plugin.client().queries_issued(), 0);
     }

@@ -39,11 +39,6 @@ pub mod client;
 pub mod metrics_score;
 pub mod network_traffic;
 
-#[cfg(test)]
-mod fake_prometheus;
-#[cfg(test)]
-mod http_tests;
-
 /// Nodes with just these names, for the plugins' unit tests.
 #[cfg(test)]
 pub(crate) fn test_nodes(names: &[&str]) -> Vec<Arc<crate::cluster::NodeInfo>> {

@@ -266,7 +266,8 @@ impl PluginFactory for NetworkTraffic {
     type Args = NetworkTrafficArgs;
 
     fn build(args: NetworkTrafficArgs, handle: &Handle) -> Result<Self, PluginError> {
-        let client = PrometheusClient::new(args.prometheus.client_config()).map_err(|e| {
+        let config = args.prometheus.client_config();
+        let client = PrometheusClient::with_clock(config, handle.clock.clone()).map_err(|e| {
             PluginError::Init {
                 plugin: Self::NAME.to_string(),
                 message: e.to_string(),
