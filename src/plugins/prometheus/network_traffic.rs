@@ -266,13 +266,7 @@ impl PluginFactory for NetworkTraffic {
     type Args = NetworkTrafficArgs;
 
     fn build(args: NetworkTrafficArgs, handle: &Handle) -> Result<Self, PluginError> {
-        let config = args.prometheus.client_config();
-        let client = PrometheusClient::with_clock(config, handle.clock.clone()).map_err(|e| {
-            PluginError::Init {
-                plugin: Self::NAME.to_string(),
-                message: e.to_string(),
-            }
-        })?;
+        let client = super::plugin_client(args.prometheus.client_config(), handle, Self::NAME)?;
         Ok(NetworkTraffic {
             client,
             query: args.effective_query(),
