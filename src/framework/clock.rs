@@ -1,14 +1,14 @@
 //! The one source of time of the scheduling core: queue timestamps and backoff, assumed
 //! pods' expiry, Permit deadlines and plugins' own timers (Coscheduling's backoff, the
-//! Prometheus query cache) all read a [`Clock`] handed to them, never the runtime's timer
-//! directly.
+//! Prometheus query cache) all read the [`Clock`] the scheduler was given (plugins through
+//! their [`Handle`](super::Handle)), never a timer of their own.
 //!
 //! The core reads time through this trait so that the adapter decides what time is: the
-//! operator runs on the machine's monotonic clock; `berth simulate` and `berth bench` run
-//! on virtual time in which backoff and Permit timeouts elapse as soon as nothing else can
-//! run. Both are the async runtime's timer ([`RuntimeClock`]): real on the operator's
-//! runtime, virtual on the paused runtime the command-line drivers start. A deadline is
-//! a plain [`Instant`], so values cross between the core and its adapters unchanged.
+//! operator runs on the async runtime's timer ([`RuntimeClock`], real time); `berth
+//! simulate` and `berth bench` run on the simulator's virtual clock, which stands still
+//! until their driver moves it, so that backoff and Permit timeouts elapse at once and
+//! every run is reproducible. A deadline is a plain [`Instant`], so values cross between
+//! the core and its adapters unchanged.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -25,9 +25,8 @@ pub trait Clock: Send + Sync {
     fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 }
 
-/// The async runtime's timer: the machine's monotonic clock on a normal runtime (the
-/// operator), virtual time on a paused one (`berth simulate`, `berth bench`, tests started
-/// paused), where a sleep ends as soon as every task waits.
+/// The async runtime's timer: the machine's monotonic clock (the operator), or a test's
+/// paused time when the test started its runtime paused.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RuntimeClock;
 

@@ -333,7 +333,7 @@ impl BindingCycle {
     pub async fn run(self: Box<Self>) -> BindingResult {
         let span = tracing::debug_span!(
             "binding_cycle",
-            pod = %self.queued.pod_info.key(),
+            pod = %format_args!("{}/{}", self.assumed.namespace(), self.assumed.name()),
             profile = %self.scheduler_name,
         );
         self.run_in_span().instrument(span).await

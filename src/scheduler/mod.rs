@@ -409,7 +409,7 @@ impl Scheduler {
         self.next_profile = (index + 1) % count.max(1);
         let span = tracing::debug_span!(
             "scheduling_attempt",
-            pod = %queued.pod_info.key(),
+            pod = %format_args!("{}/{}", queued.pod_info.namespace(), queued.pod_info.name()),
             profile = %self.profiles[index].scheduler_name,
         );
         self.attempt(index, queued).instrument(span).await
@@ -553,4 +553,117 @@ fn rejections_expire(framework: &Framework, failure: &failure::Failure) -> bool 
             .flat_map(|point| framework.plugins(point))
             .any(|plugin| plugin.name() == name && plugin.rejections_expire())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    use k8s_openapi::api::core::v1::{NodeStatus, PodSpec};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use tracing_subscriber::fmt::MakeWriter;
+    use tracing_subscriber::fmt::format::FmtSpan;
+
+    use super::*;
+    use crate::framework::{Handle, resolve};
+    use crate::testing::executor::complete;
+
+    /// What a tracing subscriber wrote.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let mut captured = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            captured.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> MakeWriter<'a> for Captured {
+        type Writer = Captured;
+
+        fn make_writer(&'a self) -> Captured {
+            self.clone()
+        }
+    }
+
+    fn node(name: &str) -> Node {
+        let allocatable = [("cpu", "4"), ("memory", "8Gi"), ("pods", "110")]
+            .map(|(k, v)| (k.to_string(), Quantity(v.into())));
+        Node {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            status: Some(NodeStatus {
+                allocatable: Some(BTreeMap::from(allocatable)),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn pod(namespace: &str, name: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some(namespace.into()),
+                uid: Some(format!("uid-{name}")),
+                ..Default::default()
+            },
+            spec: Some(PodSpec::default()),
+            ..Default::default()
+        }
+    }
+
+    /// Logs carry the pod and the profile of the attempt and of the binding cycle they
+    /// come from, as kube-rs' reconcile spans carry the object.
+    #[test]
+    fn attempts_and_binding_cycles_run_in_spans_naming_pod_and_profile() {
+        let registry = crate::plugins::default_registry();
+        let resolved = resolve(&Default::default(), &registry).expect("the default profile");
+        let framework = Framework::new(
+            "default-scheduler",
+            resolved,
+            &registry,
+            Handle::builder().build(),
+        )
+        .expect("the default plugins build");
+        let mut scheduler = Scheduler::new(SchedulerOptions::default());
+        scheduler
+            .add_profile("default-scheduler", Arc::new(framework))
+            .expect("a profile");
+        scheduler.on_node_add(node("n1")).expect("a node");
+        scheduler.on_pod_add(pod("shop", "web-0")).expect("a pod");
+
+        let captured = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(captured.clone())
+            .with_max_level(tracing::Level::DEBUG)
+            .with_span_events(FmtSpan::NEW)
+            .with_ansi(false)
+            .finish();
+        let bound = tracing::subscriber::with_default(subscriber, || {
+            complete(async {
+                match scheduler.schedule_one().await {
+                    Some(CycleOutput::Binding(cycle)) => cycle.run().await.is_success(),
+                    _ => false,
+                }
+            })
+        });
+        assert!(bound, "the pod fits n1");
+
+        let logs = String::from_utf8_lossy(&captured.0.lock().expect("not poisoned")).into_owned();
+        for span in ["scheduling_attempt", "binding_cycle"] {
+            let want = format!("{span}{{pod=shop/web-0 profile=default-scheduler}}");
+            assert!(logs.contains(&want), "no {want} in:\n{logs}");
+        }
+    }
 }

@@ -251,8 +251,7 @@ pub async fn simulate_checked(
 
 /// [`simulate_checked`] with the whole driver loop on one of the scheduler's worker
 /// threads, so that Filter and Score split their nodes with the other workers in place
-/// (see [`parallel`](crate::framework::parallel)); `runtime` is the command line's
-/// paused runtime.
+/// (see [`parallel`](crate::framework::parallel)); `runtime` is the command line's.
 pub fn simulate_on_workers(
     runtime: &tokio::runtime::Runtime,
     input: ClusterInput,
@@ -502,7 +501,7 @@ impl WaitingBindings {
 
     /// The next binding cycle to finish, `None` when none is in flight. When every cycle
     /// waits on the clock (a yield to the runtime polled none of them and each holds a
-    /// wait), the clock moves to the earliest deadline, as a paused runtime's would.
+    /// wait), the clock moves to the earliest deadline.
     async fn next(
         &mut self,
         clock: &VirtualClock,
