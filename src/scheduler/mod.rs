@@ -1,12 +1,16 @@
 //! The scheduling cycle, the binding cycle and failure handling, over the profiles of one
 //! process.
 //!
-//! [`Scheduler`] owns the cache, the snapshot and one queue per profile. It is driven by
-//! an adapter (`simulate`, later the operator) that feeds it cluster events and calls
-//! [`Scheduler::schedule_one`] in a loop. A successful scheduling cycle hands back a
-//! [`BindingCycle`] that the adapter runs concurrently (it may wait at Permit) and whose
-//! [`BindingResult`] it returns through [`Scheduler::complete_binding`]. The scheduler
-//! itself is single-owner and lock-free: every mutation happens on the adapter's loop.
+//! [`Scheduler`] owns the cache, the snapshot and one queue per profile, and holds the
+//! worker threads ([`Parallelizer`]) and the [`Clock`] every profile shares: profiles are
+//! instantiated with them through [`ProfileServices`]. It is driven by an adapter
+//! (`simulate`, `bench` or the operator's scheduling loop) that feeds it cluster events
+//! and calls [`Scheduler::schedule_one`] in a loop. A successful scheduling cycle hands
+//! back a [`BindingCycle`] that the adapter runs concurrently (it may wait at Permit) and
+//! whose [`BindingResult`] it returns through [`Scheduler::complete_binding`]. The
+//! scheduler itself is single-owner and lock-free: every mutation happens on the
+//! adapter's loop. Each attempt and each binding cycle runs in a tracing span naming the
+//! pod and the profile.
 
 mod cycle;
 mod failure;
