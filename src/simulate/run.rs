@@ -422,7 +422,21 @@ impl CycleObserver for () {}
 /// Scheduling and binding cycles until nothing can progress; the last attempt of each pod.
 /// A pod that failed [`MAX_ATTEMPTS`] times is deleted from the scheduler. `clock` is the
 /// scheduler's: the driver moves it when nothing but a wait is left.
+///
+/// Binding cycles held at Permit run as tasks local to the driver's thread, which run only
+/// while the driver waits, on any runtime: what the driver sees when it decides that only
+/// time can move things on does not depend on other threads.
 pub async fn run_to_completion(
+    scheduler: &mut Scheduler,
+    clock: &VirtualClock,
+    observer: &mut dyn CycleObserver,
+) -> Result<HashMap<String, AttemptReport>, SimulateError> {
+    tokio::task::LocalSet::new()
+        .run_until(drive(scheduler, clock, observer))
+        .await
+}
+
+async fn drive(
     scheduler: &mut Scheduler,
     clock: &VirtualClock,
     observer: &mut dyn CycleObserver,
@@ -482,7 +496,8 @@ fn joined(
     done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))
 }
 
-/// The binding cycles held at Permit, each its own task, and how often they were polled.
+/// The binding cycles held at Permit, each its own local task, and how often they were
+/// polled.
 #[derive(Default)]
 struct WaitingBindings {
     tasks: JoinSet<BindingResult>,
@@ -493,7 +508,7 @@ impl WaitingBindings {
     fn spawn(&mut self, cycle: Box<BindingCycle>) {
         let polls = self.polls.clone();
         let mut run = Box::pin(cycle.run());
-        self.tasks.spawn(std::future::poll_fn(move |cx| {
+        self.tasks.spawn_local(std::future::poll_fn(move |cx| {
             polls.fetch_add(1, Ordering::Relaxed);
             run.as_mut().poll(cx)
         }));
