@@ -22,7 +22,7 @@ use berth::queue::{DEFAULT_UNSCHEDULABLE_MAX_STAY, Placement, QueueConfig, Sched
 use criterion::{
     BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
-use tokio::time::Instant;
+use std::time::Instant;
 
 const ADD_POP_SIZES: [usize; 2] = [1000, 10_000];
 const UNSCHEDULABLE: usize = 1000;

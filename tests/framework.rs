@@ -233,15 +233,6 @@ macro_rules! probe {
 probe!(Probe1);
 probe!(Probe2);
 
-struct NoopBinder;
-
-#[async_trait]
-impl Binder for NoopBinder {
-    async fn bind(&self, _: &Pod, _: &str) -> Result<(), BindError> {
-        Ok(())
-    }
-}
-
 /// A node with 4 cpu, 8Gi memory and 110 pod slots allocatable.
 fn node(name: &str) -> Node {
     make_node()
@@ -295,20 +286,18 @@ fn scheduler(
     };
     let registry = registry();
     let resolved = resolve(&spec, &registry).expect("valid probe profile");
-    let handle = Handle {
-        binder: Arc::new(NoopBinder),
-        waiting_pods: Arc::new(WaitingPods::new()),
-        parallelism: 2,
-        workloads: Default::default(),
-        pod_groups: Default::default(),
-        health: Default::default(),
-    };
-    let framework =
-        Arc::new(Framework::new("probe", resolved, &registry, handle).expect("plugins build"));
     let mut scheduler = Scheduler::new(SchedulerOptions {
         seed: 1,
         record_diagnosis: true,
+        parallelizer: Arc::new(Parallelizer::new(2).expect("worker threads start")),
+        ..SchedulerOptions::default()
     });
+    let handle = Handle::builder()
+        .parallelizer(scheduler.parallelizer().clone())
+        .clock(scheduler.clock().clone())
+        .build();
+    let framework =
+        Arc::new(Framework::new("probe", resolved, &registry, handle).expect("plugins build"));
     scheduler
         .add_profile("probe", framework.clone())
         .expect("profile added");
@@ -817,7 +806,7 @@ async fn hot_swap_keeps_the_queue_and_uses_the_new_framework() {
     s.on_node_add(node("n3")).expect("node added");
     // The node event moves the pod to backoffQ (1 s after its first failure).
     tokio::time::sleep(Duration::from_secs(2)).await;
-    s.flush_queues(tokio::time::Instant::now(), false);
+    s.flush_queues(s.clock().now(), false);
     let report = attempt(&mut s).await;
     assert!(
         matches!(report.outcome, Outcome::Scheduled { ref node } if node != "n1"),

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use berth::api::{SchedulerProfile, SchedulerProfileStatus};
-use berth::framework::{BindError, Binder};
+use berth::framework::{BindError, Binder, RuntimeClock};
 use berth::operator::profiles::{self, ProfileContext};
 use berth::operator::types::{LoopMessage, OperatorState};
 use k8s_openapi::api::core::v1::Pod;
@@ -80,7 +80,8 @@ impl Harness {
             },
             binder: Arc::new(NoBinder),
             observer: None,
-            parallelism: 1,
+            parallelizer: Default::default(),
+            clock: RuntimeClock::shared(),
             serve_default_scheduler: false,
             reporter: Reporter {
                 controller: "berth".into(),

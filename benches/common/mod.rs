@@ -4,11 +4,10 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use berth::api::SchedulerProfileSpec;
 use berth::bench::workload::{PodTemplate, Workload};
-use berth::cluster::{Cache, PodGroups, Workloads};
-use berth::framework::{BindError, Binder, Framework, Handle, PluginHealth, WaitingPods, resolve};
+use berth::cluster::Cache;
+use berth::framework::{Framework, Handle, Parallelizer, resolve};
 use k8s_openapi::api::core::v1::Pod;
 
 /// The scheduler name of every pod (the default profile's).
@@ -58,30 +57,14 @@ pub fn cluster(workload: Workload, nodes: u64, pods_per_node: u64) -> Cache {
     cache
 }
 
-/// A binder that binds nothing: the benchmarks never reach Bind.
-struct NoBinder;
-
-#[async_trait]
-impl Binder for NoBinder {
-    async fn bind(&self, _: &Pod, _: &str) -> Result<(), BindError> {
-        Ok(())
-    }
-}
-
 /// The default profile (`spec: {}`) instantiated as the scheduler does, with
 /// `parallelism` workers for per-node Filter and Score.
 pub fn default_framework(parallelism: usize) -> Framework {
     let registry = berth::plugins::default_registry();
     let resolved =
         resolve(&SchedulerProfileSpec::default(), &registry).expect("the default profile resolves");
-    let handle = Handle {
-        binder: Arc::new(NoBinder),
-        waiting_pods: Arc::new(WaitingPods::new()),
-        parallelism,
-        workloads: Arc::new(Workloads::new()),
-        pod_groups: Arc::new(PodGroups::new()),
-        health: Arc::new(PluginHealth::new()),
-    };
+    let workers = Parallelizer::new(parallelism).expect("worker threads start");
+    let handle = Handle::builder().parallelizer(Arc::new(workers)).build();
     Framework::new(SCHEDULER_NAME, resolved, &registry, handle)
         .expect("the default profile's plugins build")
 }

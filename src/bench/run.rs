@@ -14,10 +14,12 @@ use super::check::{Placement, check};
 use super::report::{UpstreamThreshold, WorkloadReport, percentiles, throughput};
 use super::workload::{Counts, Phase, Workload, node};
 use crate::cluster::{PodGroups, Workloads, pod_key};
-use crate::framework::Registry;
+use crate::framework::{Parallelizer, Registry};
 use crate::scheduler::{
-    AttemptReport, BindingResult, CycleOutput, Outcome, Scheduler, SchedulerOptions,
+    AttemptReport, BindingResult, CycleOutput, Outcome, ProfileServices, Scheduler,
+    SchedulerOptions,
 };
+use crate::simulate::clock::VirtualClock;
 use crate::simulate::run::{
     CycleObserver, InMemoryBinder, SimulateError, ValidProfile, add_profiles, run_to_completion,
 };
@@ -26,7 +28,8 @@ use crate::simulate::run::{
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub seed: u64,
-    pub parallelism: usize,
+    /// The worker threads of the scheduler; the caller runs the workload on one of them.
+    pub parallelizer: Arc<Parallelizer>,
     /// Redraw a progress line on stderr (only when stderr is a terminal).
     pub progress: bool,
 }
@@ -50,21 +53,23 @@ pub async fn run_workload(
 ) -> Result<WorkloadReport, SimulateError> {
     reset_peak_rss();
     let scheduler_name = profile.profile.scheduler_name();
+    let clock = VirtualClock::new();
     let mut scheduler = Scheduler::new(SchedulerOptions {
         seed: options.seed,
         record_diagnosis: false,
+        parallelizer: options.parallelizer.clone(),
+        clock: Arc::new(clock.clone()),
     });
-    let binder = Arc::new(InMemoryBinder::default());
     // The generated cluster has no workload controllers and no PodGroups.
-    add_profiles(
-        &mut scheduler,
-        vec![profile.clone()],
-        registry,
-        binder,
-        Arc::new(Workloads::new()),
-        Arc::new(PodGroups::new()),
-        options.parallelism,
-    )?;
+    let services = ProfileServices {
+        binder: Arc::new(InMemoryBinder::default()),
+        parallelizer: scheduler.parallelizer().clone(),
+        clock: scheduler.clock().clone(),
+        workloads: Arc::new(Workloads::new()),
+        pod_groups: Arc::new(PodGroups::new()),
+        observer: None,
+    };
+    add_profiles(&mut scheduler, vec![profile.clone()], registry, &services)?;
 
     let zones = plan.workload.zones();
     let mut node_labels: HashMap<String, BTreeMap<String, String>> = HashMap::new();
@@ -89,7 +94,7 @@ pub async fn run_workload(
         plan.counts.init_pods as usize,
     );
     let init_keys = add_pods(&mut scheduler, init, plan.counts.init_pods, &scheduler_name)?;
-    let init_reports = run_to_completion(&mut scheduler, &mut init_progress).await?;
+    let init_reports = run_to_completion(&mut scheduler, &clock, &mut init_progress).await?;
     let init_duration = init_started.elapsed();
     init_progress.finish();
 
@@ -106,7 +111,7 @@ pub async fn run_workload(
         plan.counts.measure_pods,
         &scheduler_name,
     )?;
-    let measure_reports = run_to_completion(&mut scheduler, &mut measurement).await?;
+    let measure_reports = run_to_completion(&mut scheduler, &clock, &mut measurement).await?;
     let duration = measurement.started.elapsed();
     measurement.progress.finish();
 
@@ -121,7 +126,7 @@ pub async fn run_workload(
         init_pods: plan.counts.init_pods,
         measure_pods: plan.counts.measure_pods,
         scheduler_name,
-        parallelism: options.parallelism,
+        parallelism: options.parallelizer.parallelism(),
         seed: options.seed,
         duration_seconds: duration.as_secs_f64(),
         init_duration_seconds: init_duration.as_secs_f64(),

@@ -9,6 +9,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 
@@ -16,8 +17,8 @@ use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_OK};
 use crate::bench::report::{BenchReport, render_table};
 use crate::bench::run::{Plan, RunOptions, run_workload};
 use crate::bench::workload::{MAX_NODES, MAX_PODS, Size, Workload};
-use crate::framework::Registry;
 use crate::framework::parallel::{MAX_PARALLELISM, default_parallelism};
+use crate::framework::{Parallelizer, Registry};
 use crate::simulate::input;
 use crate::simulate::run::{DEFAULT_SCHEDULER_NAME, ValidProfile, check_profiles};
 
@@ -109,7 +110,7 @@ fn bench_command(args: BenchArgs, registry: &Registry) -> u8 {
             return EXIT_INVALID_INPUT;
         }
     };
-    let Some(runtime) = super::paused_runtime() else {
+    let Some(runtime) = super::driver_runtime() else {
         return EXIT_INTERNAL;
     };
     let mut report = BenchReport {
@@ -117,22 +118,31 @@ fn bench_command(args: BenchArgs, registry: &Registry) -> u8 {
         workloads: Vec::new(),
     };
     for plan in &plans {
+        // Threads beyond the node count would have no node to filter.
+        let parallelism = args
+            .parallelism
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or_else(default_parallelism)
+            .min(
+                usize::try_from(plan.counts.nodes)
+                    .unwrap_or(usize::MAX)
+                    .max(1),
+            );
+        let parallelizer = match Parallelizer::new(parallelism) {
+            Ok(parallelizer) => Arc::new(parallelizer),
+            Err(error) => {
+                eprintln!("error: {error}");
+                return EXIT_INTERNAL;
+            }
+        };
         let options = RunOptions {
             seed: args.seed,
-            // Threads beyond the node count would have no node to filter.
-            parallelism: args
-                .parallelism
-                .and_then(|n| usize::try_from(n).ok())
-                .unwrap_or_else(default_parallelism)
-                .min(
-                    usize::try_from(plan.counts.nodes)
-                        .unwrap_or(usize::MAX)
-                        .max(1),
-                ),
+            parallelizer: parallelizer.clone(),
             progress: std::io::stderr().is_terminal(),
         };
+        // The whole loop on a worker: see `framework::parallel`.
         let run = || runtime.block_on(run_workload(plan, &profile, registry, &options));
-        match crate::framework::parallel::run_in_pool(options.parallelism, run) {
+        match parallelizer.run(run) {
             Ok(workload) => {
                 report.passed &= workload.check.passed;
                 report.workloads.push(workload);

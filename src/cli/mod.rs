@@ -57,13 +57,12 @@ pub const EXIT_INTERNAL: u8 = 1;
 /// names, unsupported configuration).
 pub const EXIT_INVALID_INPUT: u8 = 2;
 
-/// The runtime of `simulate` and `bench`: one thread on tokio's paused clock, so
-/// backoff and Permit timeouts elapse as soon as nothing else can run, at once and
-/// deterministically. `None` (after an `error:` line) when it cannot start.
-pub fn paused_runtime() -> Option<tokio::runtime::Runtime> {
+/// The runtime of `simulate` and `bench`: one thread, on which the driver loop and its
+/// binding cycles take turns (time is the simulator's virtual clock, see
+/// `simulate::clock`). `None` (after an `error:` line) when it cannot start.
+pub fn driver_runtime() -> Option<tokio::runtime::Runtime> {
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .start_paused(true)
         .build()
     {
         Ok(runtime) => Some(runtime),

@@ -21,7 +21,7 @@ use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT};
 use crate::simulate::input::{self, InputError};
 use crate::simulate::render;
 use crate::simulate::report::Report;
-use crate::simulate::run::{SimulateError, SimulateOptions, check_profiles, simulate_checked};
+use crate::simulate::run::{SimulateError, SimulateOptions, check_profiles, simulate_on_workers};
 
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
@@ -77,7 +77,7 @@ fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
         }
         return EXIT_INVALID_INPUT;
     }
-    let Some(runtime) = super::paused_runtime() else {
+    let Some(runtime) = super::driver_runtime() else {
         return EXIT_INTERNAL;
     };
     let options = SimulateOptions {
@@ -90,9 +90,7 @@ fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
             .unwrap_or_else(default_parallelism)
             .min(cluster.nodes.len().max(1)),
     };
-    let parallelism = options.parallelism;
-    let run = || runtime.block_on(simulate_checked(cluster, profiles.valid, registry, options));
-    match crate::framework::parallel::run_in_pool(parallelism, run) {
+    match simulate_on_workers(&runtime, cluster, profiles.valid, registry, options) {
         Ok(report) => {
             for warning in report.warnings() {
                 warn(warning);

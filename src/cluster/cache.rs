@@ -10,10 +10,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use tokio::time::Instant;
 
 use super::snapshot::NamespaceLabels;
 use super::{NodeInfo, PodInfo, QuantityError, Snapshot, pod_key};

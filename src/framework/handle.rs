@@ -7,6 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 
+use super::clock::{Clock, RuntimeClock};
+use super::parallel::Parallelizer;
 use super::{PluginHealth, WaitingPods};
 use crate::cluster::{PodGroups, Workloads};
 
@@ -38,8 +40,11 @@ pub struct Handle {
     pub binder: Arc<dyn Binder>,
     /// Pods held at Permit; Permit plugins allow or reject them through it.
     pub waiting_pods: Arc<WaitingPods>,
-    /// Worker threads for per-node Filter and Score.
-    pub parallelism: usize,
+    /// The scheduler's worker threads, for per-node Filter and Score and for plugins that
+    /// spread their own per-node work (see [`parallel`](super::parallel)).
+    pub parallelizer: Arc<Parallelizer>,
+    /// The scheduler's time (see [`clock`](super::clock)).
+    pub clock: Arc<dyn Clock>,
     /// Selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets, for
     /// default spreading (PodTopologySpread).
     pub workloads: Arc<Workloads>,
@@ -51,9 +56,78 @@ pub struct Handle {
 }
 
 impl Handle {
-    /// The shared worker pool of this instance's `parallelism`, for plugins that spread
-    /// per-node work over threads (see [`parallel`](super::parallel)).
-    pub fn pool(&self) -> Result<Arc<rayon::ThreadPool>, String> {
-        super::parallel::pool(self.parallelism)
+    /// A handle with every service at its default, to be replaced where the caller has
+    /// its own: a binder that accepts every binding, no worker threads, the runtime's
+    /// clock, no workloads or PodGroups, a health record nobody listens to.
+    pub fn builder() -> HandleBuilder {
+        HandleBuilder::default()
+    }
+}
+
+/// Builds a [`Handle`]; see [`Handle::builder`].
+#[derive(Default)]
+pub struct HandleBuilder {
+    binder: Option<Arc<dyn Binder>>,
+    parallelizer: Option<Arc<Parallelizer>>,
+    clock: Option<Arc<dyn Clock>>,
+    workloads: Option<Arc<Workloads>>,
+    pod_groups: Option<Arc<PodGroups>>,
+    health: Option<Arc<PluginHealth>>,
+}
+
+impl HandleBuilder {
+    pub fn binder(mut self, binder: Arc<dyn Binder>) -> Self {
+        self.binder = Some(binder);
+        self
+    }
+
+    pub fn parallelizer(mut self, parallelizer: Arc<Parallelizer>) -> Self {
+        self.parallelizer = Some(parallelizer);
+        self
+    }
+
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    pub fn workloads(mut self, workloads: Arc<Workloads>) -> Self {
+        self.workloads = Some(workloads);
+        self
+    }
+
+    pub fn pod_groups(mut self, pod_groups: Arc<PodGroups>) -> Self {
+        self.pod_groups = Some(pod_groups);
+        self
+    }
+
+    pub fn health(mut self, health: Arc<PluginHealth>) -> Self {
+        self.health = Some(health);
+        self
+    }
+
+    /// The handle; its Permit waits read the same clock as its plugins.
+    pub fn build(self) -> Handle {
+        let clock = self.clock.unwrap_or_else(RuntimeClock::shared);
+        Handle {
+            binder: self.binder.unwrap_or_else(|| Arc::new(AcceptAll)),
+            waiting_pods: Arc::new(WaitingPods::with_clock(clock.clone())),
+            parallelizer: self.parallelizer.unwrap_or_default(),
+            clock,
+            workloads: self.workloads.unwrap_or_default(),
+            pod_groups: self.pod_groups.unwrap_or_default(),
+            health: self.health.unwrap_or_default(),
+        }
+    }
+}
+
+/// The default binder of [`Handle::builder`]: every binding succeeds and nothing is
+/// written (a framework run without a cluster behind it).
+struct AcceptAll;
+
+#[async_trait]
+impl Binder for AcceptAll {
+    async fn bind(&self, _pod: &Pod, _node_name: &str) -> Result<(), BindError> {
+        Ok(())
     }
 }

@@ -2,6 +2,7 @@
 //! [`Status`], [`CycleState`], the plugin [`Registry`], profile resolution
 //! ([`profile`]) and the [`Framework`] runner that calls the plugins of one profile.
 
+pub mod clock;
 mod cycle_state;
 pub mod events;
 mod handle;
@@ -18,23 +19,23 @@ mod types;
 mod waiting_pods;
 
 pub use crate::api::{ExtensionPoint, FieldError, FieldErrorKind};
+pub use clock::{Clock, RuntimeClock};
 pub use cycle_state::{CycleState, StateData};
 pub use events::{ActionType, ClusterEvent, EventResource};
-pub use handle::{BindError, Binder, Handle};
+pub use handle::{BindError, Binder, Handle, HandleBuilder};
 pub use health::{Degradation, HealthListener, PluginHealth};
 pub use interface::*;
 pub use observer::Observer;
+pub use parallel::Parallelizer;
 pub use profile::{ProfileConfig, ResolvedProfile, resolve};
 pub use registry::{
     ArgsSpec, Coupling, DefaultPlugin, NoArgs, PluginArgs, PluginEntry, PluginError, PluginFactory,
     Registry, decode_args, lower_camel,
 };
-pub use runner::{
-    Framework, MAX_PERMIT_TIMEOUT, NodeScoreDetail, PreFilterOutcome, ScoredNode, implements,
-};
+pub use runner::{Framework, MAX_PERMIT_TIMEOUT, implements};
 pub use status::{Code, Status};
 pub use types::{
-    NodeToStatus, PodsToActivate, PostFilterResult, PreFilterResult, QueuedPodInfo,
-    RetryAfterBackoff,
+    NodeScoreDetail, NodeToStatus, PodsToActivate, PostFilterResult, PreFilterOutcome,
+    PreFilterResult, QueuedPodInfo, RetryAfterBackoff, ScoredNode,
 };
 pub use waiting_pods::{WaitingPod, WaitingPods, format_duration};

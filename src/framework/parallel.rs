@@ -1,18 +1,23 @@
-//! The worker pools per-node work runs on: Filter and Score in the runner, and plugins
-//! that spread their own per-node work (PodTopologySpread's domain counting) through
-//! [`Handle::pool`](super::Handle::pool).
+//! The one [`Parallelizer`] per-node work runs on: Filter and Score in the runner, and
+//! plugins that spread their own per-node work (PodTopologySpread's domain counting),
+//! which reach it through [`Handle::parallelizer`](super::Handle::parallelizer).
 //!
-//! One pool per degree of parallelism, shared by every profile of the process: profiles
-//! with the same `--parallelism` reuse the same threads instead of starting a pool each,
-//! and no part of a cycle runs on rayon's global pool (which would ignore the flag).
-//! The degree is bounded by [`MAX_PARALLELISM`]; the command-line flags reject larger
-//! values, and [`pool`] clamps whatever reaches it.
+//! The adapter creates one for the process and hands it to the
+//! [`Scheduler`](crate::scheduler::Scheduler), whose profiles all share it: profiles do
+//! not start threads of their own, and nothing runs on rayon's global pool (which would
+//! ignore `--parallelism`). The degree is bounded by [`MAX_PARALLELISM`]; the command-line
+//! flags reject larger values, and [`Parallelizer::new`] clamps whatever reaches it.
+//!
+//! Where the loop that calls the passes runs is the adapter's choice, because a pass
+//! blocks its caller until every node is done: `berth simulate` and `berth bench` run
+//! their whole loop on a worker ([`Parallelizer::run`]), so that a pass splits its nodes
+//! with the other workers in place rather than handing them over and sleeping; the
+//! operator's loop runs on tokio and wraps each pass in
+//! [`tokio::task::block_in_place`] (see `operator::scheduling_loop`).
 
-use std::sync::{Arc, Mutex, PoisonError};
-
-/// The most worker threads one pool runs. Filter and Score are CPU-bound, so threads
-/// beyond the machine's cores only add switching; this bound keeps a mistyped flag
-/// (`--parallelism 100000`) from starting a thread per value.
+/// The most worker threads one parallelizer runs. Filter and Score are CPU-bound, so
+/// threads beyond the machine's cores only add switching; this bound keeps a mistyped
+/// flag (`--parallelism 100000`) from starting a thread per value.
 pub const MAX_PARALLELISM: usize = 256;
 
 /// The default degree: the CPUs this process may use, within [`MAX_PARALLELISM`].
@@ -20,65 +25,63 @@ pub fn default_parallelism() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_PARALLELISM))
 }
 
-static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
-
-/// The shared pool of `parallelism` threads (clamped to `1..=MAX_PARALLELISM`), started
-/// on first use.
-pub fn pool(parallelism: usize) -> Result<Arc<rayon::ThreadPool>, String> {
-    let threads = parallelism.clamp(1, MAX_PARALLELISM);
-    let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((_, pool)) = pools.iter().find(|(n, _)| *n == threads) {
-        return Ok(pool.clone());
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("berth-worker-{i}"))
-        // A driver loop may run on a worker (see `run_in_pool`): the main thread's size.
-        .stack_size(8 << 20)
-        .build()
-        .map(Arc::new)
-        .map_err(|e| format!("cannot start a pool of {threads} worker threads: {e}"))?;
-    pools.push((threads, pool.clone()));
-    Ok(pool)
+/// Worker threads for per-node work; with a degree of 1 (or [`Default`]), no thread at
+/// all: the work runs on the caller's thread, where handing it to one worker and waiting
+/// would only add two context switches.
+#[derive(Default)]
+pub struct Parallelizer {
+    pool: Option<rayon::ThreadPool>,
 }
 
-/// Runs `work` for its per-node calls of [`map_range`]: on `pool`'s threads, or in place
-/// on the caller's thread when the pool has a single thread, where handing the work to
-/// that one worker and waiting for it would only add two context switches.
-pub fn run_on<R: Send>(pool: &rayon::ThreadPool, work: impl FnOnce() -> R + Send) -> R {
-    if pool.current_num_threads() <= 1 {
-        work()
-    } else {
-        pool.install(work)
+impl std::fmt::Debug for Parallelizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parallelizer")
+            .field("parallelism", &self.parallelism())
+            .finish()
     }
 }
 
-/// Runs `work`, a whole scheduling loop, on a worker of the shared pool of
-/// `parallelism` threads: its Filter and Score passes then split their nodes with the
-/// other workers in place, instead of handing each pass to the pool and sleeping until
-/// it is done. For the command-line drivers (`simulate`, `bench`), whose loop owns its
-/// thread; the operator's loop runs on tokio and hands passes over. Runs on the
-/// caller's thread when the pool cannot start.
-pub fn run_in_pool<R: Send>(parallelism: usize, work: impl FnOnce() -> R + Send) -> R {
-    match pool(parallelism) {
-        Ok(pool) => run_on(&pool, work),
-        Err(_) => work(),
+impl Parallelizer {
+    /// Starts `parallelism` worker threads (clamped to `1..=MAX_PARALLELISM`).
+    pub fn new(parallelism: usize) -> Result<Parallelizer, String> {
+        let threads = parallelism.clamp(1, MAX_PARALLELISM);
+        if threads == 1 {
+            return Ok(Parallelizer::default());
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("berth-worker-{i}"))
+            // A driver loop may run on a worker (see `run`): the main thread's size.
+            .stack_size(8 << 20)
+            .build()
+            .map_err(|e| format!("cannot start a pool of {threads} worker threads: {e}"))?;
+        Ok(Parallelizer { pool: Some(pool) })
     }
-}
 
-/// `f(0), …, f(n - 1)` in order, split over `pool`'s threads (in place on the caller's
-/// thread for a single-thread pool, or when called inside [`run_on`] of the same pool,
-/// without a second handoff).
-pub fn map_range<T: Send>(
-    pool: &rayon::ThreadPool,
-    n: usize,
-    f: impl Fn(usize) -> T + Sync + Send,
-) -> Vec<T> {
-    use rayon::prelude::*;
-    if pool.current_num_threads() <= 1 {
-        (0..n).map(f).collect()
-    } else {
-        pool.install(|| (0..n).into_par_iter().map(f).collect())
+    /// The number of threads per-node work is split over.
+    pub fn parallelism(&self) -> usize {
+        self.pool
+            .as_ref()
+            .map_or(1, rayon::ThreadPool::current_num_threads)
+    }
+
+    /// Runs `work` on one of the workers, waiting for it (in place when there are none).
+    /// For a driver loop that owns its thread: [`map_range`](Self::map_range) called
+    /// inside splits the nodes with the other workers without a second handoff.
+    pub fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        match &self.pool {
+            Some(pool) => pool.install(work),
+            None => work(),
+        }
+    }
+
+    /// `f(0), …, f(n - 1)` in order, split over the workers.
+    pub fn map_range<T: Send>(&self, n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
+        use rayon::prelude::*;
+        match &self.pool {
+            Some(pool) => pool.install(|| (0..n).into_par_iter().map(f).collect()),
+            None => (0..n).map(f).collect(),
+        }
     }
 }
 
@@ -87,26 +90,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pools_are_shared_per_degree_and_bounded() {
-        let a = pool(3).expect("a pool");
-        let b = pool(3).expect("a pool");
-        assert!(Arc::ptr_eq(&a, &b), "one pool per degree of parallelism");
-        assert_eq!(a.current_num_threads(), 3);
-        assert_eq!(pool(0).expect("a pool").current_num_threads(), 1);
-        assert_eq!(
-            pool(100_000).expect("a pool").current_num_threads(),
-            MAX_PARALLELISM
-        );
+    fn parallelism_is_bounded() {
+        for (asked, got) in [(0, 1), (1, 1), (3, 3), (100_000, MAX_PARALLELISM)] {
+            let parallelizer = Parallelizer::new(asked).expect("workers start");
+            assert_eq!(parallelizer.parallelism(), got, "asked for {asked}");
+        }
     }
 
     #[test]
-    fn map_range_keeps_order_on_any_pool() {
+    fn map_range_keeps_order_on_any_degree() {
         let want: Vec<usize> = (0..1000).map(|i| i * i).collect();
         for threads in [1, 2, 4] {
-            let pool = pool(threads).expect("a pool");
-            assert_eq!(map_range(&pool, 1000, |i| i * i), want, "{threads} threads");
-            let nested = run_on(&pool, || map_range(&pool, 1000, |i| i * i));
-            assert_eq!(nested, want, "{threads} threads, inside run_on");
+            let parallelizer = Parallelizer::new(threads).expect("workers start");
+            assert_eq!(
+                parallelizer.map_range(1000, |i| i * i),
+                want,
+                "{threads} threads"
+            );
+            let nested = parallelizer.run(|| parallelizer.map_range(1000, |i| i * i));
+            assert_eq!(nested, want, "{threads} threads, inside run");
         }
     }
 }

@@ -1,8 +1,8 @@
 //! The Framework runner: the plugins of one profile, instantiated, and the functions that
 //! call them at each extension point with upstream's status semantics.
 //!
-//! Filter and Score run per node on the shared worker pool of `parallelism` threads
-//! ([`parallel`](super::parallel)).
+//! Filter and Score run per node on the scheduler's [`Parallelizer`](super::Parallelizer),
+//! which the [`Handle`] carries ([`parallel`](super::parallel)).
 //! Everything else runs on the caller's task.
 
 use std::collections::{BTreeSet, HashMap};
@@ -13,28 +13,11 @@ use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 
 use super::observer::Observer;
 use super::profile::ResolvedProfile;
+use super::types::{NodeScoreDetail, PreFilterOutcome, ScoredNode};
 use super::{
     ClusterEvent, Code, CycleState, ExtensionPoint, FilterPlugin, Handle, MAX_NODE_SCORE,
-    MIN_NODE_SCORE, NodeToStatus, Plugin, PluginError, PostFilterResult, PreFilterResult, Registry,
-    Status,
+    MIN_NODE_SCORE, NodeToStatus, Plugin, PluginError, PostFilterResult, Registry, Status,
 };
-
-/// One Score plugin's normalized and weighted score on one node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeScoreDetail {
-    pub plugin: String,
-    /// After NormalizeScore, 0..=100.
-    pub score: i64,
-    pub weight: i64,
-}
-
-/// A feasible node with its per-plugin scores and weighted total.
-#[derive(Debug, Clone)]
-pub struct ScoredNode {
-    pub node: Arc<NodeInfo>,
-    pub scores: Vec<NodeScoreDetail>,
-    pub total: i64,
-}
 
 /// Normalized scores of the active Score plugins, plugin-major: `scores[j * nodes + i]`
 /// is plugin `j`'s score of node `i`.
@@ -59,33 +42,11 @@ impl ScoreMatrix<'_> {
     }
 }
 
-/// What PreFilter decided for one pod.
-#[derive(Debug, Clone)]
-pub struct PreFilterOutcome {
-    /// The merged PreFilterResult of the plugins that narrowed the candidates; `None`
-    /// when every node stays a candidate.
-    pub result: Option<PreFilterResult>,
-    /// Success, or the first rejection or error.
-    pub status: Status,
-    /// The plugins whose PreFilterResult narrowed the candidates (upstream's
-    /// `pluginsWithNodes`), sorted.
-    pub narrowing: BTreeSet<String>,
-}
-
-impl PreFilterOutcome {
-    /// The narrowing plugins as upstream prints a sorted string set: `[A B]`.
-    pub fn narrowing_list(&self) -> String {
-        let names: Vec<&str> = self.narrowing.iter().map(String::as_str).collect();
-        format!("[{}]", names.join(" "))
-    }
-}
-
 /// The instantiated plugins of one profile.
 pub struct Framework {
     profile_name: String,
     resolved: ResolvedProfile,
     handle: Handle,
-    pool: Arc<rayon::ThreadPool>,
     by_point: HashMap<ExtensionPoint, Vec<Arc<dyn Plugin>>>,
     score_weights: Vec<i64>,
     observer: Option<Arc<dyn Observer>>,
@@ -159,15 +120,10 @@ impl Framework {
             .iter()
             .map(|n| i64::from(resolved.score_weights.get(n).copied().unwrap_or(1)))
             .collect();
-        let pool = handle.pool().map_err(|message| PluginError::Init {
-            plugin: "framework".into(),
-            message,
-        })?;
         Ok(Framework {
             profile_name: profile_name.to_string(),
             resolved,
             handle,
-            pool,
             by_point,
             score_weights,
             observer: None,
@@ -461,14 +417,14 @@ impl Framework {
             self.observe_since(ExtensionPoint::Filter, status.code(), start);
             status
         };
-        super::parallel::run_on(&self.pool, || {
+        let parallelizer = &self.handle.parallelizer;
+        parallelizer.run(|| {
             let mut offset = 0;
             while offset < n && feasible < wanted {
                 // Enough nodes to reach `wanted` if all pass, never a tiny batch.
                 let batch = (wanted - feasible).max(FILTER_BATCH).min(n - offset);
-                let results = super::parallel::map_range(&self.pool, batch, |i| {
-                    filter(&nodes[(start + offset + i) % n])
-                });
+                let results =
+                    parallelizer.map_range(batch, |i| filter(&nodes[(start + offset + i) % n]));
                 offset += batch;
                 for status in results {
                     let passed = status.is_success();
@@ -597,7 +553,7 @@ impl Framework {
             .filter(|(p, _)| !state.skips_score(p.name()) && p.as_score().is_some())
             .collect();
         let n = nodes.len();
-        let raw = super::parallel::map_range(&self.pool, n * plugins.len(), |k| {
+        let raw = self.handle.parallelizer.map_range(n * plugins.len(), |k| {
             let (plugin, _) = plugins[k / n];
             match plugin.as_score() {
                 Some(scorer) => scorer.score(state, pod, &nodes[k % n]),

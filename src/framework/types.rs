@@ -2,11 +2,11 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
-use tokio::time::Instant;
 
-use crate::cluster::PodInfo;
+use crate::cluster::{NodeInfo, PodInfo};
 
 use super::Status;
+use super::clock::Instant;
 
 /// A pod as the queue holds it: the pod plus queueing bookkeeping.
 #[derive(Debug, Clone)]
@@ -100,3 +100,41 @@ pub struct PodsToActivate(pub std::collections::BTreeSet<String>);
 /// set for an event that may never come.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RetryAfterBackoff;
+
+/// One Score plugin's normalized and weighted score on one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeScoreDetail {
+    pub plugin: String,
+    /// After NormalizeScore, 0..=100.
+    pub score: i64,
+    pub weight: i64,
+}
+
+/// A feasible node with its per-plugin scores and weighted total.
+#[derive(Debug, Clone)]
+pub struct ScoredNode {
+    pub node: Arc<NodeInfo>,
+    pub scores: Vec<NodeScoreDetail>,
+    pub total: i64,
+}
+
+/// What PreFilter decided for one pod.
+#[derive(Debug, Clone)]
+pub struct PreFilterOutcome {
+    /// The merged PreFilterResult of the plugins that narrowed the candidates; `None`
+    /// when every node stays a candidate.
+    pub result: Option<PreFilterResult>,
+    /// Success, or the first rejection or error.
+    pub status: Status,
+    /// The plugins whose PreFilterResult narrowed the candidates (upstream's
+    /// `pluginsWithNodes`), sorted.
+    pub narrowing: BTreeSet<String>,
+}
+
+impl PreFilterOutcome {
+    /// The narrowing plugins as upstream prints a sorted string set: `[A B]`.
+    pub fn narrowing_list(&self) -> String {
+        let names: Vec<&str> = self.narrowing.iter().map(String::as_str).collect();
+        format!("[{}]", names.join(" "))
+    }
+}

@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio::time::Instant;
 
 use crate::cluster::PodInfo;
 
 use super::Status;
+use super::clock::{Clock, Instant, RuntimeClock};
 
 struct WaitState {
     /// Waiting plugins and their deadlines.
@@ -31,6 +31,7 @@ pub struct WaitingPod {
     state: Mutex<WaitState>,
     changed: Notify,
     registered: Instant,
+    clock: Arc<dyn Clock>,
 }
 
 impl WaitingPod {
@@ -90,7 +91,7 @@ impl WaitingPod {
             let (plugin, deadline) = next_deadline;
             tokio::select! {
                 _ = notified => {}
-                _ = tokio::time::sleep_until(deadline) => {
+                _ = self.clock.sleep_until(deadline) => {
                     let waited = self.waited_for(&plugin, deadline);
                     self.reject(&plugin, &format!(
                         "rejected due to timeout after waiting {} at plugin {plugin}",
@@ -119,14 +120,30 @@ pub fn format_duration(d: Duration) -> String {
 }
 
 /// All pods waiting at Permit in one profile instance, keyed by pod UID.
-#[derive(Default)]
 pub struct WaitingPods {
     pods: Mutex<HashMap<String, Arc<WaitingPod>>>,
+    /// Deadlines are set and awaited on it.
+    clock: Arc<dyn Clock>,
+}
+
+impl Default for WaitingPods {
+    fn default() -> Self {
+        Self::with_clock(RuntimeClock::shared())
+    }
 }
 
 impl WaitingPods {
+    /// Waiting pods timed by the runtime's clock.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Waiting pods timed by `clock`.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        WaitingPods {
+            pods: Mutex::new(HashMap::new()),
+            clock,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<WaitingPod>>> {
@@ -140,7 +157,7 @@ impl WaitingPods {
         node_name: &str,
         plugins: Vec<(String, Duration)>,
     ) -> Arc<WaitingPod> {
-        let now = Instant::now();
+        let now = self.clock.now();
         let waiting = Arc::new(WaitingPod {
             node_name: node_name.to_string(),
             state: Mutex::new(WaitState {
@@ -149,6 +166,7 @@ impl WaitingPods {
             }),
             changed: Notify::new(),
             registered: now,
+            clock: self.clock.clone(),
             pod,
         });
         self.lock()

@@ -33,7 +33,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
-use crate::framework::{Binder, Observer, Registry};
+use crate::framework::{Binder, Observer, Parallelizer, Registry, RuntimeClock};
 use crate::observability::Metrics;
 use crate::scheduler::SchedulerOptions;
 
@@ -73,6 +73,8 @@ pub enum OperatorError {
     },
     #[error("leader election failed to start: {0}")]
     Election(String),
+    #[error("{0}")]
+    Workers(String),
 }
 
 /// The `User-Agent` of berth's requests to the API server.
@@ -163,6 +165,10 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
     let observer: Arc<dyn Observer> = metrics.clone();
     let reconcile_metrics = metrics.clone();
     let condition_metrics = metrics.clone();
+    // One set of worker threads and one clock for the scheduler and every profile.
+    let parallelizer =
+        Arc::new(Parallelizer::new(config.parallelism).map_err(OperatorError::Workers)?);
+    let clock = RuntimeClock::shared();
     let context = profiles::ProfileContext {
         client: client.clone(),
         registry: Arc::new(registry),
@@ -170,7 +176,8 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         state: state.clone(),
         binder,
         observer: Some(observer),
-        parallelism: config.parallelism,
+        parallelizer: parallelizer.clone(),
+        clock: clock.clone(),
         serve_default_scheduler: config.serve_default_scheduler,
         reporter: kube::runtime::events::Reporter {
             controller: "berth".into(),
@@ -205,6 +212,8 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         SchedulerOptions {
             seed: config.seed,
             record_diagnosis: false,
+            parallelizer,
+            clock,
         },
         LoopChannels {
             messages: loop_rx,

@@ -66,9 +66,10 @@ use super::conditions::{self, ACCEPTED, DEGRADED, DesiredCondition, READY, reaso
 use super::types::{LoopMessage, OperatorState, ProfileCommand};
 use crate::api::{SchedulerProfile, SchedulerProfileStatus};
 use crate::framework::{
-    Binder, ExtensionPoint, FieldError, FieldErrorKind, Framework, Handle, Observer, PluginError,
-    PluginHealth, Registry, ResolvedProfile, WaitingPods,
+    Binder, Clock, ExtensionPoint, FieldError, FieldErrorKind, Framework, Observer, Parallelizer,
+    PluginError, PluginHealth, Registry, ResolvedProfile,
 };
+use crate::scheduler::ProfileServices;
 use crate::schema::ProfileValidator;
 
 mod status_writer;
@@ -107,8 +108,10 @@ pub struct ProfileContext {
     pub binder: Arc<dyn Binder>,
     /// Framework timings, installed on every instance.
     pub observer: Option<Arc<dyn Observer>>,
-    /// Worker threads per instance for per-node Filter and Score.
-    pub parallelism: usize,
+    /// The scheduler's worker threads, shared by every instance.
+    pub parallelizer: Arc<Parallelizer>,
+    /// The scheduler's time, shared by every instance.
+    pub clock: Arc<dyn Clock>,
     /// Accept profiles serving [`RESERVED_SCHEDULER_NAME`] (`--serve-default-scheduler`).
     pub serve_default_scheduler: bool,
     /// The controller name (and replica) events are reported as.
@@ -466,34 +469,33 @@ impl Planner<'_> {
         scheduler_name: &str,
         valid: &Valid,
     ) -> Result<Arc<Framework>, Rejection> {
-        let handle = Handle {
+        let services = ProfileServices {
             binder: self.ctx.binder.clone(),
-            waiting_pods: Arc::new(WaitingPods::new()),
-            parallelism: self.ctx.parallelism,
+            parallelizer: self.ctx.parallelizer.clone(),
+            clock: self.ctx.clock.clone(),
             workloads: self.ctx.state.workloads.clone(),
             pod_groups: self.ctx.state.pod_groups.clone(),
-            // A change of plugin health is a change of the profile's status.
-            health: Arc::new(PluginHealth::with_listener(Arc::new({
-                let retrigger = self.retrigger.clone();
-                move || {
-                    let _ = retrigger.send(());
-                }
-            }))),
+            observer: self.ctx.observer.clone(),
         };
-        let framework = Framework::new(
-            scheduler_name,
-            valid.resolved.clone(),
-            &self.ctx.registry,
-            handle,
-        )
-        .map_err(|error| Rejection {
-            reason: reason::PLUGIN_INIT_FAILED,
-            message: plugin_error_message(&error),
-        })?;
-        Ok(Arc::new(match &self.ctx.observer {
-            Some(observer) => framework.with_observer(observer.clone()),
-            None => framework,
-        }))
+        // A change of plugin health is a change of the profile's status.
+        let health = Arc::new(PluginHealth::with_listener(Arc::new({
+            let retrigger = self.retrigger.clone();
+            move || {
+                let _ = retrigger.send(());
+            }
+        })));
+        let framework = services
+            .instantiate(
+                scheduler_name,
+                valid.resolved.clone(),
+                &self.ctx.registry,
+                health,
+            )
+            .map_err(|error| Rejection {
+                reason: reason::PLUGIN_INIT_FAILED,
+                message: plugin_error_message(&error),
+            })?;
+        Ok(Arc::new(framework))
     }
 
     /// Stops the profile's instance, if it has one. Returns whether it had.

@@ -7,18 +7,25 @@
 //! Backed-off pods are flushed when their backoff expires, unschedulable leftovers every
 //! 30 s (upstream's intervals: 1 s and 30 s; here the backoff flush is exact).
 //!
+//! A scheduling cycle runs inside [`tokio::task::block_in_place`]: its Filter and Score
+//! passes block until the scheduler's worker threads are done with every node, and a
+//! tokio worker must not be held that long while it owns other tasks (watches, bindings,
+//! the metrics server). `block_in_place` hands those tasks to another worker for the
+//! duration of the cycle and keeps the loop on the runtime, where the cycle's async
+//! plugin calls (metrics queries at PreFilter and PreScore) run as they would anywhere
+//! else; a thread of the loop's own would need a second runtime for them.
+//!
 //! Losing the Lease stops new cycles at once; bindings already in flight finish (the
 //! Binding subresource guarantees a pod is bound at most once). On shutdown the loop
 //! stops scheduling, waits for in-flight bindings and returns.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
-use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use crate::cluster::pod_key;
@@ -62,7 +69,7 @@ pub struct SchedulingLoop {
 
 impl SchedulingLoop {
     pub fn new(options: SchedulerOptions, channels: LoopChannels, metrics: Arc<Metrics>) -> Self {
-        let now = Instant::now();
+        let now = options.clock.now();
         SchedulingLoop {
             scheduler: Scheduler::new(options),
             channels,
@@ -100,7 +107,7 @@ impl SchedulingLoop {
             self.update_gauges();
             if self.active() {
                 let start = Instant::now();
-                if let Some(output) = self.scheduler.schedule_one().await {
+                if let Some(output) = self.schedule_one() {
                     self.cycle_done(output, start).await;
                     continue;
                 }
@@ -111,10 +118,17 @@ impl SchedulingLoop {
         }
     }
 
+    /// One scheduling cycle, off the async worker (see the module docs).
+    fn schedule_one(&mut self) -> Option<CycleOutput> {
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::block_in_place(|| runtime.block_on(self.scheduler.schedule_one()))
+    }
+
     /// Sleeps until a message, a finished binding, a queue deadline or a state change.
     /// False when the message channel closed.
     async fn wait(&mut self) -> bool {
-        let now = Instant::now();
+        let clock = self.scheduler.clock().clone();
+        let now = clock.now();
         let next_flush = self.last_unschedulable_flush + UNSCHEDULABLE_FLUSH_INTERVAL;
         let wake = self
             .scheduler
@@ -130,8 +144,8 @@ impl SchedulingLoop {
             Some(done) = self.bindings.join_next(), if !self.bindings.is_empty() => {
                 self.binding_done(done).await;
             }
-            _ = tokio::time::sleep_until(wake) => {
-                let now = Instant::now();
+            _ = clock.sleep_until(wake) => {
+                let now = clock.now();
                 let flush_unschedulable = now >= next_flush;
                 if flush_unschedulable {
                     self.last_unschedulable_flush = now;

@@ -73,14 +73,13 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tokio::time::Instant;
 
 use crate::api::PodGroup;
 use crate::cluster::{PodGroups, PodInfo, Resource, Snapshot, pod_group_of};
@@ -184,6 +183,8 @@ pub struct Coscheduling {
     pending: Mutex<HashMap<(String, String), HashSet<String>>>,
     /// Groups in backoff, until the instant.
     backoff: Mutex<HashMap<(String, String), Instant>>,
+    /// The scheduler's time, which backoff is measured in.
+    clock: Arc<dyn crate::framework::Clock>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -224,7 +225,7 @@ impl Coscheduling {
 
     fn start_backoff(&self, group: &(String, String)) {
         if self.args.pod_group_backoff_seconds > 0 {
-            let until = Instant::now()
+            let until = self.clock.now()
                 + Duration::from_secs(self.args.pod_group_backoff_seconds.unsigned_abs());
             lock(&self.backoff).insert(group.clone(), until);
         }
@@ -233,7 +234,7 @@ impl Coscheduling {
     fn in_backoff(&self, group: &(String, String)) -> bool {
         let mut backoff = lock(&self.backoff);
         match backoff.get(group) {
-            Some(until) if *until > Instant::now() => true,
+            Some(until) if *until > self.clock.now() => true,
             Some(_) => {
                 backoff.remove(group);
                 false
@@ -415,6 +416,7 @@ crate::plugin! {
                 waiting_pods: handle.waiting_pods.clone(),
                 pending: Mutex::default(),
                 backoff: Mutex::default(),
+                clock: handle.clock.clone(),
             })
         }
     }

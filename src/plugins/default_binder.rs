@@ -66,7 +66,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
-    use crate::framework::{Code, WaitingPods};
+    use crate::framework::Code;
 
     /// Records each binding as (namespace, name, node) and fails with `fail_with` if set.
     #[derive(Default)]
@@ -136,14 +136,7 @@ mod tests {
                 fail_with: fail_with.clone(),
                 ..FakeBinder::default()
             });
-            let handle = Handle {
-                binder: fake.clone(),
-                waiting_pods: Arc::new(WaitingPods::new()),
-                parallelism: 1,
-                workloads: Default::default(),
-                pod_groups: Default::default(),
-                health: Default::default(),
-            };
+            let handle = Handle::builder().binder(fake.clone()).build();
             let plugin = DefaultBinder::build(NoArgs {}, &handle).expect("no args to reject");
             assert!(plugin.as_bind().is_some());
             assert_eq!(DefaultBinder::POINTS, &[ExtensionPoint::Bind]);

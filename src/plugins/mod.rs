@@ -69,36 +69,14 @@ pub fn default_registry() -> Registry {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::framework::{BindError, Binder, ExtensionPoint, Handle, WaitingPods, implements};
-
-    struct NoBinder;
-
-    #[async_trait::async_trait]
-    impl Binder for NoBinder {
-        async fn bind(
-            &self,
-            _: &k8s_openapi::api::core::v1::Pod,
-            _: &str,
-        ) -> Result<(), BindError> {
-            Ok(())
-        }
-    }
+    use crate::framework::{ExtensionPoint, Handle, implements};
 
     /// The extension points a registry entry declares (which drive the CRD and profile
     /// resolution) are exactly the points its instance implements.
     #[test]
     fn every_plugin_implements_exactly_its_declared_points() {
-        let handle = Handle {
-            binder: Arc::new(NoBinder),
-            waiting_pods: Arc::new(WaitingPods::new()),
-            parallelism: 1,
-            workloads: Default::default(),
-            pod_groups: Default::default(),
-            health: Default::default(),
-        };
+        let handle = Handle::builder().build();
         for entry in default_registry().entries() {
             let plugin = entry
                 .build(entry.example_args().as_ref(), "test", &handle)

@@ -42,7 +42,7 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use tokio::time::Instant;
+    use std::time::Instant;
 
     use super::*;
     use crate::testing::make_pod;

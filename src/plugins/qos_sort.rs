@@ -236,7 +236,7 @@ mod tests {
 
     use k8s_openapi::api::core::v1::{Container, PodStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-    use tokio::time::Instant;
+    use std::time::Instant;
 
     use super::*;
     use crate::cluster::PodInfo;

@@ -45,11 +45,10 @@ mod timed;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use crate::cluster::PodInfo;

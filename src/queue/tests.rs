@@ -4,11 +4,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Pod, PodSchedulingGate};
 use pretty_assertions::assert_eq;
-use tokio::time::Instant;
 
 use super::*;
 use crate::framework::{PreEnqueuePlugin, QueueSortPlugin, Status};

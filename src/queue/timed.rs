@@ -5,8 +5,7 @@
 //! at the same virtual instant moves them in a reproducible order.
 
 use std::collections::{BTreeMap, HashMap};
-
-use tokio::time::Instant;
+use std::time::Instant;
 
 use crate::framework::QueuedPodInfo;
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use tracing::Instrument;
 
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::{CycleState, Framework, NodeToStatus, QueuedPodInfo, Status};
@@ -327,8 +328,18 @@ impl BindingCycle {
     }
 
     /// Wait on Permit, PreBind, Bind, PostBind. Any failure runs Unreserve in reverse
-    /// order before returning.
-    pub async fn run(mut self: Box<Self>) -> BindingResult {
+    /// order before returning. The cycle runs in a `binding_cycle` span naming the pod
+    /// and the profile.
+    pub async fn run(self: Box<Self>) -> BindingResult {
+        let span = tracing::debug_span!(
+            "binding_cycle",
+            pod = %format_args!("{}/{}", self.assumed.namespace(), self.assumed.name()),
+            profile = %self.scheduler_name,
+        );
+        self.run_in_span().instrument(span).await
+    }
+
+    async fn run_in_span(mut self: Box<Self>) -> BindingResult {
         let status = self.bind().await;
         let status = match status {
             Ok(()) => {

@@ -1,15 +1,20 @@
 //! The scheduling cycle, the binding cycle and failure handling, over the profiles of one
 //! process.
 //!
-//! [`Scheduler`] owns the cache, the snapshot and one queue per profile. It is driven by
-//! an adapter (`simulate`, later the operator) that feeds it cluster events and calls
-//! [`Scheduler::schedule_one`] in a loop. A successful scheduling cycle hands back a
-//! [`BindingCycle`] that the adapter runs concurrently (it may wait at Permit) and whose
-//! [`BindingResult`] it returns through [`Scheduler::complete_binding`]. The scheduler
-//! itself is single-owner and lock-free: every mutation happens on the adapter's loop.
+//! [`Scheduler`] owns the cache, the snapshot and one queue per profile, and holds the
+//! worker threads ([`Parallelizer`]) and the [`Clock`] every profile shares: profiles are
+//! instantiated with them through [`ProfileServices`]. It is driven by an adapter
+//! (`simulate`, `bench` or the operator's scheduling loop) that feeds it cluster events
+//! and calls [`Scheduler::schedule_one`] in a loop. A successful scheduling cycle hands
+//! back a [`BindingCycle`] that the adapter runs concurrently (it may wait at Permit) and
+//! whose [`BindingResult`] it returns through [`Scheduler::complete_binding`]. The
+//! scheduler itself is single-owner and lock-free: every mutation happens on the
+//! adapter's loop. Each attempt and each binding cycle runs in a tracing span naming the
+//! pod and the profile.
 
 mod cycle;
 mod failure;
+mod profile;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,25 +22,54 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::cluster::{Cache, CacheError, PodInfo, QuantityError, Snapshot, pod_key};
+use crate::framework::clock::{Clock, Instant, RuntimeClock};
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, Framework, PodsToActivate,
-    RetryAfterBackoff, ScoredNode, Status,
+    ActionType, ClusterEvent, CycleState, EventResource, Framework, Parallelizer, PodsToActivate,
+    QueuedPodInfo, RetryAfterBackoff, ScoredNode, Status,
 };
 use crate::queue::{QueueConfig, SchedulingQueue};
 
 pub use cycle::{BindingCycle, BindingResult, num_feasible_nodes_to_find};
 pub use failure::{FitError, NO_NODES_AVAILABLE};
+pub use profile::ProfileServices;
 
 /// Options of the scheduling loop.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone)]
 pub struct SchedulerOptions {
     /// Seed of the random tie-break among the best-scoring nodes.
     pub seed: u64,
     /// Keep per-node filter verdicts and scores of every attempt (for `--explain`).
     pub record_diagnosis: bool,
+    /// The worker threads of every profile's Filter and Score (see
+    /// [`Scheduler::parallelizer`]).
+    pub parallelizer: Arc<Parallelizer>,
+    /// The time queues, the cache and plugins read (see [`Scheduler::clock`]).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for SchedulerOptions {
+    /// Seed 0, no diagnosis, no worker threads, the runtime's clock.
+    fn default() -> Self {
+        SchedulerOptions {
+            seed: 0,
+            record_diagnosis: false,
+            parallelizer: Arc::default(),
+            clock: RuntimeClock::shared(),
+        }
+    }
+}
+
+impl std::fmt::Debug for SchedulerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedulerOptions")
+            .field("seed", &self.seed)
+            .field("record_diagnosis", &self.record_diagnosis)
+            .field("parallelizer", &self.parallelizer)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One profile's framework and queue.
@@ -157,8 +191,9 @@ impl Scheduler {
     ) -> Result<(), IngestError> {
         let config = queue_config(scheduler_name, &framework)?;
         if let Some(&index) = self.by_name.get(scheduler_name) {
+            let now = self.now();
             let profile = &mut self.profiles[index];
-            profile.queue.reconfigure(config, Instant::now());
+            profile.queue.reconfigure(config, now);
             profile.framework = framework;
             return Ok(());
         }
@@ -199,8 +234,25 @@ impl Scheduler {
         &self.cache
     }
 
+    /// The worker threads this scheduler's profiles share: hand it to every profile's
+    /// [`Handle`](crate::framework::Handle), so that no profile starts threads of its own.
+    pub fn parallelizer(&self) -> &Arc<Parallelizer> {
+        &self.options.parallelizer
+    }
+
+    /// The scheduler's time: hand it to every profile's
+    /// [`Handle`](crate::framework::Handle), so that plugins and Permit waits read the
+    /// time the queues read.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.options.clock
+    }
+
+    fn now(&self) -> Instant {
+        self.options.clock.now()
+    }
+
     fn broadcast(&mut self, event: ClusterEvent) {
-        let now = Instant::now();
+        let now = self.now();
         for profile in &mut self.profiles {
             profile.queue.move_all_to_active_or_backoff(&event, now);
         }
@@ -255,7 +307,8 @@ impl Scheduler {
                 ActionType::ADD,
             ));
         } else if let Some(&i) = self.by_name.get(info.scheduler_name()) {
-            self.profiles[i].queue.add(Arc::new(info), Instant::now());
+            let now = self.now();
+            self.profiles[i].queue.add(Arc::new(info), now);
         }
         Ok(())
     }
@@ -291,9 +344,10 @@ impl Scheduler {
             (false, false) => {
                 if let Some(&i) = self.by_name.get(info.scheduler_name()) {
                     let old_info = PodInfo::new(old.clone())?;
+                    let now = self.now();
                     self.profiles[i]
                         .queue
-                        .update(&old_info, Arc::new(info), Instant::now());
+                        .update(&old_info, Arc::new(info), now);
                 }
             }
         }
@@ -347,15 +401,26 @@ impl Scheduler {
     }
 
     /// Runs one scheduling cycle for the next pod, serving profiles round-robin. `None`
-    /// when every activeQ is empty.
+    /// when every activeQ is empty. The attempt runs in a `scheduling_attempt` span naming
+    /// the pod and the profile.
     pub async fn schedule_one(&mut self) -> Option<CycleOutput> {
-        let now = Instant::now();
+        let now = self.now();
         let count = self.profiles.len();
         let (index, queued) = (0..count).find_map(|offset| {
             let i = (self.next_profile + offset) % count;
             self.profiles[i].queue.pop(now).map(|q| (i, q))
         })?;
         self.next_profile = (index + 1) % count.max(1);
+        let span = tracing::debug_span!(
+            "scheduling_attempt",
+            pod = %format_args!("{}/{}", queued.pod_info.namespace(), queued.pod_info.name()),
+            profile = %self.profiles[index].scheduler_name,
+        );
+        self.attempt(index, queued).instrument(span).await
+    }
+
+    /// One scheduling cycle of `queued`, popped from profile `index`'s queue.
+    async fn attempt(&mut self, index: usize, queued: QueuedPodInfo) -> Option<CycleOutput> {
         self.cache.update_snapshot(&mut self.snapshot);
         let framework = self.profiles[index].framework.clone();
         let pod_cycle = self.profiles[index].queue.scheduling_cycle();
@@ -394,7 +459,8 @@ impl Scheduler {
         let key = result.queued.pod_info.key().to_string();
         match result.status {
             Ok(()) => {
-                self.cache.finish_binding(&key, Instant::now());
+                let now = self.now();
+                self.cache.finish_binding(&key, now);
                 if let Some(i) = index {
                     self.profiles[i].queue.done(&key);
                 }
@@ -437,7 +503,7 @@ impl Scheduler {
     /// Moves the pods the cycle's plugins asked for ([`PodsToActivate`]) to activeQ.
     pub(super) fn activate_requested(&mut self, index: usize, state: &CycleState) {
         if let Some(PodsToActivate(keys)) = state.read::<PodsToActivate>() {
-            let now = Instant::now();
+            let now = self.now();
             self.profiles[index]
                 .queue
                 .activate(keys.iter().map(String::as_str), now);
@@ -447,11 +513,11 @@ impl Scheduler {
     fn fail(
         &mut self,
         index: usize,
-        mut queued: crate::framework::QueuedPodInfo,
+        mut queued: QueuedPodInfo,
         pod_cycle: u64,
         failure: failure::Failure,
     ) -> AttemptReport {
-        let now = Instant::now();
+        let now = self.now();
         if failure.retry_after_backoff {
             // No rejector to wait for an event of: the queue sends it to backoffQ.
             queued.unschedulable_plugins.clear();
@@ -491,4 +557,117 @@ fn rejections_expire(framework: &Framework, failure: &failure::Failure) -> bool 
             .flat_map(|point| framework.plugins(point))
             .any(|plugin| plugin.name() == name && plugin.rejections_expire())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    use k8s_openapi::api::core::v1::{NodeStatus, PodSpec};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use tracing_subscriber::fmt::MakeWriter;
+    use tracing_subscriber::fmt::format::FmtSpan;
+
+    use super::*;
+    use crate::framework::{Handle, resolve};
+    use crate::testing::executor::complete;
+
+    /// What a tracing subscriber wrote.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let mut captured = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            captured.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> MakeWriter<'a> for Captured {
+        type Writer = Captured;
+
+        fn make_writer(&'a self) -> Captured {
+            self.clone()
+        }
+    }
+
+    fn node(name: &str) -> Node {
+        let allocatable = [("cpu", "4"), ("memory", "8Gi"), ("pods", "110")]
+            .map(|(k, v)| (k.to_string(), Quantity(v.into())));
+        Node {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            status: Some(NodeStatus {
+                allocatable: Some(BTreeMap::from(allocatable)),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn pod(namespace: &str, name: &str) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some(namespace.into()),
+                uid: Some(format!("uid-{name}")),
+                ..Default::default()
+            },
+            spec: Some(PodSpec::default()),
+            ..Default::default()
+        }
+    }
+
+    /// Logs carry the pod and the profile of the attempt and of the binding cycle they
+    /// come from, as kube-rs' reconcile spans carry the object.
+    #[test]
+    fn attempts_and_binding_cycles_run_in_spans_naming_pod_and_profile() {
+        let registry = crate::plugins::default_registry();
+        let resolved = resolve(&Default::default(), &registry).expect("the default profile");
+        let framework = Framework::new(
+            "default-scheduler",
+            resolved,
+            &registry,
+            Handle::builder().build(),
+        )
+        .expect("the default plugins build");
+        let mut scheduler = Scheduler::new(SchedulerOptions::default());
+        scheduler
+            .add_profile("default-scheduler", Arc::new(framework))
+            .expect("a profile");
+        scheduler.on_node_add(node("n1")).expect("a node");
+        scheduler.on_pod_add(pod("shop", "web-0")).expect("a pod");
+
+        let captured = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(captured.clone())
+            .with_max_level(tracing::Level::DEBUG)
+            .with_span_events(FmtSpan::NEW)
+            .with_ansi(false)
+            .finish();
+        let bound = tracing::subscriber::with_default(subscriber, || {
+            complete(async {
+                match scheduler.schedule_one().await {
+                    Some(CycleOutput::Binding(cycle)) => cycle.run().await.is_success(),
+                    _ => false,
+                }
+            })
+        });
+        assert!(bound, "the pod fits n1");
+
+        let logs = String::from_utf8_lossy(&captured.0.lock().expect("not poisoned")).into_owned();
+        for span in ["scheduling_attempt", "binding_cycle"] {
+            let want = format!("{span}{{pod=shop/web-0 profile=default-scheduler}}");
+            assert!(logs.contains(&want), "no {want} in:\n{logs}");
+        }
+    }
 }

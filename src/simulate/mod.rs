@@ -1,6 +1,7 @@
 //! `berth simulate`: the scheduling core run against a cluster read from YAML, with an
 //! in-memory binder. Everything it shows is what the live scheduler would do.
 
+pub mod clock;
 pub mod controllers;
 pub mod input;
 pub mod render;

@@ -2,12 +2,15 @@
 //! scheduler core, runs scheduling and binding cycles until no pod can make progress, and
 //! reports every pending pod's fate.
 //!
-//! Time is tokio's clock; `berth simulate` runs on a paused runtime, so backoff and
-//! Permit timeouts elapse virtually and instantly. The simulation ends when no activeQ
+//! Time is the simulator's [`VirtualClock`]: when nothing can run but a wait, the driver
+//! moves the clock to the next deadline, so backoff and Permit timeouts elapse virtually
+//! and instantly. The simulation ends when no activeQ
 //! holds a pod, no binding cycle is in flight and no pod is backing off. Unschedulable
 //! pods are not flushed after 5 minutes (the cluster is static: nothing would change).
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -17,14 +20,15 @@ use tokio::task::JoinSet;
 use crate::api::SchedulerProfile;
 use crate::cluster::{PodGroups, Workloads, pod_key};
 use crate::framework::{
-    BindError, Binder, FieldError, Framework, Handle, PluginHealth, Registry, ResolvedProfile,
-    WaitingPods,
+    BindError, Binder, Clock, FieldError, Parallelizer, PluginHealth, Registry, ResolvedProfile,
 };
 use crate::scheduler::{
-    AttemptReport, BindingResult, CycleOutput, Outcome, Scheduler, SchedulerOptions,
+    AttemptReport, BindingCycle, BindingResult, CycleOutput, Outcome, ProfileServices, Scheduler,
+    SchedulerOptions,
 };
 use crate::schema::ProfileValidator;
 
+use super::clock::VirtualClock;
 use super::input::{ClusterInput, InputWarning, ProfileDocument, Source};
 use super::report::{DegradedPlugin, NodeReport, PluginScore, PodReport, PodResult, Report};
 
@@ -234,30 +238,66 @@ pub async fn simulate(
 }
 
 /// Runs the simulation with profiles already validated by [`check_profiles`]
-/// (`input.profiles` is not looked at).
+/// (`input.profiles` is not looked at), on the calling task.
 pub async fn simulate_checked(
     input: ClusterInput,
     profiles: Vec<ValidProfile>,
     registry: &Registry,
     options: SimulateOptions,
 ) -> Result<Report, SimulateError> {
+    let parallelizer = start_workers(options.parallelism)?;
+    simulate_on(input, profiles, registry, options, parallelizer).await
+}
+
+/// [`simulate_checked`] with the whole driver loop on one of the scheduler's worker
+/// threads, so that Filter and Score split their nodes with the other workers in place
+/// (see [`parallel`](crate::framework::parallel)); `runtime` is the command line's.
+pub fn simulate_on_workers(
+    runtime: &tokio::runtime::Runtime,
+    input: ClusterInput,
+    profiles: Vec<ValidProfile>,
+    registry: &Registry,
+    options: SimulateOptions,
+) -> Result<Report, SimulateError> {
+    let parallelizer = start_workers(options.parallelism)?;
+    let workers = parallelizer.clone();
+    parallelizer
+        .run(move || runtime.block_on(simulate_on(input, profiles, registry, options, workers)))
+}
+
+/// The scheduler's worker threads for `parallelism`.
+pub fn start_workers(parallelism: usize) -> Result<Arc<Parallelizer>, SimulateError> {
+    Parallelizer::new(parallelism)
+        .map(Arc::new)
+        .map_err(SimulateError::Internal)
+}
+
+async fn simulate_on(
+    input: ClusterInput,
+    profiles: Vec<ValidProfile>,
+    registry: &Registry,
+    options: SimulateOptions,
+    parallelizer: Arc<Parallelizer>,
+) -> Result<Report, SimulateError> {
     let binder: Arc<InMemoryBinder> = Arc::new(InMemoryBinder::default());
-    let workloads = Arc::new(workloads(&input));
     let pod_groups = Arc::new(PodGroups::new());
     input.pod_groups.iter().for_each(|g| pod_groups.apply(g));
+    let clock = VirtualClock::new();
     let mut scheduler = Scheduler::new(SchedulerOptions {
         seed: options.seed,
         record_diagnosis: options.explain,
+        parallelizer,
+        clock: Arc::new(clock.clone()),
     });
-    let health = add_profiles(
-        &mut scheduler,
-        profiles,
-        registry,
-        binder.clone(),
-        workloads,
+    let services = ProfileServices {
+        binder,
+        parallelizer: scheduler.parallelizer().clone(),
+        clock: scheduler.clock().clone(),
+        workloads: Arc::new(workloads(&input)),
         pod_groups,
-        options.parallelism,
-    )?;
+        observer: None,
+    };
+    let health = add_profiles(&mut scheduler, profiles, registry, &services)?;
     let served: Vec<String> = scheduler
         .profiles()
         .iter()
@@ -290,7 +330,7 @@ pub async fn simulate_checked(
             })?;
     }
 
-    let reports = run_to_completion(&mut scheduler, &mut ()).await?;
+    let reports = run_to_completion(&mut scheduler, &clock, &mut ()).await?;
     let mut report = build_report(&pending, &served, &reports, options.explain);
     report.degraded = degraded_plugins(&health);
     Ok(report)
@@ -318,16 +358,13 @@ fn workloads(input: &ClusterInput) -> Workloads {
     workloads
 }
 
-/// Instantiates every validated profile; returns each profile's plugin health, by
-/// scheduler name.
+/// Instantiates every validated profile with `services` (whose worker threads and clock
+/// are the scheduler's); returns each profile's plugin health, by scheduler name.
 pub fn add_profiles(
     scheduler: &mut Scheduler,
     profiles: Vec<ValidProfile>,
     registry: &Registry,
-    binder: Arc<InMemoryBinder>,
-    workloads: Arc<Workloads>,
-    pod_groups: Arc<PodGroups>,
-    parallelism: usize,
+    services: &ProfileServices,
 ) -> Result<Vec<(String, Arc<PluginHealth>)>, SimulateError> {
     let mut healths = Vec::new();
     for ValidProfile {
@@ -339,20 +376,14 @@ pub fn add_profiles(
         let name = profile.scheduler_name();
         let health = Arc::new(PluginHealth::new());
         healths.push((name.clone(), health.clone()));
-        let handle = Handle {
-            binder: binder.clone(),
-            waiting_pods: Arc::new(WaitingPods::new()),
-            parallelism,
-            workloads: workloads.clone(),
-            pod_groups: pod_groups.clone(),
-            health,
-        };
-        let framework = Framework::new(&name, resolved, registry, handle).map_err(|e| {
-            SimulateError::InvalidProfiles(vec![InvalidProfile {
-                source: source.clone(),
-                errors: vec![FieldError::new("spec.pluginConfig", "", e.to_string())],
-            }])
-        })?;
+        let framework = services
+            .instantiate(&name, resolved, registry, health)
+            .map_err(|e| {
+                SimulateError::InvalidProfiles(vec![InvalidProfile {
+                    source: source.clone(),
+                    errors: vec![FieldError::new("spec.pluginConfig", "", e.to_string())],
+                }])
+            })?;
         scheduler
             .add_profile(&name, Arc::new(framework))
             .map_err(|e| SimulateError::Internal(e.to_string()))?;
@@ -389,21 +420,36 @@ pub trait CycleObserver {
 impl CycleObserver for () {}
 
 /// Scheduling and binding cycles until nothing can progress; the last attempt of each pod.
-/// A pod that failed [`MAX_ATTEMPTS`] times is deleted from the scheduler.
+/// A pod that failed [`MAX_ATTEMPTS`] times is deleted from the scheduler. `clock` is the
+/// scheduler's: the driver moves it when nothing but a wait is left.
+///
+/// Binding cycles held at Permit run as tasks local to the driver's thread, which run only
+/// while the driver waits, on any runtime: what the driver sees when it decides that only
+/// time can move things on does not depend on other threads.
 pub async fn run_to_completion(
     scheduler: &mut Scheduler,
+    clock: &VirtualClock,
+    observer: &mut dyn CycleObserver,
+) -> Result<HashMap<String, AttemptReport>, SimulateError> {
+    tokio::task::LocalSet::new()
+        .run_until(drive(scheduler, clock, observer))
+        .await
+}
+
+async fn drive(
+    scheduler: &mut Scheduler,
+    clock: &VirtualClock,
     observer: &mut dyn CycleObserver,
 ) -> Result<HashMap<String, AttemptReport>, SimulateError> {
     let mut reports: HashMap<String, AttemptReport> = HashMap::new();
-    let mut bindings: JoinSet<BindingResult> = JoinSet::new();
+    let mut bindings = WaitingBindings::default();
     // Binding cycles that did not wait at Permit, run at once so that their cycle state
     // is released with the pod bound; their results are applied when the queues run dry,
     // where a spawned binding cycle's result would be.
     let mut bound: Vec<BindingResult> = Vec::new();
     loop {
-        while let Some(done) = bindings.try_join_next() {
-            let result =
-                done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))?;
+        while let Some(done) = bindings.tasks.try_join_next() {
+            let result = joined(done)?;
             observer.binding_cycle(&result);
             complete(scheduler, result, &mut reports)?;
         }
@@ -412,9 +458,7 @@ pub async fn run_to_completion(
             observer.scheduling_cycle(started.elapsed(), &output);
             match output {
                 CycleOutput::Done(report) => record(scheduler, report, &mut reports),
-                CycleOutput::Binding(cycle) if cycle.is_waiting() => {
-                    bindings.spawn(cycle.run());
-                }
+                CycleOutput::Binding(cycle) if cycle.is_waiting() => bindings.spawn(cycle),
                 CycleOutput::Binding(cycle) => {
                     let result = cycle.run().await;
                     observer.binding_cycle(&result);
@@ -429,23 +473,82 @@ pub async fn run_to_completion(
             }
             continue;
         }
-        if let Some(done) = bindings.join_next().await {
-            let result =
-                done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))?;
+        if let Some(done) = bindings.next(clock).await {
+            let result = joined(done)?;
             observer.binding_cycle(&result);
             complete(scheduler, result, &mut reports)?;
             continue;
         }
         match scheduler.next_backoff_expiry() {
             Some(at) => {
-                tokio::time::sleep_until(at).await;
-                scheduler.flush_queues(tokio::time::Instant::now(), false);
+                clock.advance_to(at);
+                scheduler.flush_queues(clock.now(), false);
             }
             None => break,
         }
     }
     Ok(reports)
 }
+
+fn joined(
+    done: Result<BindingResult, tokio::task::JoinError>,
+) -> Result<BindingResult, SimulateError> {
+    done.map_err(|e| SimulateError::Internal(format!("binding cycle panicked: {e}")))
+}
+
+/// The binding cycles held at Permit, each its own local task, and how often they were
+/// polled.
+#[derive(Default)]
+struct WaitingBindings {
+    tasks: JoinSet<BindingResult>,
+    polls: Arc<AtomicU64>,
+}
+
+impl WaitingBindings {
+    fn spawn(&mut self, cycle: Box<BindingCycle>) {
+        let polls = self.polls.clone();
+        let mut run = Box::pin(cycle.run());
+        self.tasks.spawn_local(std::future::poll_fn(move |cx| {
+            polls.fetch_add(1, Ordering::Relaxed);
+            run.as_mut().poll(cx)
+        }));
+    }
+
+    /// The next binding cycle to finish, `None` when none is in flight. When every cycle
+    /// waits on the clock (a yield to the runtime polled none of them and each holds a
+    /// wait), the clock moves to the earliest deadline.
+    async fn next(
+        &mut self,
+        clock: &VirtualClock,
+    ) -> Option<Result<BindingResult, tokio::task::JoinError>> {
+        loop {
+            if self.tasks.is_empty() {
+                return None;
+            }
+            let polls = self.polls.load(Ordering::Relaxed);
+            tokio::task::yield_now().await;
+            if let Some(done) = self.tasks.try_join_next() {
+                return Some(done);
+            }
+            let idle = self.polls.load(Ordering::Relaxed) == polls;
+            match clock.next_deadline() {
+                Some(at) if idle && clock.sleepers() >= self.tasks.len() => clock.advance_to(at),
+                Some(_) if idle => {
+                    // A cycle waits on something besides the clock (I/O): let it finish.
+                    tokio::select! {
+                        done = self.tasks.join_next() => return done,
+                        _ = tokio::time::sleep(IO_RECHECK) => {}
+                    }
+                }
+                Some(_) => {}
+                None => return self.tasks.join_next().await,
+            }
+        }
+    }
+}
+
+/// How often the driver looks again while a binding cycle waits on I/O.
+const IO_RECHECK: std::time::Duration = std::time::Duration::from_millis(1);
 
 fn complete(
     scheduler: &mut Scheduler,

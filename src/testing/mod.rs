@@ -37,6 +37,7 @@ macro_rules! metadata_setters {
     };
 }
 
+pub mod executor;
 mod node;
 mod pod;
 

@@ -8,7 +8,7 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 use crate::api::{POD_GROUP_LABEL, PodGroupSpec};
-use crate::framework::{BindError, Binder, WaitingPod};
+use crate::framework::WaitingPod;
 use crate::testing::{make_node, make_pod, pod_info, quantities, snapshot};
 
 const NS: &str = "default";
@@ -16,15 +16,6 @@ const NS: &str = "default";
 const HELD_FOR: Duration = Duration::from_secs(600);
 const INSUFFICIENT_CPU: &str = "Insufficient cpu";
 const UNTOLERATED_TAINT: &str = "node(s) had untolerated taint {dedicated: infra}";
-
-struct NoBinder;
-
-#[async_trait]
-impl Binder for NoBinder {
-    async fn bind(&self, _: &Pod, _: &str) -> Result<(), BindError> {
-        Ok(())
-    }
-}
 
 fn at(second: i64) -> Time {
     Time(Timestamp::from_second(second).expect("test timestamps are in range"))
@@ -144,14 +135,7 @@ impl Fixture {
         for g in groups {
             pod_groups.apply(g);
         }
-        let handle = Handle {
-            binder: Arc::new(NoBinder),
-            waiting_pods: Arc::new(WaitingPods::new()),
-            parallelism: 1,
-            workloads: Default::default(),
-            pod_groups,
-            health: Default::default(),
-        };
+        let handle = Handle::builder().pod_groups(pod_groups).build();
         let plugin = Coscheduling::build(args, &handle).expect("Coscheduling builds");
         Fixture {
             plugin,

@@ -276,7 +276,7 @@ mod tests {
         let infos = node_infos(nodes);
         let mut state = CycleState::new();
         let code = if pre_score {
-            block_on(plugin.pre_score(&mut state, &pod, &infos)).code()
+            complete(plugin.pre_score(&mut state, &pod, &infos)).code()
         } else {
             Code::Success
         };

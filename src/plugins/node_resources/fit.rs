@@ -115,7 +115,7 @@ mod tests {
         let pod = pod_info(pod.clone());
         let node = node_info(&make_node("node", node), existing);
         let mut state = CycleState::new();
-        let (_, pre) = block_on(plugin.pre_filter(&mut state, &pod, &empty_snapshot()));
+        let (_, pre) = complete(plugin.pre_filter(&mut state, &pod, &empty_snapshot()));
         assert!(pre.is_success(), "PreFilter: {pre}");
         plugin.filter(&state, &pod, &node)
     }

@@ -10,8 +10,8 @@ use crate::cluster::{NodeInfo, Snapshot};
 use crate::framework::{CycleState, PreScorePlugin, ScorePlugin, Status};
 use crate::testing::{make_node as st_make_node, make_pod};
 
+pub use crate::testing::executor::complete;
 pub use crate::testing::{pod_info, quantities};
-pub use futures::executor::block_on;
 
 /// The requests of one container, e.g. `[("cpu", "1000"), ("memory", "2000")]`.
 pub type Requests<'a> = Vec<(&'a str, String)>;
@@ -76,7 +76,7 @@ pub fn score_nodes(
     let pod = pod_info(pod);
     let infos = node_infos(nodes);
     let mut state = CycleState::new();
-    let status = block_on(plugin.pre_score(&mut state, &pod, &infos));
+    let status = complete(plugin.pre_score(&mut state, &pod, &infos));
     assert!(status.is_success(), "PreScore: {status}");
     infos
         .iter()

@@ -12,8 +12,8 @@
 use std::collections::HashMap;
 
 use crate::cluster::{NodeInfo, Snapshot};
+use crate::framework::Parallelizer;
 use crate::framework::kept::Kept;
-use crate::framework::parallel::map_range;
 
 /// The most constraint sets kept; the least recently used one goes first.
 const MAX_ENTRIES: usize = 16;
@@ -116,22 +116,23 @@ impl DomainCounts {
     /// Per constraint (`constraints` of them), the matching pods per domain over the
     /// nodes of `snapshot`, each node contributing what `eval` says (one entry per
     /// constraint). `key` must capture everything `eval` depends on besides the node.
-    /// A first count evaluates the nodes on `pool` (on the caller's thread without one).
+    /// A first count evaluates the nodes on `parallelizer` (on the caller's thread
+    /// without one).
     pub(super) fn count<E>(
         &self,
         key: String,
         constraints: usize,
         snapshot: &Snapshot,
         eval: E,
-        pool: Option<&rayon::ThreadPool>,
+        parallelizer: Option<&Parallelizer>,
     ) -> Vec<HashMap<String, i64>>
     where
         E: for<'n> Fn(&'n NodeInfo) -> Vec<Contribution<'n>> + Sync + Send,
     {
         let nodes = snapshot.nodes();
         let build = || {
-            let per_node = match pool {
-                Some(pool) => map_range(pool, nodes.len(), |i| eval(&nodes[i])),
+            let per_node = match parallelizer {
+                Some(parallelizer) => parallelizer.map_range(nodes.len(), |i| eval(&nodes[i])),
                 None => nodes.iter().map(|n| eval(n)).collect(),
             };
             let mut table = Table::new(constraints, nodes.len());
@@ -198,8 +199,8 @@ mod tests {
                 .count();
             vec![zone.map(|z| (z.as_str(), web as i64))]
         });
-        let pool = crate::framework::parallel::pool(2).expect("a pool");
-        let mut result = counts.count("web".into(), 1, snapshot, eval, Some(&pool));
+        let workers = Parallelizer::new(2).expect("worker threads start");
+        let mut result = counts.count("web".into(), 1, snapshot, eval, Some(&workers));
         result.remove(0)
     }
 

@@ -273,9 +273,10 @@ pub struct PodTopologySpread {
     /// `defaultingType: System`: nodes missing the zone label still get hostname scoring.
     system_defaulted: bool,
     default_selector: Option<DefaultSelectorFn>,
-    /// The profile's worker pool for per-node domain counting; `None` (a plugin built
-    /// with [`PodTopologySpread::new`] alone, in tests) counts on the caller's thread.
-    pool: Option<Arc<rayon::ThreadPool>>,
+    /// The scheduler's worker threads for per-node domain counting; `None` (a plugin
+    /// built with [`PodTopologySpread::new`] alone, in tests) counts on the caller's
+    /// thread.
+    pool: Option<Arc<crate::framework::Parallelizer>>,
     /// Per-node counts kept across cycles (see [`counts`]).
     counts: counts::DomainCounts,
 }
@@ -301,9 +302,9 @@ impl PodTopologySpread {
         }
     }
 
-    /// Counts domains on `pool` (the profile's `--parallelism`).
-    pub fn with_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
-        self.pool = Some(pool);
+    /// Counts domains on the scheduler's worker threads (the [`Handle`]'s).
+    pub fn with_parallelizer(mut self, parallelizer: Arc<crate::framework::Parallelizer>) -> Self {
+        self.pool = Some(parallelizer);
         self
     }
 
@@ -382,13 +383,9 @@ crate::plugin! {
 
         fn build(args: PodTopologySpreadArgs, handle: &Handle) -> Result<Self, PluginError> {
             let workloads = handle.workloads.clone();
-            let pool = handle.pool().map_err(|message| PluginError::Init {
-                plugin: Self::NAME.into(),
-                message,
-            })?;
             Ok(PodTopologySpread::new(args)
                 .with_default_selector(Arc::new(move |pod| Some(workloads.default_selector(pod))))
-                .with_pool(pool))
+                .with_parallelizer(handle.parallelizer.clone()))
         }
     }
 }

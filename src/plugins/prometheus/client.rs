@@ -14,11 +14,10 @@
 //!   `/etc/ssl/certs`, or `SSL_CERT_FILE`/`SSL_CERT_DIR`); the CA file adds its certificates
 //!   to those. It is read once, when the client is built, so that a bad file fails the
 //!   plugin where the user looks for configuration errors rather than every query.
-//! - **Runtime.** Requests run on a small runtime of their own, entered from a blocking
-//!   task. `berth simulate` runs the scheduler on a paused clock that jumps ahead whenever
-//!   its runtime is idle; a socket read is idle time to it, so a request made there would
-//!   time out at once. A blocking task holds that clock still while it waits, and the
-//!   client's own runtime keeps real time.
+//! - **Runtime and time.** Requests run on the caller's runtime, whose timer bounds them
+//!   in real time. The cache's age is read from the scheduler's [`Clock`] (virtual in
+//!   `berth simulate`, where time moves only between cycles), so that an answer is reused
+//!   exactly as long in a simulation as in the cluster.
 //! - **Counting.** [`PrometheusClient::queries_issued`] counts the requests sent (not the
 //!   cache hits), for tests that assert one query per metric per scheduling cycle.
 
@@ -26,16 +25,16 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use prometheus_http_query::response::Data;
 use reqwest::header::{AUTHORIZATION, HeaderValue};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use tokio::time::Instant;
 
 use crate::files;
+use crate::framework::clock::{Clock, Instant, RuntimeClock};
 
 use super::args::{DEFAULT_CACHE_TTL_SECONDS, DEFAULT_QUERY_TIMEOUT_SECONDS};
 
@@ -141,7 +140,7 @@ pub enum QueryError {
     /// The bearer token file could not be used; no request was sent.
     #[error("cannot use the bearer token file {path}: {detail}")]
     BearerToken { path: String, detail: String },
-    /// berth itself failed (its I/O runtime did not start, the request task was lost).
+    /// berth itself failed (the HTTP client failed in a way none of the above describes).
     #[error("querying Prometheus at {address} failed inside berth: {detail}")]
     Internal { address: String, detail: String },
 }
@@ -213,8 +212,8 @@ struct CachedOutcome {
     outcome: Result<Arc<NodeValues>, QueryError>,
 }
 
-/// A Prometheus HTTP API client for node metrics; cheap to clone (clones share the cache
-/// and the query counter).
+/// A Prometheus HTTP API client for node metrics; cheap to clone (clones share the cache,
+/// the clock and the query counter).
 #[derive(Clone)]
 pub struct PrometheusClient {
     inner: Arc<Inner>,
@@ -224,6 +223,7 @@ struct Inner {
     config: ClientConfig,
     api: prometheus_http_query::Client,
     cache: Mutex<HashMap<CacheKey, CachedOutcome>>,
+    clock: Arc<dyn Clock>,
     queries: AtomicU64,
 }
 
@@ -237,8 +237,15 @@ impl fmt::Debug for PrometheusClient {
 }
 
 impl PrometheusClient {
-    /// A client for `config`; no request is made yet.
+    /// A client for `config`, its cache timed by the runtime's clock; no request is made
+    /// yet.
     pub fn new(config: ClientConfig) -> Result<Self, ClientError> {
+        Self::with_clock(config, RuntimeClock::shared())
+    }
+
+    /// A client for `config` whose cached answers age by `clock` (a plugin's: the
+    /// scheduler's clock from its [`Handle`](crate::framework::Handle)).
+    pub fn with_clock(config: ClientConfig, clock: Arc<dyn Clock>) -> Result<Self, ClientError> {
         super::install_default_crypto_provider();
         let address = config.address.clone();
         let mut http = reqwest::Client::builder()
@@ -269,6 +276,7 @@ impl PrometheusClient {
                 config,
                 api,
                 cache: Mutex::default(),
+                clock,
                 queries: AtomicU64::new(0),
             }),
         })
@@ -293,9 +301,10 @@ impl PrometheusClient {
     ) -> Result<Arc<NodeValues>, QueryError> {
         let ttl = self.inner.config.cache_ttl;
         let key = (query.to_string(), node_label.to_string());
+        let now = self.inner.clock.now();
         if !ttl.is_zero()
             && let Some(cached) = self.lock_cache().get(&key)
-            && cached.at.elapsed() < ttl
+            && now.saturating_duration_since(cached.at) < ttl
         {
             return cached.outcome.clone();
         }
@@ -304,7 +313,7 @@ impl PrometheusClient {
             self.lock_cache().insert(
                 key,
                 CachedOutcome {
-                    at: Instant::now(),
+                    at: self.inner.clock.now(),
                     outcome: outcome.clone(),
                 },
             );
@@ -320,20 +329,11 @@ impl PrometheusClient {
     }
 
     async fn fetch(&self, query: &str, node_label: &str) -> Result<NodeValues, QueryError> {
-        let inner = self.inner.clone();
-        let request_query = query.to_string();
+        let inner = &self.inner;
         tracing::debug!(address = %inner.config.address, query, "querying Prometheus");
-        let answer = tokio::task::spawn_blocking(move || {
-            let runtime = io_runtime().map_err(|detail| inner.internal(detail))?;
-            let token = inner.bearer_header()?;
-            inner.queries.fetch_add(1, Ordering::SeqCst);
-            runtime.block_on(inner.instant_query(&request_query, token))
-        })
-        .await
-        .map_err(|e| {
-            self.inner
-                .internal(format!("the query task ended early: {e}"))
-        })??;
+        let token = inner.bearer_header()?;
+        inner.queries.fetch_add(1, Ordering::SeqCst);
+        let answer = inner.instant_query(query, token).await?;
         Ok(NodeValues::from_series(answer.into_iter().map(|series| {
             let (mut labels, sample) = series.into_inner();
             (labels.remove(node_label), sample.value())
@@ -506,24 +506,6 @@ fn certificate_problem(error: &reqwest::Error) -> Option<String> {
         };
     }
     None
-}
-
-/// The runtime Prometheus requests run on (see the module documentation); built on first
-/// use and kept for the life of the process, so that no plugin drops a runtime from async
-/// code.
-fn io_runtime() -> Result<&'static tokio::runtime::Runtime, String> {
-    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name("berth-prometheus")
-                .enable_all()
-                .build()
-                .map_err(|e| format!("cannot start the Prometheus I/O runtime: {e}"))
-        })
-        .as_ref()
-        .map_err(Clone::clone)
 }
 
 /// `error` and its sources, joined by `: `, without repeating a message a source repeats.

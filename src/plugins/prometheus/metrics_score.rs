@@ -385,12 +385,7 @@ crate::plugin! {
         type Args = MetricsScoreArgs;
 
         fn build(args: MetricsScoreArgs, handle: &Handle) -> Result<Self, PluginError> {
-            let client = PrometheusClient::new(args.prometheus.client_config()).map_err(|e| {
-                PluginError::Init {
-                    plugin: Self::NAME.to_string(),
-                    message: e.to_string(),
-                }
-            })?;
+            let client = super::plugin_client(args.prometheus.client_config(), handle, Self::NAME)?;
             Ok(MetricsScore {
                 client,
                 metrics: args.metrics,
@@ -475,6 +470,7 @@ mod tests {
     use crate::framework::Plugin;
     use crate::framework::{Code, decode_args};
     use crate::plugins::prometheus::test_nodes as nodes;
+    use crate::testing::executor::complete;
 
     fn metric(name: &str, direction: Direction, weight: i64) -> Metric {
         Metric {
@@ -520,7 +516,7 @@ mod tests {
         let pod = PodInfo::new(Default::default()).expect("an empty pod");
         let mut state = CycleState::new();
         state.write(MetricAnswers(answers));
-        let status = futures::executor::block_on(plugin.pre_score(&mut state, &pod, &nodes));
+        let status = complete(plugin.pre_score(&mut state, &pod, &nodes));
         assert!(status.is_success(), "{status}");
         nodes
             .iter()
@@ -685,8 +681,7 @@ mod tests {
         let plugin = plugin(vec![metric("cpu", Direction::LowerIsBetter, 1)]);
         let mut state = CycleState::new();
         let pod = PodInfo::new(Default::default()).expect("an empty pod");
-        let (_, status) =
-            futures::executor::block_on(plugin.pre_filter(&mut state, &pod, &Snapshot::default()));
+        let (_, status) = complete(plugin.pre_filter(&mut state, &pod, &Snapshot::default()));
         assert!(status.is_skip(), "{status}");
         assert_eq!(plugin.client().queries_issued(), 0);
     }

@@ -39,11 +39,6 @@ pub mod client;
 pub mod metrics_score;
 pub mod network_traffic;
 
-#[cfg(test)]
-mod fake_prometheus;
-#[cfg(test)]
-mod http_tests;
-
 /// Nodes with just these names, for the plugins' unit tests.
 #[cfg(test)]
 pub(crate) fn test_nodes(names: &[&str]) -> Vec<Arc<crate::cluster::NodeInfo>> {
@@ -67,7 +62,7 @@ pub(crate) fn test_nodes(names: &[&str]) -> Vec<Arc<crate::cluster::NodeInfo>> {
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::framework::{MAX_NODE_SCORE, PluginHealth};
+use crate::framework::{Handle, MAX_NODE_SCORE, PluginError, PluginHealth};
 
 pub use args::PrometheusArgs;
 pub use client::{ClientConfig, ClientError, NodeValues, PrometheusClient, QueryError};
@@ -93,6 +88,19 @@ pub fn install_default_crypto_provider() {
     // Err only means a provider is installed already (by an earlier call, or by the
     // embedding program); that one is kept.
     let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The client a metrics plugin queries through: `config`, its cache aged by the
+/// scheduler's clock; a client that cannot be built fails the plugin (`PluginInitFailed`).
+fn plugin_client(
+    config: ClientConfig,
+    handle: &Handle,
+    plugin: &str,
+) -> Result<PrometheusClient, PluginError> {
+    PrometheusClient::with_clock(config, handle.clock.clone()).map_err(|e| PluginError::Init {
+        plugin: plugin.to_string(),
+        message: e.to_string(),
+    })
 }
 
 /// The score every node gets from a metrics plugin that has nothing to compare: no

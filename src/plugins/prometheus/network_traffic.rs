@@ -266,12 +266,7 @@ crate::plugin! {
         type Args = NetworkTrafficArgs;
 
         fn build(args: NetworkTrafficArgs, handle: &Handle) -> Result<Self, PluginError> {
-            let client = PrometheusClient::new(args.prometheus.client_config()).map_err(|e| {
-                PluginError::Init {
-                    plugin: Self::NAME.to_string(),
-                    message: e.to_string(),
-                }
-            })?;
+            let client = super::plugin_client(args.prometheus.client_config(), handle, Self::NAME)?;
             Ok(NetworkTraffic {
                 client,
                 query: args.effective_query(),

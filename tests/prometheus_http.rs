@@ -1,24 +1,27 @@
 //! The plugins and their client against a fake Prometheus on 127.0.0.1
-//! ([`super::fake_prometheus`]): queries per scheduling cycle, the cache, failures and the
-//! Degraded report, the bearer token; partly through `berth simulate`'s driver, on the
-//! paused clock it runs on.
+//! (`support/fake_prometheus.rs`): queries per scheduling cycle, the cache, failures and
+//! the Degraded report, the bearer token; partly through `berth simulate`'s driver, on
+//! the virtual clock it runs on.
+
+#[path = "support/fake_prometheus.rs"]
+mod fake_prometheus;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use berth::cluster::{NodeInfo, PodInfo};
+use berth::framework::{Clock, CycleState, Handle, Plugin, PluginError, PluginHealth};
+use berth::plugins::prometheus::network_traffic::DEFAULT_QUERY;
+use berth::plugins::prometheus::{ClientConfig, PrometheusClient, QueryError};
+use berth::simulate::clock::VirtualClock;
+use berth::simulate::input::load_str;
+use berth::simulate::report::{PodResult, Report};
+use berth::simulate::run::{SimulateOptions, simulate};
+use fake_prometheus::{Answer, FakePrometheus, TestCa};
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
-
-use super::fake_prometheus::{Answer, FakePrometheus, TestCa};
-use super::network_traffic::DEFAULT_QUERY;
-use super::{ClientConfig, PrometheusClient, QueryError};
-use crate::cluster::PodInfo;
-use crate::framework::{
-    BindError, Binder, CycleState, Handle, Plugin, PluginError, PluginHealth, WaitingPods,
-};
-use crate::simulate::input::load_str;
-use crate::simulate::report::{PodResult, Report};
-use crate::simulate::run::{SimulateOptions, simulate};
 
 /// The default NetworkTraffic query with the default interface and range.
 fn default_network_query() -> String {
@@ -60,7 +63,7 @@ async fn simulate_yaml(yaml: &str) -> Report {
     let (input, _warnings) = load_str(Path::new("test.yaml"), yaml).expect("valid test input");
     simulate(
         input,
-        &crate::plugins::default_registry(),
+        &berth::plugins::default_registry(),
         SimulateOptions {
             explain: true,
             seed: 0,
@@ -88,7 +91,7 @@ fn named(pairs: &[(&str, i64)]) -> Vec<(String, i64)> {
     pairs.iter().map(|(n, s)| (n.to_string(), *s)).collect()
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn network_traffic_queries_once_per_cycle_and_picks_the_quietest_node() {
     let fake = FakePrometheus::start(Answer::nodes(
         "nodename",
@@ -119,7 +122,7 @@ async fn network_traffic_queries_once_per_cycle_and_picks_the_quietest_node() {
     assert!(report.degraded.is_empty(), "{:?}", report.degraded);
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn metrics_score_shares_one_query_per_metric_between_pre_filter_and_pre_score() {
     let fake = FakePrometheus::start(Answer::nodes("nodename", &[]));
     fake.answer_query(
@@ -180,7 +183,7 @@ async fn metrics_score_shares_one_query_per_metric_between_pre_filter_and_pre_sc
     assert!(report.degraded.is_empty(), "{:?}", report.degraded);
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn simulate_schedules_and_reports_the_profile_degraded_when_prometheus_is_down() {
     let address = closed_address().await;
     let spec = format!(
@@ -208,15 +211,6 @@ async fn simulate_schedules_and_reports_the_profile_degraded_when_prometheus_is_
     assert!(degraded.message.starts_with(&want), "{}", degraded.message);
 }
 
-struct NoBinder;
-
-#[async_trait::async_trait]
-impl Binder for NoBinder {
-    async fn bind(&self, _: &k8s_openapi::api::core::v1::Pod, _: &str) -> Result<(), BindError> {
-        Ok(())
-    }
-}
-
 /// NetworkTraffic built from `args` through the registry, with its profile's health.
 fn network_traffic(args: serde_json::Value) -> (Arc<dyn Plugin>, Arc<PluginHealth>) {
     let (plugin, health) = try_network_traffic(args);
@@ -229,15 +223,8 @@ fn try_network_traffic(
     args: serde_json::Value,
 ) -> (Result<Arc<dyn Plugin>, PluginError>, Arc<PluginHealth>) {
     let health = Arc::new(PluginHealth::new());
-    let handle = Handle {
-        binder: Arc::new(NoBinder),
-        waiting_pods: Arc::new(WaitingPods::new()),
-        parallelism: 1,
-        workloads: Default::default(),
-        pod_groups: Default::default(),
-        health: health.clone(),
-    };
-    let registry = crate::plugins::default_registry();
+    let handle = Handle::builder().health(health.clone()).build();
+    let registry = berth::plugins::default_registry();
     let plugin = registry
         .get("NetworkTraffic")
         .expect("NetworkTraffic is registered")
@@ -245,9 +232,26 @@ fn try_network_traffic(
     (plugin, health)
 }
 
+/// Nodes with just these names.
+fn test_nodes(names: &[&str]) -> Vec<Arc<NodeInfo>> {
+    names
+        .iter()
+        .map(|name| {
+            let node = Node {
+                metadata: ObjectMeta {
+                    name: Some(name.to_string()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            Arc::new(NodeInfo::new(node).expect("a node without quantities"))
+        })
+        .collect()
+}
+
 /// One cycle of PreScore, Score and NormalizeScore over nodes a, b, c.
 async fn score_cycle(plugin: &dyn Plugin) -> Vec<i64> {
-    let nodes = super::test_nodes(&["a", "b", "c"]);
+    let nodes = test_nodes(&["a", "b", "c"]);
     let pod = PodInfo::new(Default::default()).expect("a pod");
     let mut state = CycleState::new();
     let pre_score = plugin.as_pre_score().expect("NetworkTraffic has PreScore");
@@ -396,17 +400,20 @@ async fn failed_queries_score_neutrally_and_degrade_until_one_succeeds() {
     }
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn an_outcome_is_reused_until_the_cache_ttl_passes() {
     let fake = FakePrometheus::start(Answer::nodes("nodename", &[("a", "1")]));
-    let client = PrometheusClient::new(
+    let clock = VirtualClock::new();
+    let advance = |by: u64| clock.advance_to(clock.now() + Duration::from_secs(by));
+    let client = PrometheusClient::with_clock(
         ClientConfig::new(fake.address()).with_cache_ttl(Duration::from_secs(10)),
+        Arc::new(clock.clone()),
     )
     .expect("a client");
     let query = "node_load1";
     let first = client.node_values(query, "nodename").await;
     assert_eq!(first.as_ref().ok().and_then(|v| v.get("a")), Some(1.0));
-    tokio::time::advance(Duration::from_secs(9)).await;
+    advance(9);
     let cached = client.node_values(query, "nodename").await;
     assert_eq!(cached, first);
     assert_eq!((fake.requests().len(), client.queries_issued()), (1, 1));
@@ -420,7 +427,7 @@ async fn an_outcome_is_reused_until_the_cache_ttl_passes() {
         status: 502,
         body: "bad gateway",
     });
-    tokio::time::advance(Duration::from_secs(2)).await;
+    advance(2);
     let failed = client.node_values(query, "nodename").await;
     assert!(
         matches!(failed, Err(QueryError::HttpStatus { status: 502, .. })),
@@ -429,7 +436,7 @@ async fn an_outcome_is_reused_until_the_cache_ttl_passes() {
     fake.answer(Answer::nodes("nodename", &[("a", "2")]));
     assert_eq!(client.node_values(query, "nodename").await, failed);
     assert_eq!(fake.requests().len(), 3);
-    tokio::time::advance(Duration::from_secs(10)).await;
+    advance(10);
     let recovered = client.node_values(query, "nodename").await;
     assert_eq!(recovered.ok().and_then(|v| v.get("a")), Some(2.0));
     assert_eq!((fake.requests().len(), client.queries_issued()), (4, 4));
@@ -701,7 +708,7 @@ fn example_at(file: &str, address: &str) -> String {
     text.replace(EXAMPLE_ADDRESS, address)
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn the_network_aware_example_sends_pods_to_the_quietest_node() {
     let fake = FakePrometheus::start(Answer::nodes(
         "nodename",
@@ -736,7 +743,7 @@ async fn the_network_aware_example_sends_pods_to_the_quietest_node() {
     assert!(report.degraded.is_empty(), "{:?}", report.degraded);
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn the_load_aware_example_avoids_the_hot_node_and_says_why() {
     let fake = FakePrometheus::start(Answer::nodes("nodename", &[]));
     let yaml = example_at("load-aware.yaml", fake.address());
@@ -797,7 +804,7 @@ async fn the_load_aware_example_avoids_the_hot_node_and_says_why() {
     assert!(report.degraded.is_empty(), "{:?}", report.degraded);
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn metrics_score_names_the_metrics_that_failed() {
     let fake = FakePrometheus::start(Answer::nodes("nodename", &[("a", "1"), ("b", "2")]));
     fake.answer_query(
@@ -845,7 +852,7 @@ async fn metrics_score_names_the_metrics_that_failed() {
     assert!(message.starts_with(&want), "{message}");
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn enabled_at_score_only_it_runs_its_pre_score_and_ranks_nodes() {
     let fake = FakePrometheus::start(Answer::nodes(
         "nodename",

@@ -1,0 +1,55 @@
+//! Turning a resolved profile into a running [`Framework`]: the one instantiation
+//! `berth simulate` and the operator share, so that both hand plugins the same services
+//! (the scheduler's worker threads and clock, the binder, the workload and PodGroup
+//! listers) and differ only in where those services come from.
+
+use std::sync::Arc;
+
+use crate::cluster::{PodGroups, Workloads};
+use crate::framework::{
+    Binder, Clock, Framework, Handle, Observer, Parallelizer, PluginError, PluginHealth, Registry,
+    ResolvedProfile,
+};
+
+/// What every profile instance of one scheduler shares.
+#[derive(Clone)]
+pub struct ProfileServices {
+    /// Writes bindings (DefaultBinder).
+    pub binder: Arc<dyn Binder>,
+    /// The scheduler's worker threads ([`Scheduler::parallelizer`](super::Scheduler::parallelizer)).
+    pub parallelizer: Arc<Parallelizer>,
+    /// The scheduler's time ([`Scheduler::clock`](super::Scheduler::clock)).
+    pub clock: Arc<dyn Clock>,
+    /// Workload selectors, for default spreading.
+    pub workloads: Arc<Workloads>,
+    /// PodGroups, for gang scheduling.
+    pub pod_groups: Arc<PodGroups>,
+    /// Records extension-point timings of every instance (metrics), if any.
+    pub observer: Option<Arc<dyn Observer>>,
+}
+
+impl ProfileServices {
+    /// Instantiates the plugins of `resolved` for the profile serving `scheduler_name`,
+    /// reporting plugin health to `health`; the instance holds its own Permit waiters.
+    pub fn instantiate(
+        &self,
+        scheduler_name: &str,
+        resolved: ResolvedProfile,
+        registry: &Registry,
+        health: Arc<PluginHealth>,
+    ) -> Result<Framework, PluginError> {
+        let handle = Handle::builder()
+            .binder(self.binder.clone())
+            .parallelizer(self.parallelizer.clone())
+            .clock(self.clock.clone())
+            .workloads(self.workloads.clone())
+            .pod_groups(self.pod_groups.clone())
+            .health(health)
+            .build();
+        let framework = Framework::new(scheduler_name, resolved, registry, handle)?;
+        Ok(match &self.observer {
+            Some(observer) => framework.with_observer(observer.clone()),
+            None => framework,
+        })
+    }
+}
