@@ -41,7 +41,8 @@
 //!
 //! The core ([`cluster`], [`framework`], [`queue`], [`plugins`], [`scheduler`]) takes
 //! k8s-openapi types in and returns decisions; it performs no Kubernetes I/O. Every file
-//! a user names is read through [`files`], which bounds its size.
+//! a user names is read through [`files`], which bounds its size; [`tls`] sets up the
+//! crypto provider every TLS client uses.
 
 pub mod api;
 pub mod bench;
@@ -59,3 +60,4 @@ pub mod scheduler;
 pub mod schema;
 pub mod simulate;
 pub mod testing;
+pub mod tls;

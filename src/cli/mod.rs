@@ -116,7 +116,7 @@ pub fn write_stdout(text: &str, what: &str) -> u8 {
 pub fn main(registry: Registry) -> ExitCode {
     // One rustls crypto provider for the whole process, before any TLS client (kube's, the
     // Prometheus plugins') is built.
-    crate::plugins::prometheus::install_default_crypto_provider();
+    crate::tls::install_default_crypto_provider();
     let cli = Cli::parse();
     let default_filter = match cli.command {
         Command::Run(_) => logging::OPERATOR_FILTER,

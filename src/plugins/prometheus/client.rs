@@ -246,7 +246,7 @@ impl PrometheusClient {
     /// A client for `config` whose cached answers age by `clock` (a plugin's: the
     /// scheduler's clock from its [`Handle`](crate::framework::Handle)).
     pub fn with_clock(config: ClientConfig, clock: Arc<dyn Clock>) -> Result<Self, ClientError> {
-        super::install_default_crypto_provider();
+        crate::tls::install_default_crypto_provider();
         let address = config.address.clone();
         let mut http = reqwest::Client::builder()
             .timeout(config.timeout)

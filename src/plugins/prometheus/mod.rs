@@ -73,23 +73,6 @@ pub use network_traffic::{NetworkTraffic, NetworkTrafficArgs};
 /// `Degraded` condition.
 pub const METRICS_UNAVAILABLE: &str = "MetricsUnavailable";
 
-/// Makes rustls' `ring` provider the process-wide default, unless a default is installed
-/// already.
-///
-/// Both TLS clients in the process take the process default: kube's (rustls
-/// `ClientConfig::builder()`) and the Prometheus client's (reqwest with
-/// `rustls-no-provider`, which panics when there is none). berth links `ring` only (kube's
-/// `ring` feature; no dependency may enable `aws-lc-rs`), and installing it explicitly
-/// keeps that working even if a second provider gets linked one day, when rustls would
-/// refuse to pick one. The binary calls this at startup, before any client exists;
-/// [`PrometheusClient::new`] calls it too, for programs that embed berth without its entry
-/// point.
-pub fn install_default_crypto_provider() {
-    // Err only means a provider is installed already (by an earlier call, or by the
-    // embedding program); that one is kept.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
 /// The client a metrics plugin queries through: `config`, its cache aged by the
 /// scheduler's clock; a client that cannot be built fails the plugin (`PluginInitFailed`).
 fn plugin_client(
