@@ -117,6 +117,7 @@ fn bench_command(args: BenchArgs, registry: &Registry) -> u8 {
         passed: true,
         workloads: Vec::new(),
     };
+    let mut workers: Vec<(usize, Arc<Parallelizer>)> = Vec::new();
     for plan in &plans {
         // Threads beyond the node count would have no node to filter.
         let parallelism = args
@@ -128,12 +129,21 @@ fn bench_command(args: BenchArgs, registry: &Registry) -> u8 {
                     .unwrap_or(usize::MAX)
                     .max(1),
             );
-        let parallelizer = match Parallelizer::new(parallelism) {
-            Ok(parallelizer) => Arc::new(parallelizer),
-            Err(error) => {
-                eprintln!("error: {error}");
-                return EXIT_INTERNAL;
-            }
+        // Workloads of the same degree share their workers: threads started per workload
+        // would each leave an allocator arena behind and inflate the next one's peak RSS.
+        let parallelizer = match workers.iter().find(|(degree, _)| *degree == parallelism) {
+            Some((_, parallelizer)) => parallelizer.clone(),
+            None => match Parallelizer::new(parallelism) {
+                Ok(parallelizer) => {
+                    let parallelizer = Arc::new(parallelizer);
+                    workers.push((parallelism, parallelizer.clone()));
+                    parallelizer
+                }
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    return EXIT_INTERNAL;
+                }
+            },
         };
         let options = RunOptions {
             seed: args.seed,
