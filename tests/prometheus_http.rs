@@ -3,8 +3,7 @@
 //! the Degraded report, the bearer token; partly through `berth simulate`'s driver, on
 //! the virtual clock it runs on.
 
-#[path = "support/fake_prometheus.rs"]
-mod fake_prometheus;
+mod support;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,10 +17,10 @@ use berth::simulate::clock::VirtualClock;
 use berth::simulate::input::load_str;
 use berth::simulate::report::{PodResult, Report};
 use berth::simulate::run::{SimulateOptions, simulate};
-use fake_prometheus::{Answer, FakePrometheus, TestCa};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
+use support::fake_prometheus::{Answer, FakePrometheus, TestCa};
 
 /// The default NetworkTraffic query with the default interface and range.
 fn default_network_query() -> String {
@@ -32,12 +31,7 @@ fn default_network_query() -> String {
 
 /// An address where nothing listens.
 async fn closed_address() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a free port");
-    let address = format!("http://{}", listener.local_addr().expect("its address"));
-    drop(listener);
-    address
+    format!("http://{}", support::http::free_address())
 }
 
 /// Three equal nodes a, b, c; `pods` pending pods for `profile`; and the profile, whose

@@ -71,7 +71,7 @@ pub struct SchedulerProfileSpec {
 
 fn plugin_config_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     // Replaced by one typed property per plugin when the CRD is generated from the
-    // registry (see `api::crd`).
+    // registry (see `schema::crd`).
     schemars::json_schema!({ "type": "object" })
 }
 

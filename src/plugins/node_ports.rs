@@ -138,6 +138,7 @@ mod tests {
 
     use super::*;
     use crate::framework::Code;
+    use crate::testing::moves_on;
     use crate::testing::{PodWrapper, make_pod};
 
     /// A port written as upstream's test helper reads it: `PROTOCOL/hostIP/hostPort`.
@@ -400,17 +401,19 @@ mod tests {
             &[ExtensionPoint::PreFilter, ExtensionPoint::Filter]
         );
         let events = plugin.events_to_register().expect("registers events");
-        let moves_on = |resource, action| {
-            let incoming = ClusterEvent::new(resource, action);
-            events.iter().any(|e| e.matches(&incoming))
-        };
-        assert!(moves_on(EventResource::AssignedPod, ActionType::DELETE));
-        assert!(moves_on(EventResource::Node, ActionType::ADD));
+        assert!(moves_on(
+            &events,
+            EventResource::AssignedPod,
+            ActionType::DELETE
+        ));
+        assert!(moves_on(&events, EventResource::Node, ActionType::ADD));
         assert!(!moves_on(
+            &events,
             EventResource::AssignedPod,
             ActionType::UPDATE_POD_LABEL
         ));
         assert!(!moves_on(
+            &events,
             EventResource::Node,
             ActionType::UPDATE_NODE_LABEL
         ));

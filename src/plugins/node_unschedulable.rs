@@ -92,6 +92,7 @@ mod tests {
     use super::*;
     use crate::framework::Code;
     use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
+    use crate::testing::moves_on;
     use crate::testing::{make_node, make_pod, toleration};
 
     #[test]
@@ -133,17 +134,22 @@ mod tests {
         assert!(plugin.as_score().is_none());
         assert_eq!(NodeUnschedulable::POINTS, &[ExtensionPoint::Filter]);
         let events = plugin.events_to_register().expect("registers events");
-        let moves_on = |resource, action| {
-            let incoming = ClusterEvent::new(resource, action);
-            events.iter().any(|e| e.matches(&incoming))
-        };
         // An uncordon arrives as a taint-class node update, as upstream classifies it.
-        assert!(moves_on(EventResource::Node, ActionType::UPDATE_NODE_TAINT));
         assert!(moves_on(
+            &events,
+            EventResource::Node,
+            ActionType::UPDATE_NODE_TAINT
+        ));
+        assert!(moves_on(
+            &events,
             EventResource::UnscheduledPod,
             ActionType::UPDATE_POD_TOLERATIONS
         ));
-        assert!(!moves_on(EventResource::AssignedPod, ActionType::DELETE));
+        assert!(!moves_on(
+            &events,
+            EventResource::AssignedPod,
+            ActionType::DELETE
+        ));
     }
 
     #[test]

@@ -62,6 +62,7 @@ mod tests {
     use super::*;
     use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
     use crate::testing::make_pod;
+    use crate::testing::moves_on;
 
     #[test]
     fn pre_enqueue_matches_upstream_table() {
@@ -89,11 +90,15 @@ mod tests {
         assert!(plugin.as_filter().is_none());
         assert_eq!(SchedulingGates::POINTS, &[ExtensionPoint::PreEnqueue]);
         let events = plugin.events_to_register().expect("registers events");
-        let moves_on = |action| {
-            let incoming = ClusterEvent::new(EventResource::UnscheduledPod, action);
-            events.iter().any(|e| e.matches(&incoming))
-        };
-        assert!(moves_on(ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED));
-        assert!(!moves_on(ActionType::UPDATE_POD_LABEL));
+        assert!(moves_on(
+            &events,
+            EventResource::UnscheduledPod,
+            ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+        ));
+        assert!(!moves_on(
+            &events,
+            EventResource::UnscheduledPod,
+            ActionType::UPDATE_POD_LABEL
+        ));
     }
 }

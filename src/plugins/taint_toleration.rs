@@ -164,6 +164,7 @@ mod tests {
     use super::*;
     use crate::framework::{Code, Plugin, PluginFactory};
     use crate::helpers::taints::tolerates_taint;
+    use crate::testing::moves_on;
     use crate::testing::{make_node, make_pod, taint, toleration};
 
     #[test]
@@ -425,17 +426,19 @@ mod tests {
         assert!(plugin.as_pre_filter().is_none());
         assert_eq!(TaintToleration::POINTS.len(), 3);
         let events = plugin.events_to_register().expect("registers events");
-        let moves_on = |resource, action| {
-            let incoming = ClusterEvent::new(resource, action);
-            events.iter().any(|e| e.matches(&incoming))
-        };
-        assert!(moves_on(EventResource::Node, ActionType::ADD));
-        assert!(moves_on(EventResource::Node, ActionType::UPDATE_NODE_TAINT));
+        assert!(moves_on(&events, EventResource::Node, ActionType::ADD));
         assert!(moves_on(
+            &events,
+            EventResource::Node,
+            ActionType::UPDATE_NODE_TAINT
+        ));
+        assert!(moves_on(
+            &events,
             EventResource::UnscheduledPod,
             ActionType::UPDATE_POD_TOLERATIONS
         ));
         assert!(!moves_on(
+            &events,
             EventResource::Node,
             ActionType::UPDATE_NODE_ALLOCATABLE
         ));

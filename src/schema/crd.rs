@@ -128,7 +128,7 @@ pub enum CrdError {
     /// The derive output lacks a node the enrichment expects; the API types and this
     /// module disagree.
     #[error(
-        "CRD {crd}: the generated schema has no node at {pointer}; api::crd is out of date with the API types"
+        "CRD {crd}: the generated schema has no node at {pointer}; schema::crd is out of date with the API types"
     )]
     MissingSchemaNode { crd: String, pointer: String },
     /// A schema did not survive the round trip through `JSONSchemaProps`.

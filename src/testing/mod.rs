@@ -48,6 +48,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
+use crate::framework::{ActionType, ClusterEvent, EventResource};
 
 pub use node::{NodeWrapper, make_node, taint};
 pub use pod::{PodWrapper, make_pod, spread_constraint, toleration};
@@ -85,4 +86,11 @@ pub fn node_info(node: Node, pods: impl IntoIterator<Item = Pod>) -> NodeInfo {
 /// The snapshot a cycle reads: `pods` with `spec.nodeName` sit on their node.
 pub fn snapshot(nodes: Vec<Node>, pods: Vec<Pod>) -> Snapshot {
     Snapshot::from_objects(nodes, pods).expect("test objects are valid")
+}
+
+/// Whether an event of `resource` with `action` is one of `events` (a plugin's
+/// registration), i.e. moves a pod the plugin rejected back to the active queue.
+pub fn moves_on(events: &[ClusterEvent], resource: EventResource, action: ActionType) -> bool {
+    let incoming = ClusterEvent::new(resource, action);
+    events.iter().any(|event| event.matches(&incoming))
 }

@@ -16,6 +16,7 @@ use super::filtering::PreFilterState;
 use super::*;
 use crate::cluster::NamespaceLabels;
 use crate::framework::{Code, MAX_NODE_SCORE, decode_args};
+use crate::testing::moves_on;
 use crate::testing::{PodWrapper, labels, make_node, make_pod, pod_info};
 
 // ---------------------------------------------------------------------------------------
@@ -1566,19 +1567,29 @@ fn registry_points_match_the_accessors_and_events() {
     );
     assert_eq!(InterPodAffinity::POINTS.len(), 4);
     let events = plugin.events_to_register().expect("registers events");
-    let moves_on = |resource, action| {
-        let incoming = ClusterEvent::new(resource, action);
-        events.iter().any(|e| e.matches(&incoming))
-    };
-    assert!(moves_on(EventResource::AssignedPod, ActionType::ADD));
-    assert!(moves_on(EventResource::AssignedPod, ActionType::DELETE));
     assert!(moves_on(
+        &events,
+        EventResource::AssignedPod,
+        ActionType::ADD
+    ));
+    assert!(moves_on(
+        &events,
+        EventResource::AssignedPod,
+        ActionType::DELETE
+    ));
+    assert!(moves_on(
+        &events,
         EventResource::AssignedPod,
         ActionType::UPDATE_POD_LABEL
     ));
-    assert!(moves_on(EventResource::Node, ActionType::ADD));
-    assert!(moves_on(EventResource::Node, ActionType::UPDATE_NODE_LABEL));
+    assert!(moves_on(&events, EventResource::Node, ActionType::ADD));
+    assert!(moves_on(
+        &events,
+        EventResource::Node,
+        ActionType::UPDATE_NODE_LABEL
+    ));
     assert!(!moves_on(
+        &events,
         EventResource::Node,
         ActionType::UPDATE_NODE_ALLOCATABLE
     ));

@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{
 use super::*;
 use crate::framework::{Code, decode_args};
 use crate::helpers::node_affinity::node_selector_term_matches;
+use crate::testing::moves_on;
 use crate::testing::{make_node, make_pod};
 
 const PATH: &str = "spec.pluginConfig.nodeAffinity";
@@ -822,15 +823,20 @@ fn registry_points_match_the_accessors_and_events() {
     );
     assert_eq!(NodeAffinity::POINTS.len(), 4);
     let events = plugin.events_to_register().expect("registers events");
-    let moves_on = |resource, action| {
-        let incoming = ClusterEvent::new(resource, action);
-        events.iter().any(|e| e.matches(&incoming))
-    };
-    assert!(moves_on(EventResource::Node, ActionType::ADD));
-    assert!(moves_on(EventResource::Node, ActionType::UPDATE_NODE_LABEL));
+    assert!(moves_on(&events, EventResource::Node, ActionType::ADD));
+    assert!(moves_on(
+        &events,
+        EventResource::Node,
+        ActionType::UPDATE_NODE_LABEL
+    ));
     assert!(!moves_on(
+        &events,
         EventResource::Node,
         ActionType::UPDATE_NODE_TAINT
     ));
-    assert!(!moves_on(EventResource::AssignedPod, ActionType::DELETE));
+    assert!(!moves_on(
+        &events,
+        EventResource::AssignedPod,
+        ActionType::DELETE
+    ));
 }

@@ -20,6 +20,7 @@ use crate::framework::{
     Code, CycleState, FieldError, MAX_NODE_SCORE, PreFilterExtensions, ScoreExtensions, Status,
     decode_args,
 };
+use crate::testing::moves_on;
 use crate::testing::{self as st, PodWrapper, pod_info, snapshot, spread_constraint as constraint};
 
 // ---------------------------------------------------------------------------------------
@@ -1158,7 +1159,7 @@ fn corpus_files_behave_as_their_headers_say() {
 
 #[test]
 fn registry_points_match_the_accessors_and_events() {
-    use crate::framework::{ActionType, ClusterEvent, EventResource};
+    use crate::framework::{ActionType, EventResource};
     let plugin = list_plugin();
     assert!(
         plugin
@@ -1175,22 +1176,33 @@ fn registry_points_match_the_accessors_and_events() {
     assert!(plugin.as_post_filter().is_none());
     assert_eq!(PodTopologySpread::POINTS.len(), 4);
     let events = plugin.events_to_register().expect("registers events");
-    let moves_on = |resource, action| {
-        let incoming = ClusterEvent::new(resource, action);
-        events.iter().any(|e| e.matches(&incoming))
-    };
-    assert!(moves_on(EventResource::AssignedPod, ActionType::DELETE));
     assert!(moves_on(
+        &events,
+        EventResource::AssignedPod,
+        ActionType::DELETE
+    ));
+    assert!(moves_on(
+        &events,
         EventResource::AssignedPod,
         ActionType::UPDATE_POD_LABEL
     ));
-    assert!(moves_on(EventResource::Node, ActionType::UPDATE_NODE_TAINT));
-    assert!(moves_on(EventResource::Node, ActionType::UPDATE_NODE_LABEL));
+    assert!(moves_on(
+        &events,
+        EventResource::Node,
+        ActionType::UPDATE_NODE_TAINT
+    ));
+    assert!(moves_on(
+        &events,
+        EventResource::Node,
+        ActionType::UPDATE_NODE_LABEL
+    ));
     assert!(!moves_on(
+        &events,
         EventResource::Node,
         ActionType::UPDATE_NODE_ALLOCATABLE
     ));
     assert!(!moves_on(
+        &events,
         EventResource::AssignedPod,
         ActionType::UPDATE_POD_SCALE_DOWN
     ));
