@@ -2,12 +2,12 @@
 //! profile validates cleanly, every invalid one fails with exactly the field paths and
 //! message fragments its header lists.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use berth::framework::{FieldError, FieldErrorKind};
 use berth::plugins::default_registry;
 use berth::schema::ProfileValidator;
-use serde_json::Value;
+use berth::testing::{profile_corpus, read_yaml};
 
 /// What a corpus file's header comments promise.
 #[derive(Debug, Default)]
@@ -51,26 +51,6 @@ fn expectations(text: &str, file: &Path) -> Expectations {
     expected
 }
 
-fn corpus(kind: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/profiles")
-        .join(kind);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
-        .collect();
-    files.sort();
-    files
-}
-
-fn read(file: &Path) -> (String, Value) {
-    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    let value = serde_saphyr::from_str::<Value>(&text)
-        .unwrap_or_else(|e| panic!("{}: not YAML: {e}", file.display()));
-    (text, value)
-}
-
 fn listing(errors: &[FieldError]) -> String {
     errors
         .iter()
@@ -80,7 +60,7 @@ fn listing(errors: &[FieldError]) -> String {
 
 /// Problems of one file, empty when it behaves as its header says.
 fn check_file(validator: &ProfileValidator<'_>, file: &Path, valid: bool) -> Vec<String> {
-    let (text, raw) = read(file);
+    let (text, raw) = read_yaml(file);
     let expected = expectations(&text, file);
     let validation = validator.validate(&raw);
     let errors = &validation.errors;
@@ -141,7 +121,7 @@ fn check_file(validator: &ProfileValidator<'_>, file: &Path, valid: bool) -> Vec
 fn check_corpus(kind: &str, valid: bool, at_least: usize) {
     let registry = default_registry();
     let validator = ProfileValidator::new(&registry).expect("the profile schema builds");
-    let files = corpus(kind);
+    let files = profile_corpus(kind);
     assert!(
         files.len() >= at_least,
         "tests/profiles/{kind} holds {} files, want at least {at_least}",

@@ -37,6 +37,7 @@ macro_rules! metadata_setters {
     };
 }
 
+mod corpus;
 pub mod executor;
 mod node;
 mod pod;
@@ -50,6 +51,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::{ActionType, ClusterEvent, EventResource};
 
+pub use corpus::{profile_corpus, read_yaml};
 pub use node::{NodeWrapper, make_node, taint};
 pub use pod::{PodWrapper, make_pod, spread_constraint, toleration};
 

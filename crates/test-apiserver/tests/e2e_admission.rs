@@ -15,9 +15,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use berth::api::{PodGroup, SchedulerProfile};
+use berth::testing::{profile_corpus, read_yaml};
 use common::*;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -59,24 +60,6 @@ fn expectations(text: &str) -> Expectations {
         }
     }
     expected
-}
-
-fn corpus(kind: &str) -> Vec<PathBuf> {
-    let dir = repo_root().join("tests/profiles").join(kind);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
-        .collect();
-    files.sort();
-    files
-}
-
-fn read(file: &Path) -> (String, Value) {
-    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    let value = serde_saphyr::from_str::<Value>(&text)
-        .unwrap_or_else(|e| panic!("{}: not YAML: {e}", file.display()));
-    (text, value)
 }
 
 /// The field paths a rejection names: `details.causes[].field`, plus the paths quoted in
@@ -137,7 +120,7 @@ fn name_of(object: &Value) -> String {
 
 /// Problems with one invalid file's replay, empty when it behaves.
 async fn check_invalid(server: &TestApiServer, file: &Path) -> Vec<String> {
-    let (text, object) = read(file);
+    let (text, object) = read_yaml(file);
     let expected = expectations(&text);
     let mut problems = Vec::new();
     let strict = create(server, &object, true).await;
@@ -243,7 +226,7 @@ async fn check_invalid(server: &TestApiServer, file: &Path) -> Vec<String> {
 #[tokio::test]
 async fn invalid_profiles_are_rejected_with_their_field_paths() {
     let server = start_with_crds().await;
-    let files = corpus("invalid");
+    let files = profile_corpus("invalid");
     assert!(
         files.len() >= 30,
         "the invalid corpus has {} files",
@@ -282,11 +265,11 @@ async fn valid_profiles_are_created() {
     let server = start_with_crds().await;
     let client = server.client().await;
     let typed: Api<SchedulerProfile> = Api::all(client);
-    let files = corpus("valid");
+    let files = profile_corpus("valid");
     assert!(files.len() >= 6);
     let mut failures = Vec::new();
     for file in &files {
-        let (_, object) = read(file);
+        let (_, object) = read_yaml(file);
         let name = name_of(&object);
         let response = create(&server, &object, true).await;
         if response.status != 201 {
@@ -344,7 +327,8 @@ async fn defaults_are_applied_and_unknown_fields_pruned() {
 
     // Without fieldValidation (what kube-rs sends), unknown fields are dropped, not
     // rejected: upstream's default is Warn.
-    let (_, object) = read(&repo_root().join("tests/profiles/invalid/unknown-spec-field.yaml"));
+    let (_, object) =
+        read_yaml(&repo_root().join("tests/profiles/invalid/unknown-spec-field.yaml"));
     let response = create(&server, &object, false).await;
     assert_eq!(
         response.status, 201,
