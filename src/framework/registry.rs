@@ -437,7 +437,10 @@ impl DefaultPlugin {
     /// Plugin type `P` under its registry name, without a weight: the default set names
     /// plugins by type, so a renamed plugin cannot leave a stale name behind.
     pub const fn of<P: PluginFactory>() -> Self {
-        DefaultPlugin::new(P::NAME)
+        DefaultPlugin {
+            name: P::NAME,
+            weight: None,
+        }
     }
 
     /// The same plugin with Score weight `weight`.
@@ -445,18 +448,6 @@ impl DefaultPlugin {
         DefaultPlugin {
             weight: Some(weight),
             ..self
-        }
-    }
-
-    /// A plugin by name, for registries assembled from names (tests, configuration).
-    pub const fn new(name: &'static str) -> Self {
-        DefaultPlugin { name, weight: None }
-    }
-
-    pub const fn weighted(name: &'static str, weight: i32) -> Self {
-        DefaultPlugin {
-            name,
-            weight: Some(weight),
         }
     }
 }
@@ -556,6 +547,7 @@ mod tests {
     #[test]
     fn the_default_set_names_plugins_by_type_in_registration_order() {
         use crate::plugins::{NodeName, PrioritySort, TaintToleration};
+        let named = |name, weight| DefaultPlugin { name, weight };
         let mut registry = Registry::new();
         registry
             .register_default::<PrioritySort>()
@@ -567,9 +559,9 @@ mod tests {
         assert_eq!(
             registry.defaults(),
             [
-                DefaultPlugin::new("PrioritySort"),
-                DefaultPlugin::weighted("TaintToleration", 3),
-                DefaultPlugin::weighted("NodeName", 2),
+                named("PrioritySort", None),
+                named("TaintToleration", Some(3)),
+                named("NodeName", Some(2)),
             ]
         );
         assert_eq!(
@@ -578,7 +570,7 @@ mod tests {
         );
         assert_eq!(
             DefaultPlugin::of::<TaintToleration>().weight(3),
-            DefaultPlugin::weighted("TaintToleration", 3)
+            named("TaintToleration", Some(3))
         );
     }
 }

@@ -57,11 +57,11 @@ fn registry() -> Registry {
         .register::<Binder1>()
         .register::<Binder2>();
     r.set_defaults(vec![
-        DefaultPlugin::new("Sort"),
-        DefaultPlugin::new("FilterA"),
-        DefaultPlugin::weighted("FilterB", 3),
-        DefaultPlugin::weighted("ScoreC", 2),
-        DefaultPlugin::new("Binder1"),
+        DefaultPlugin::of::<Sort>(),
+        DefaultPlugin::of::<FilterA>(),
+        DefaultPlugin::of::<FilterB>().weight(3),
+        DefaultPlugin::of::<ScoreC>().weight(2),
+        DefaultPlugin::of::<Binder1>(),
     ]);
     r
 }
