@@ -43,6 +43,7 @@ impl Harness {
             serving: Default::default(),
             workloads: Default::default(),
             pod_groups: Default::default(),
+            volumes: Default::default(),
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(podgroups::run(

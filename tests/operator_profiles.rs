@@ -77,6 +77,7 @@ impl Harness {
                 serving: serving.clone(),
                 workloads: Default::default(),
                 pod_groups: Default::default(),
+                volumes: Default::default(),
             },
             binder: Arc::new(NoBinder),
             observer: None,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use super::check::{Placement, check};
 use super::report::{UpstreamThreshold, WorkloadReport, percentiles, throughput};
 use super::workload::{Counts, Phase, Workload, node};
-use crate::cluster::{PodGroups, Workloads, pod_key};
+use crate::cluster::{PodGroups, Volumes, Workloads, pod_key};
 use crate::framework::{Parallelizer, Registry};
 use crate::scheduler::{
     AttemptReport, BindingResult, CycleOutput, Outcome, ProfileServices, Scheduler,
@@ -60,13 +60,14 @@ pub async fn run_workload(
         parallelizer: options.parallelizer.clone(),
         clock: Arc::new(clock.clone()),
     });
-    // The generated cluster has no workload controllers and no PodGroups.
+    // The generated cluster has no workload controllers, PodGroups or storage.
     let services = ProfileServices {
         binder: Arc::new(InMemoryBinder::default()),
         parallelizer: scheduler.parallelizer().clone(),
         clock: scheduler.clock().clone(),
         workloads: Arc::new(Workloads::new()),
         pod_groups: Arc::new(PodGroups::new()),
+        volumes: Arc::new(Volumes::new()),
         observer: None,
     };
     add_profiles(&mut scheduler, vec![profile.clone()], registry, &services)?;

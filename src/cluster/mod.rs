@@ -1,7 +1,8 @@
 //! The cluster model the scheduling core reads: resources and quantities, pods with their
 //! precomputed requests ([`PodInfo`]), per-node aggregates ([`NodeInfo`]), the incremental
 //! [`Cache`] fed by pod and node events (with assumed pods), and the cheap [`Snapshot`] a
-//! scheduling cycle works on.
+//! scheduling cycle works on; beside them, the listers plugins read directly
+//! ([`Workloads`], [`PodGroups`], [`Volumes`]).
 
 mod cache;
 mod node_info;
@@ -9,6 +10,7 @@ mod pod_groups;
 mod pod_info;
 mod resource;
 mod snapshot;
+mod volumes;
 mod workloads;
 
 pub use cache::{Cache, CacheError};
@@ -20,4 +22,5 @@ pub use resource::{
     is_extended_resource_name, is_scalar_resource_name, parse_milli_value, parse_value,
 };
 pub use snapshot::{ChangeCursor, NamespaceLabels, Snapshot};
+pub use volumes::{Volumes, claim_key};
 pub use workloads::Workloads;

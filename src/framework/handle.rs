@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use super::clock::{Clock, RuntimeClock};
 use super::parallel::Parallelizer;
 use super::{PluginHealth, WaitingPods};
-use crate::cluster::{PodGroups, Workloads};
+use crate::cluster::{PodGroups, Volumes, Workloads};
 
 /// Why a bind failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -50,6 +50,9 @@ pub struct Handle {
     pub workloads: Arc<Workloads>,
     /// PodGroups, for gang scheduling (Coscheduling).
     pub pod_groups: Arc<PodGroups>,
+    /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and
+    /// CSIDrivers, for the volume plugins.
+    pub volumes: Arc<Volumes>,
     /// Where plugins report running in a fallback (a metrics source down); see
     /// [`PluginHealth`].
     pub health: Arc<PluginHealth>,
@@ -58,7 +61,7 @@ pub struct Handle {
 impl Handle {
     /// A handle with every service at its default, to be replaced where the caller has
     /// its own: a binder that accepts every binding, no worker threads, the runtime's
-    /// clock, no workloads or PodGroups, a health record nobody listens to.
+    /// clock, no workloads, PodGroups or storage objects, a health record nobody listens to.
     pub fn builder() -> HandleBuilder {
         HandleBuilder::default()
     }
@@ -72,6 +75,7 @@ pub struct HandleBuilder {
     clock: Option<Arc<dyn Clock>>,
     workloads: Option<Arc<Workloads>>,
     pod_groups: Option<Arc<PodGroups>>,
+    volumes: Option<Arc<Volumes>>,
     health: Option<Arc<PluginHealth>>,
 }
 
@@ -101,6 +105,11 @@ impl HandleBuilder {
         self
     }
 
+    pub fn volumes(mut self, volumes: Arc<Volumes>) -> Self {
+        self.volumes = Some(volumes);
+        self
+    }
+
     pub fn health(mut self, health: Arc<PluginHealth>) -> Self {
         self.health = Some(health);
         self
@@ -116,6 +125,7 @@ impl HandleBuilder {
             clock,
             workloads: self.workloads.unwrap_or_default(),
             pod_groups: self.pod_groups.unwrap_or_default(),
+            volumes: self.volumes.unwrap_or_default(),
             health: self.health.unwrap_or_default(),
         }
     }

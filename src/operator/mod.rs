@@ -126,6 +126,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         serving: Default::default(),
         workloads: Default::default(),
         pod_groups: Default::default(),
+        volumes: Default::default(),
     };
 
     let listener = tokio::net::TcpListener::bind(config.metrics_bind_address)

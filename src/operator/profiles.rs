@@ -475,6 +475,7 @@ impl Planner<'_> {
             clock: self.ctx.clock.clone(),
             workloads: self.ctx.state.workloads.clone(),
             pod_groups: self.ctx.state.pod_groups.clone(),
+            volumes: self.ctx.state.volumes.clone(),
             observer: self.ctx.observer.clone(),
         };
         // A change of plugin health is a change of the profile's status.

@@ -95,6 +95,8 @@ pub struct OperatorState {
     pub workloads: Arc<crate::cluster::Workloads>,
     /// PodGroups fed by the watch, read by Coscheduling.
     pub pod_groups: Arc<crate::cluster::PodGroups>,
+    /// Storage objects for the volume plugins; no watch feeds it yet.
+    pub volumes: Arc<crate::cluster::Volumes>,
 }
 
 impl OperatorState {

@@ -1,11 +1,11 @@
 //! Turning a resolved profile into a running [`Framework`]: the one instantiation
 //! `berth simulate` and the operator share, so that both hand plugins the same services
-//! (the scheduler's worker threads and clock, the binder, the workload and PodGroup
-//! listers) and differ only in where those services come from.
+//! (the scheduler's worker threads and clock, the binder, the workload, PodGroup and
+//! storage listers) and differ only in where those services come from.
 
 use std::sync::Arc;
 
-use crate::cluster::{PodGroups, Workloads};
+use crate::cluster::{PodGroups, Volumes, Workloads};
 use crate::framework::{
     Binder, Clock, Framework, Handle, Observer, Parallelizer, PluginError, PluginHealth, Registry,
     ResolvedProfile,
@@ -24,6 +24,8 @@ pub struct ProfileServices {
     pub workloads: Arc<Workloads>,
     /// PodGroups, for gang scheduling.
     pub pod_groups: Arc<PodGroups>,
+    /// Storage objects, for the volume plugins.
+    pub volumes: Arc<Volumes>,
     /// Records extension-point timings of every instance (metrics), if any.
     pub observer: Option<Arc<dyn Observer>>,
 }
@@ -44,6 +46,7 @@ impl ProfileServices {
             .clock(self.clock.clone())
             .workloads(self.workloads.clone())
             .pod_groups(self.pod_groups.clone())
+            .volumes(self.volumes.clone())
             .health(health)
             .build();
         let framework = Framework::new(scheduler_name, resolved, registry, handle)?;

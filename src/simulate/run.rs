@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::Pod;
 use tokio::task::JoinSet;
 
 use crate::api::SchedulerProfile;
-use crate::cluster::{PodGroups, Workloads, pod_key};
+use crate::cluster::{PodGroups, Volumes, Workloads, pod_key};
 use crate::framework::{
     BindError, Binder, Clock, FieldError, Parallelizer, PluginHealth, Registry, ResolvedProfile,
 };
@@ -295,6 +295,7 @@ async fn simulate_on(
         clock: scheduler.clock().clone(),
         workloads: Arc::new(workloads(&input)),
         pod_groups,
+        volumes: Arc::new(volumes(&input)),
         observer: None,
     };
     let health = add_profiles(&mut scheduler, profiles, registry, &services)?;
@@ -337,6 +338,32 @@ async fn simulate_on(
 }
 
 /// The workload selectors of the input, for PodTopologySpread's default constraints.
+/// The storage objects of the input, for the volume plugins.
+fn volumes(input: &ClusterInput) -> Volumes {
+    let volumes = Volumes::new();
+    input
+        .pvcs
+        .iter()
+        .cloned()
+        .for_each(|c| volumes.apply_claim(c));
+    input
+        .pvs
+        .iter()
+        .cloned()
+        .for_each(|v| volumes.apply_volume(v));
+    input
+        .storage_classes
+        .iter()
+        .cloned()
+        .for_each(|c| volumes.apply_class(c));
+    input
+        .csi_nodes
+        .iter()
+        .cloned()
+        .for_each(|n| volumes.apply_csi_node(n));
+    volumes
+}
+
 fn workloads(input: &ClusterInput) -> Workloads {
     let workloads = Workloads::new();
     input
