@@ -2,8 +2,9 @@
 
 use k8s_openapi::api::core::v1::{
     Affinity, Container, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
-    Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity, PodSchedulingGate, PodSpec, PodStatus,
-    ResourceRequirements, Toleration, TopologySpreadConstraint, WeightedPodAffinityTerm,
+    PersistentVolumeClaimVolumeSource, Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity,
+    PodSchedulingGate, PodSpec, PodStatus, ResourceRequirements, Toleration,
+    TopologySpreadConstraint, Volume, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, OwnerReference, Time,
@@ -341,6 +342,23 @@ impl PodWrapper {
     /// `spec.resources`, the pod-level requests and limits.
     pub fn pod_resources(mut self, resources: ResourceRequirements) -> Self {
         self.spec().resources = Some(resources);
+        self
+    }
+
+    /// Adds a volume named after `claim` that mounts that PersistentVolumeClaim (upstream
+    /// `PVC`).
+    pub fn pvc(mut self, claim: &str) -> Self {
+        self.spec()
+            .volumes
+            .get_or_insert_with(Vec::new)
+            .push(Volume {
+                name: claim.into(),
+                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                    claim_name: claim.into(),
+                    read_only: None,
+                }),
+                ..Volume::default()
+            });
         self
     }
 
