@@ -19,6 +19,7 @@ pub mod prometheus;
 pub mod qos_sort;
 pub mod scheduling_gates;
 pub mod taint_toleration;
+pub mod volume_restrictions;
 pub mod volume_zone;
 
 use crate::framework::Registry;
@@ -39,6 +40,7 @@ pub use prometheus::{MetricsScore, NetworkTraffic};
 pub use qos_sort::QosSort;
 pub use scheduling_gates::SchedulingGates;
 pub use taint_toleration::TaintToleration;
+pub use volume_restrictions::VolumeRestrictions;
 pub use volume_zone::VolumeZone;
 
 /// Every built-in plugin, with the default plugin set: names, order and weights as
