@@ -63,6 +63,7 @@ pub async fn run_workload(
     // The generated cluster has no workload controllers, PodGroups or storage.
     let services = ProfileServices {
         binder: Arc::new(InMemoryBinder::default()),
+        volume_writer: Arc::new(crate::framework::NoVolumeWriter),
         parallelizer: scheduler.parallelizer().clone(),
         clock: scheduler.clock().clone(),
         workloads: Arc::new(Workloads::new()),

@@ -22,5 +22,5 @@ pub use resource::{
     is_extended_resource_name, is_scalar_resource_name, parse_milli_value, parse_value,
 };
 pub use snapshot::{ChangeCursor, NamespaceLabels, Snapshot};
-pub use volumes::{Volumes, claim_key};
+pub use volumes::{Volumes, claim_key, resource_version};
 pub use workloads::Workloads;

@@ -1,30 +1,57 @@
 //! The storage objects the volume plugins read: PersistentVolumeClaims,
-//! PersistentVolumes, StorageClasses, CSINodes and CSIDrivers.
+//! PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities and
+//! VolumeAttachments.
 //!
 //! Upstream's volume plugins read these through informer listers, not through the
-//! scheduling snapshot, and VolumeBinding keeps an "assume cache" on top of the PV and
-//! PVC listers so that a binding decided in Reserve is visible to the next cycle before
-//! the API server has it. [`Volumes`] is the lister half: shared (`Arc`) between the
-//! adapter that feeds it (the operator's watches, the simulator's input) and the plugins
-//! that read it through the framework `Handle`. Each object is kept whole, by its key, as
-//! the API server last sent it.
+//! scheduling snapshot. [`Volumes`] is that lister: shared (`Arc`) between the adapter
+//! that feeds it (the operator's watches, the simulator's input) and the plugins that read
+//! it through the framework `Handle`. Each object is kept whole, by its key, as the API
+//! server last sent it.
+//!
+//! Claims and volumes also have upstream's *assume cache* on top: VolumeBinding decides
+//! in Reserve that a claim will be bound to a volume (or provisioned on a node) and
+//! *assumes* the changed objects, so that the next pod's cycle sees the volume as taken
+//! before the API server has the write. An assumed object is what [`Volumes::claim`] and
+//! [`Volumes::volume`] return; [`Volumes::api_claim`] and [`Volumes::api_volume`] return
+//! what the API server last sent. An assumed copy is dropped when the feed delivers a
+//! newer resourceVersion of the object (the write arrived) or when it is restored
+//! (Unreserve). resourceVersions compare as integers, as the assume cache does; a missing
+//! or non-numeric one counts as 0.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, StorageClass};
+use k8s_openapi::api::storage::v1::{
+    CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
+};
 use kube::ResourceExt;
+
+/// An object as the API server last sent it, and the copy assumed on top of it.
+#[derive(Debug)]
+struct Entry<T> {
+    api: Arc<T>,
+    assumed: Option<Arc<T>>,
+}
+
+impl<T> Entry<T> {
+    fn latest(&self) -> &Arc<T> {
+        self.assumed.as_ref().unwrap_or(&self.api)
+    }
+}
 
 #[derive(Debug, Default)]
 struct Inner {
     /// By `namespace/name`.
-    claims: BTreeMap<String, Arc<PersistentVolumeClaim>>,
-    volumes: BTreeMap<String, Arc<PersistentVolume>>,
+    claims: BTreeMap<String, Entry<PersistentVolumeClaim>>,
+    volumes: BTreeMap<String, Entry<PersistentVolume>>,
     classes: BTreeMap<String, Arc<StorageClass>>,
     /// By node name (a CSINode is named after its node).
     csi_nodes: BTreeMap<String, Arc<CSINode>>,
     csi_drivers: BTreeMap<String, Arc<CSIDriver>>,
+    /// By `namespace/name`.
+    capacities: BTreeMap<String, Arc<CSIStorageCapacity>>,
+    attachments: BTreeMap<String, Arc<VolumeAttachment>>,
 }
 
 /// The storage objects of the cluster, by key.
@@ -36,11 +63,73 @@ pub struct Volumes {
 /// `namespace/name` of a claim; a claim without a namespace is in `default`, as the API
 /// server would have put it.
 pub fn claim_key(claim: &PersistentVolumeClaim) -> String {
+    namespaced_key(claim)
+}
+
+fn namespaced_key<K: ResourceExt>(object: &K) -> String {
     format!(
         "{}/{}",
-        claim.namespace().as_deref().unwrap_or("default"),
-        claim.name_any()
+        object.namespace().as_deref().unwrap_or("default"),
+        object.name_any()
     )
+}
+
+/// The object's resourceVersion as the assume cache compares it.
+pub fn resource_version<K: ResourceExt>(object: &K) -> u64 {
+    object
+        .resource_version()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Stores `object` as the API's version of `key`. An assumed copy stays unless `object`
+/// is newer than it; an object older than the stored one is ignored.
+fn apply_entry<T: ResourceExt>(map: &mut BTreeMap<String, Entry<T>>, key: String, object: T) {
+    let version = resource_version(&object);
+    match map.get_mut(&key) {
+        Some(entry) if version < resource_version(entry.api.as_ref()) => {}
+        Some(entry) => {
+            let assumed_is_newer = entry
+                .assumed
+                .as_ref()
+                .is_some_and(|a| resource_version(a.as_ref()) >= version);
+            entry.api = Arc::new(object);
+            if !assumed_is_newer {
+                entry.assumed = None;
+            }
+        }
+        None => {
+            map.insert(
+                key,
+                Entry {
+                    api: Arc::new(object),
+                    assumed: None,
+                },
+            );
+        }
+    }
+}
+
+/// Makes `object` the assumed version of `key`: the key must be known and `object` not
+/// older than what is stored.
+fn assume_entry<T: ResourceExt>(
+    map: &mut BTreeMap<String, Entry<T>>,
+    kind: &str,
+    key: String,
+    object: T,
+) -> Result<(), String> {
+    let Some(entry) = map.get_mut(&key) else {
+        return Err(format!("{kind} \"{key}\" not found"));
+    };
+    let stored = resource_version(entry.latest().as_ref());
+    let assumed = resource_version(&object);
+    if assumed < stored {
+        return Err(format!(
+            "{kind} \"{key}\" is out of sync (stored: {stored}, assume: {assumed})"
+        ));
+    }
+    entry.assumed = Some(Arc::new(object));
+    Ok(())
 }
 
 impl Volumes {
@@ -60,7 +149,7 @@ impl Volumes {
 
     pub fn apply_claim(&self, claim: PersistentVolumeClaim) {
         let key = claim_key(&claim);
-        self.write().claims.insert(key, Arc::new(claim));
+        apply_entry(&mut self.write().claims, key, claim);
     }
 
     pub fn delete_claim(&self, claim: &PersistentVolumeClaim) {
@@ -69,11 +158,43 @@ impl Volumes {
 
     pub fn apply_volume(&self, volume: PersistentVolume) {
         let name = volume.name_any();
-        self.write().volumes.insert(name, Arc::new(volume));
+        apply_entry(&mut self.write().volumes, name, volume);
     }
 
     pub fn delete_volume(&self, volume: &PersistentVolume) {
         self.write().volumes.remove(&volume.name_any());
+    }
+
+    /// Assumes `claim` (a copy of a known claim with the changes a binding decided) until
+    /// the API server's version catches up or it is restored.
+    pub fn assume_claim(&self, claim: PersistentVolumeClaim) -> Result<(), String> {
+        let key = claim_key(&claim);
+        assume_entry(
+            &mut self.write().claims,
+            "persistentvolumeclaim",
+            key,
+            claim,
+        )
+    }
+
+    /// Drops the assumed copy of claim `namespace/name`, if any.
+    pub fn restore_claim(&self, namespace: &str, name: &str) {
+        if let Some(entry) = self.write().claims.get_mut(&format!("{namespace}/{name}")) {
+            entry.assumed = None;
+        }
+    }
+
+    /// Assumes `volume`; see [`Volumes::assume_claim`].
+    pub fn assume_volume(&self, volume: PersistentVolume) -> Result<(), String> {
+        let name = volume.name_any();
+        assume_entry(&mut self.write().volumes, "persistentvolume", name, volume)
+    }
+
+    /// Drops the assumed copy of volume `name`, if any.
+    pub fn restore_volume(&self, name: &str) {
+        if let Some(entry) = self.write().volumes.get_mut(name) {
+            entry.assumed = None;
+        }
     }
 
     pub fn apply_class(&self, class: StorageClass) {
@@ -103,21 +224,66 @@ impl Volumes {
         self.write().csi_drivers.remove(&driver.name_any());
     }
 
-    /// The claim `name` in `namespace`.
+    pub fn apply_capacity(&self, capacity: CSIStorageCapacity) {
+        let key = namespaced_key(&capacity);
+        self.write().capacities.insert(key, Arc::new(capacity));
+    }
+
+    pub fn delete_capacity(&self, capacity: &CSIStorageCapacity) {
+        self.write().capacities.remove(&namespaced_key(capacity));
+    }
+
+    pub fn apply_attachment(&self, attachment: VolumeAttachment) {
+        let name = attachment.name_any();
+        self.write().attachments.insert(name, Arc::new(attachment));
+    }
+
+    pub fn delete_attachment(&self, attachment: &VolumeAttachment) {
+        self.write().attachments.remove(&attachment.name_any());
+    }
+
+    /// The claim `name` in `namespace`: its assumed copy if there is one.
     pub fn claim(&self, namespace: &str, name: &str) -> Option<Arc<PersistentVolumeClaim>> {
         self.read()
             .claims
             .get(&format!("{namespace}/{name}"))
-            .cloned()
+            .map(|e| e.latest().clone())
     }
 
+    /// The claim `name` in `namespace` as the API server last sent it.
+    pub fn api_claim(&self, namespace: &str, name: &str) -> Option<Arc<PersistentVolumeClaim>> {
+        self.read()
+            .claims
+            .get(&format!("{namespace}/{name}"))
+            .map(|e| e.api.clone())
+    }
+
+    /// The volume `name`: its assumed copy if there is one.
     pub fn volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
-        self.read().volumes.get(name).cloned()
+        self.read().volumes.get(name).map(|e| e.latest().clone())
     }
 
-    /// Every PersistentVolume, by name.
+    /// The volume `name` as the API server last sent it.
+    pub fn api_volume(&self, name: &str) -> Option<Arc<PersistentVolume>> {
+        self.read().volumes.get(name).map(|e| e.api.clone())
+    }
+
+    /// Every PersistentVolume (assumed copies where there are), by name.
     pub fn volumes(&self) -> Vec<Arc<PersistentVolume>> {
-        self.read().volumes.values().cloned().collect()
+        self.read()
+            .volumes
+            .values()
+            .map(|e| e.latest().clone())
+            .collect()
+    }
+
+    /// Every PersistentVolumeClaim (assumed copies where there are), by namespace and name.
+    pub fn claims(&self) -> Vec<Arc<PersistentVolumeClaim>> {
+        self.read()
+            .claims
+            .values()
+            .map(|e| e.latest().clone())
+            .collect()
     }
 
     pub fn class(&self, name: &str) -> Option<Arc<StorageClass>> {
@@ -131,6 +297,16 @@ impl Volumes {
 
     pub fn csi_driver(&self, name: &str) -> Option<Arc<CSIDriver>> {
         self.read().csi_drivers.get(name).cloned()
+    }
+
+    /// Every CSIStorageCapacity, by namespace and name.
+    pub fn capacities(&self) -> Vec<Arc<CSIStorageCapacity>> {
+        self.read().capacities.values().cloned().collect()
+    }
+
+    /// Every VolumeAttachment, by name.
+    pub fn attachments(&self) -> Vec<Arc<VolumeAttachment>> {
+        self.read().attachments.values().cloned().collect()
     }
 }
 
@@ -219,5 +395,76 @@ mod tests {
             ..PersistentVolume::default()
         });
         assert!(volumes.volumes().is_empty());
+    }
+}
+
+#[cfg(test)]
+mod assume_tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+
+    fn volume(version: &str, claim: Option<&str>) -> PersistentVolume {
+        PersistentVolume {
+            metadata: ObjectMeta {
+                name: Some("pv-1".into()),
+                resource_version: Some(version.into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(k8s_openapi::api::core::v1::PersistentVolumeSpec {
+                claim_ref: claim.map(|c| k8s_openapi::api::core::v1::ObjectReference {
+                    name: Some(c.into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..PersistentVolume::default()
+        }
+    }
+
+    fn claim_of(v: Option<Arc<PersistentVolume>>) -> Option<String> {
+        v.and_then(|v| v.spec.as_ref()?.claim_ref.as_ref()?.name.clone())
+    }
+
+    #[test]
+    fn an_assumed_volume_is_seen_until_restored() {
+        let volumes = Volumes::new();
+        volumes.apply_volume(volume("5", None));
+        assert_eq!(volumes.assume_volume(volume("5", Some("data"))), Ok(()));
+        assert_eq!(claim_of(volumes.volume("pv-1")).as_deref(), Some("data"));
+        assert_eq!(claim_of(volumes.api_volume("pv-1")), None);
+        assert_eq!(claim_of(volumes.volumes().pop()).as_deref(), Some("data"));
+        volumes.restore_volume("pv-1");
+        assert_eq!(claim_of(volumes.volume("pv-1")), None);
+    }
+
+    #[test]
+    fn an_assumed_volume_survives_a_resync_and_yields_to_a_newer_version() {
+        let volumes = Volumes::new();
+        volumes.apply_volume(volume("5", None));
+        volumes.assume_volume(volume("5", Some("data"))).unwrap();
+        volumes.apply_volume(volume("5", None));
+        assert_eq!(claim_of(volumes.volume("pv-1")).as_deref(), Some("data"));
+        volumes.apply_volume(volume("6", Some("other")));
+        assert_eq!(claim_of(volumes.volume("pv-1")).as_deref(), Some("other"));
+        assert_eq!(
+            claim_of(volumes.api_volume("pv-1")).as_deref(),
+            Some("other")
+        );
+    }
+
+    #[test]
+    fn assuming_an_unknown_or_older_object_fails() {
+        let volumes = Volumes::new();
+        assert_eq!(
+            volumes.assume_volume(volume("1", Some("data"))),
+            Err("persistentvolume \"pv-1\" not found".to_string())
+        );
+        volumes.apply_volume(volume("7", None));
+        assert_eq!(
+            volumes.assume_volume(volume("6", Some("data"))),
+            Err("persistentvolume \"pv-1\" is out of sync (stored: 7, assume: 6)".to_string())
+        );
+        assert_eq!(claim_of(volumes.volume("pv-1")), None);
     }
 }

@@ -19,6 +19,9 @@ pub enum EventResource {
     PersistentVolumeClaim,
     StorageClass,
     CSINode,
+    CSIDriver,
+    CSIStorageCapacity,
+    VolumeAttachment,
     PodGroup,
     /// Matches every resource.
     Wildcard,

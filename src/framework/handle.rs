@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 
 use super::clock::{Clock, RuntimeClock};
 use super::parallel::Parallelizer;
@@ -33,11 +33,29 @@ pub trait Binder: Send + Sync {
     async fn bind(&self, pod: &Pod, node_name: &str) -> Result<(), BindError>;
 }
 
+/// Writes the PersistentVolume and PersistentVolumeClaim updates of a volume binding
+/// (VolumeBinding's PreBind) to wherever they live: the API server, where the PV
+/// controller and the external provisioners finish the binding, or the simulated cluster,
+/// which plays those controllers itself. Each call is a whole-object update (PUT) that
+/// fails on a resourceVersion conflict, and returns the object as stored.
+#[async_trait]
+pub trait VolumeWriter: Send + Sync {
+    /// Updates a PersistentVolume (a static binding sets its `claimRef`).
+    async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, String>;
+    /// Updates a PersistentVolumeClaim (a dynamic provisioning sets its selected node).
+    async fn update_claim(
+        &self,
+        claim: &PersistentVolumeClaim,
+    ) -> Result<PersistentVolumeClaim, String>;
+}
+
 /// Services available to plugins of one profile instance.
 #[derive(Clone)]
 pub struct Handle {
     /// Writes bindings; used by DefaultBinder.
     pub binder: Arc<dyn Binder>,
+    /// Writes volume bindings; used by VolumeBinding.
+    pub volume_writer: Arc<dyn VolumeWriter>,
     /// Pods held at Permit; Permit plugins allow or reject them through it.
     pub waiting_pods: Arc<WaitingPods>,
     /// The scheduler's worker threads, for per-node Filter and Score and for plugins that
@@ -61,7 +79,8 @@ pub struct Handle {
 impl Handle {
     /// A handle with every service at its default, to be replaced where the caller has
     /// its own: a binder that accepts every binding, no worker threads, the runtime's
-    /// clock, no workloads, PodGroups or storage objects, a health record nobody listens to.
+    /// clock, no workloads, PodGroups or storage objects, a volume writer that stores
+    /// nothing and returns what it was given, a health record nobody listens to.
     pub fn builder() -> HandleBuilder {
         HandleBuilder::default()
     }
@@ -71,6 +90,7 @@ impl Handle {
 #[derive(Default)]
 pub struct HandleBuilder {
     binder: Option<Arc<dyn Binder>>,
+    volume_writer: Option<Arc<dyn VolumeWriter>>,
     parallelizer: Option<Arc<Parallelizer>>,
     clock: Option<Arc<dyn Clock>>,
     workloads: Option<Arc<Workloads>>,
@@ -82,6 +102,11 @@ pub struct HandleBuilder {
 impl HandleBuilder {
     pub fn binder(mut self, binder: Arc<dyn Binder>) -> Self {
         self.binder = Some(binder);
+        self
+    }
+
+    pub fn volume_writer(mut self, writer: Arc<dyn VolumeWriter>) -> Self {
+        self.volume_writer = Some(writer);
         self
     }
 
@@ -120,6 +145,7 @@ impl HandleBuilder {
         let clock = self.clock.unwrap_or_else(RuntimeClock::shared);
         Handle {
             binder: self.binder.unwrap_or_else(|| Arc::new(AcceptAll)),
+            volume_writer: self.volume_writer.unwrap_or_else(|| Arc::new(AcceptAll)),
             waiting_pods: Arc::new(WaitingPods::with_clock(clock.clone())),
             parallelizer: self.parallelizer.unwrap_or_default(),
             clock,
@@ -139,5 +165,39 @@ struct AcceptAll;
 impl Binder for AcceptAll {
     async fn bind(&self, _pod: &Pod, _node_name: &str) -> Result<(), BindError> {
         Ok(())
+    }
+}
+
+#[async_trait]
+impl VolumeWriter for AcceptAll {
+    async fn update_volume(&self, volume: &PersistentVolume) -> Result<PersistentVolume, String> {
+        Ok(volume.clone())
+    }
+
+    async fn update_claim(
+        &self,
+        claim: &PersistentVolumeClaim,
+    ) -> Result<PersistentVolumeClaim, String> {
+        Ok(claim.clone())
+    }
+}
+
+/// The volume writer of a scheduler with no storage behind it (the benchmark's generated
+/// cluster): every write fails, naming why.
+pub struct NoVolumeWriter;
+
+const NO_VOLUME_WRITER: &str = "this scheduler has no storage API to write volume bindings to";
+
+#[async_trait]
+impl VolumeWriter for NoVolumeWriter {
+    async fn update_volume(&self, _: &PersistentVolume) -> Result<PersistentVolume, String> {
+        Err(NO_VOLUME_WRITER.into())
+    }
+
+    async fn update_claim(
+        &self,
+        _: &PersistentVolumeClaim,
+    ) -> Result<PersistentVolumeClaim, String> {
+        Err(NO_VOLUME_WRITER.into())
     }
 }

@@ -22,7 +22,7 @@ pub use crate::api::{ExtensionPoint, FieldError, FieldErrorKind};
 pub use clock::{Clock, RuntimeClock};
 pub use cycle_state::{CycleState, StateData};
 pub use events::{ActionType, ClusterEvent, EventResource};
-pub use handle::{BindError, Binder, Handle, HandleBuilder};
+pub use handle::{BindError, Binder, Handle, HandleBuilder, NoVolumeWriter, VolumeWriter};
 pub use health::{Degradation, HealthListener, PluginHealth};
 pub use interface::*;
 pub use observer::Observer;

@@ -471,6 +471,7 @@ impl Planner<'_> {
     ) -> Result<Arc<Framework>, Rejection> {
         let services = ProfileServices {
             binder: self.ctx.binder.clone(),
+            volume_writer: std::sync::Arc::new(crate::framework::NoVolumeWriter),
             parallelizer: self.ctx.parallelizer.clone(),
             clock: self.ctx.clock.clone(),
             workloads: self.ctx.state.workloads.clone(),

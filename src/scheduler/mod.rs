@@ -281,6 +281,13 @@ impl Scheduler {
         self.broadcast(ClusterEvent::new(EventResource::PodGroup, action));
     }
 
+    /// A storage object (a claim, volume, class, CSINode, CSIDriver, capacity or
+    /// attachment) changed; the storage lister plugins read is updated by the adapter.
+    /// Requeues the pods whose rejecting plugins registered the event.
+    pub fn on_storage_change(&mut self, resource: EventResource, action: ActionType) {
+        self.broadcast(ClusterEvent::new(resource, action));
+    }
+
     /// A namespace was added or changed (namespace selectors read its labels). No pod
     /// is requeued: upstream registers no plugin for namespace events.
     pub fn on_namespace_apply(&mut self, namespace: &k8s_openapi::api::core::v1::Namespace) {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::cluster::{PodGroups, Volumes, Workloads};
 use crate::framework::{
     Binder, Clock, Framework, Handle, Observer, Parallelizer, PluginError, PluginHealth, Registry,
-    ResolvedProfile,
+    ResolvedProfile, VolumeWriter,
 };
 
 /// What every profile instance of one scheduler shares.
@@ -16,6 +16,8 @@ use crate::framework::{
 pub struct ProfileServices {
     /// Writes bindings (DefaultBinder).
     pub binder: Arc<dyn Binder>,
+    /// Writes volume bindings (VolumeBinding's PreBind).
+    pub volume_writer: Arc<dyn VolumeWriter>,
     /// The scheduler's worker threads ([`Scheduler::parallelizer`](super::Scheduler::parallelizer)).
     pub parallelizer: Arc<Parallelizer>,
     /// The scheduler's time ([`Scheduler::clock`](super::Scheduler::clock)).
@@ -42,6 +44,7 @@ impl ProfileServices {
     ) -> Result<Framework, PluginError> {
         let handle = Handle::builder()
             .binder(self.binder.clone())
+            .volume_writer(self.volume_writer.clone())
             .parallelizer(self.parallelizer.clone())
             .clock(self.clock.clone())
             .workloads(self.workloads.clone())

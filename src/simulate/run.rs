@@ -291,6 +291,7 @@ async fn simulate_on(
     });
     let services = ProfileServices {
         binder,
+        volume_writer: Arc::new(crate::framework::NoVolumeWriter),
         parallelizer: scheduler.parallelizer().clone(),
         clock: scheduler.clock().clone(),
         workloads: Arc::new(workloads(&input)),
