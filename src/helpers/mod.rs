@@ -11,3 +11,4 @@ pub mod node_affinity;
 pub mod score;
 pub mod taints;
 pub mod validation;
+pub mod volumes;
