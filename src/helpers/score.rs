@@ -1,7 +1,10 @@
 //! Scoring math shared by plugins, written once: default score normalization and
 //! piecewise-linear shapes (upstream `framework/plugins/helper`).
 
-use crate::framework::{MAX_NODE_SCORE, Status};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::framework::{FieldError, MAX_NODE_SCORE, Status};
 
 /// Upstream `DefaultNormalizeScore`: scales scores so the highest becomes `max_priority`
 /// (integer division, as upstream); with `reverse`, the result is `max_priority - score`.
@@ -54,6 +57,78 @@ pub fn broken_linear(shape: &[FunctionShapePoint], p: i64) -> i64 {
 
 /// The highest score a plugin may give, for plugins that compute on another scale.
 pub const MAX_SCORE: i64 = MAX_NODE_SCORE;
+
+/// The highest score a shape point may give (upstream `MaxCustomPriorityScore`); shape
+/// scores are scaled from 0..=10 to 0..=100.
+pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+
+/// The highest utilization (percent) a shape point may name.
+pub const MAX_UTILIZATION: i64 = 100;
+
+/// One point of a user-given scoring shape (RequestedToCapacityRatio, VolumeBinding's
+/// storage capacity score).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UtilizationShapePoint {
+    /// Utilization in percent, 0..=100.
+    #[schemars(range(min = 0, max = 100))]
+    pub utilization: i64,
+    /// Score at that utilization, 0..=10 (scaled to 0..=100 when scoring).
+    #[schemars(range(min = 0, max = 10))]
+    pub score: i64,
+}
+
+/// Upstream `validateFunctionShape`: at least one point, utilization strictly increasing
+/// within 0..=100, score within 0..=10.
+pub fn validate_shape(shape: &[UtilizationShapePoint], path: &str) -> Vec<FieldError> {
+    if shape.is_empty() {
+        return vec![FieldError::new(
+            path,
+            "",
+            "at least one point must be specified",
+        )];
+    }
+    let mut errors = Vec::new();
+    // Like upstream, only the first out-of-order point is reported.
+    if let Some(i) = (1..shape.len()).find(|&i| shape[i - 1].utilization >= shape[i].utilization) {
+        errors.push(FieldError::new(
+            format!("{path}[{i}].utilization"),
+            shape[i].utilization,
+            format!(
+                "utilization values must be strictly increasing, but point {i} does not exceed point {}",
+                i - 1
+            ),
+        ));
+    }
+    for (i, point) in shape.iter().enumerate() {
+        if !(0..=MAX_UTILIZATION).contains(&point.utilization) {
+            errors.push(FieldError::new(
+                format!("{path}[{i}].utilization"),
+                point.utilization,
+                format!("must be between 0 and {MAX_UTILIZATION}"),
+            ));
+        }
+        if !(0..=MAX_CUSTOM_PRIORITY_SCORE).contains(&point.score) {
+            errors.push(FieldError::new(
+                format!("{path}[{i}].score"),
+                point.score,
+                format!("must be between 0 and {MAX_CUSTOM_PRIORITY_SCORE}"),
+            ));
+        }
+    }
+    errors
+}
+
+/// A user-given shape with its scores scaled from 0..=10 to the scheduler's 0..=100.
+pub fn scaled_shape(shape: &[UtilizationShapePoint]) -> Vec<FunctionShapePoint> {
+    shape
+        .iter()
+        .map(|point| FunctionShapePoint {
+            utilization: point.utilization,
+            score: point.score * (MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE),
+        })
+        .collect()
+}
 
 #[cfg(test)]
 mod tests {

@@ -19,6 +19,7 @@ pub mod prometheus;
 pub mod qos_sort;
 pub mod scheduling_gates;
 pub mod taint_toleration;
+pub mod volume_binding;
 pub mod volume_restrictions;
 pub mod volume_zone;
 
@@ -40,6 +41,7 @@ pub use prometheus::{MetricsScore, NetworkTraffic};
 pub use qos_sort::QosSort;
 pub use scheduling_gates::SchedulingGates;
 pub use taint_toleration::TaintToleration;
+pub use volume_binding::{VolumeBinding, VolumeBindingArgs};
 pub use volume_restrictions::VolumeRestrictions;
 pub use volume_zone::VolumeZone;
 

@@ -42,13 +42,12 @@ pub use balanced_allocation::NodeResourcesBalancedAllocation;
 use fit::PreFilterState;
 use resource_allocation::{PreScoreState, ResourceAllocationScorer};
 
-/// The highest score a RequestedToCapacityRatio shape point may give (upstream
-/// `MaxCustomPriorityScore`); shape scores are scaled from 0..=10 to 0..=100.
-pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+pub use crate::helpers::score::{
+    MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, UtilizationShapePoint, validate_shape,
+};
+
 /// The highest weight a scored resource may have.
 pub const MAX_RESOURCE_WEIGHT: i64 = 100;
-/// The highest utilization (percent) a shape point may name.
-pub const MAX_UTILIZATION: i64 = 100;
 /// `maxItems` of the resource lists in the args (scored and ignored resources): generous
 /// for real clusters, and a bound the API server needs to cost the CEL rules over them.
 pub const MAX_RESOURCES: u32 = 32;
@@ -180,18 +179,6 @@ pub struct RequestedToCapacityRatioParam {
     pub shape: Vec<UtilizationShapePoint>,
 }
 
-/// One point of the RequestedToCapacityRatio function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UtilizationShapePoint {
-    /// Utilization in percent, 0..=100.
-    #[schemars(range(min = 0, max = 100))]
-    pub utilization: i64,
-    /// Score at that utilization, 0..=10 (scaled to 0..=100 when scoring).
-    #[schemars(range(min = 0, max = 10))]
-    pub score: i64,
-}
-
 fn default_weight() -> i64 {
     1
 }
@@ -272,47 +259,6 @@ impl ScoringStrategy {
         }
         errors
     }
-}
-
-/// Upstream `validateFunctionShape`: at least one point, utilization strictly increasing
-/// within 0..=100, score within 0..=10.
-fn validate_shape(shape: &[UtilizationShapePoint], path: &str) -> Vec<FieldError> {
-    if shape.is_empty() {
-        return vec![FieldError::new(
-            path,
-            "",
-            "at least one point must be specified",
-        )];
-    }
-    let mut errors = Vec::new();
-    // Like upstream, only the first out-of-order point is reported.
-    if let Some(i) = (1..shape.len()).find(|&i| shape[i - 1].utilization >= shape[i].utilization) {
-        errors.push(FieldError::new(
-            format!("{path}[{i}].utilization"),
-            shape[i].utilization,
-            format!(
-                "utilization values must be strictly increasing, but point {i} does not exceed point {}",
-                i - 1
-            ),
-        ));
-    }
-    for (i, point) in shape.iter().enumerate() {
-        if !(0..=MAX_UTILIZATION).contains(&point.utilization) {
-            errors.push(FieldError::new(
-                format!("{path}[{i}].utilization"),
-                point.utilization,
-                format!("must be between 0 and {MAX_UTILIZATION}"),
-            ));
-        }
-        if !(0..=MAX_CUSTOM_PRIORITY_SCORE).contains(&point.score) {
-            errors.push(FieldError::new(
-                format!("{path}[{i}].score"),
-                point.score,
-                format!("must be between 0 and {MAX_CUSTOM_PRIORITY_SCORE}"),
-            ));
-        }
-    }
-    errors
 }
 
 /// A string value rendered as JSON, as `FieldError.value` expects.

@@ -2,21 +2,10 @@
 //! through a user-given piecewise-linear shape, e.g. to bin-pack accelerators (upstream
 //! `requestedToCapacityRatioScorer`).
 
-use crate::framework::MAX_NODE_SCORE;
+pub(super) use crate::helpers::score::scaled_shape;
 use crate::helpers::score::{FunctionShapePoint, broken_linear};
 
-use super::{MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION, UtilizationShapePoint};
-
-/// The configured shape with scores scaled from 0..=10 to the scheduler's 0..=100.
-pub(super) fn scaled_shape(shape: &[UtilizationShapePoint]) -> Vec<FunctionShapePoint> {
-    shape
-        .iter()
-        .map(|point| FunctionShapePoint {
-            utilization: point.utilization,
-            score: point.score * (MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE),
-        })
-        .collect()
-}
+use super::MAX_UTILIZATION;
 
 /// One resource's score: the shape at `requested * 100 / capacity` (integer division),
 /// or at full utilization when the resource is absent or over-requested.
@@ -251,6 +240,7 @@ mod tests {
     #[test]
     fn broken_linear_on_the_upstream_shapes() {
         // upstream TestBrokenLinearFunction, the two cases helper.rs does not cover.
+        pub(super) use crate::helpers::score::scaled_shape;
         use crate::helpers::score::{FunctionShapePoint, broken_linear};
         let points = |pts: &[(i64, i64)]| {
             pts.iter()
