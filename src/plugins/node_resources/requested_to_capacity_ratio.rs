@@ -240,7 +240,6 @@ mod tests {
     #[test]
     fn broken_linear_on_the_upstream_shapes() {
         // upstream TestBrokenLinearFunction, the two cases helper.rs does not cover.
-        pub(super) use crate::helpers::score::scaled_shape;
         use crate::helpers::score::{FunctionShapePoint, broken_linear};
         let points = |pts: &[(i64, i64)]| {
             pts.iter()
