@@ -257,6 +257,8 @@ impl NodeVolumeLimits {
         }
         let class = self.volumes.class(&class_name)?;
         let provisioner = class.provisioner.as_str();
+        // An in-tree provisioner stands for its CSI driver where the node migrated it, and
+        // for nothing elsewhere (Azure File, vSphere and Portworx: anywhere).
         let driver = if is_migratable_plugin_name(provisioner) {
             let plugin =
                 InTreePlugin::from_name(provisioner).filter(|p| migration_on(csi_node, *p))?;
