@@ -1,7 +1,6 @@
 //! The default profile (`spec: {}`) resolves to upstream kube-scheduler's default plugin
-//! list (v1.31+, `getDefaultPlugins` expanded per extension point), minus the plugins berth
-//! leaves for later: the volume plugins (VolumeRestrictions, NodeVolumeLimits,
-//! VolumeBinding, VolumeZone) and DefaultPreemption.
+//! list (v1.31+, `getDefaultPlugins` expanded per extension point), minus the plugin berth
+//! leaves for later: DefaultPreemption.
 
 use berth::api::SchedulerProfileSpec;
 use berth::framework::{ExtensionPoint, resolve};
@@ -23,6 +22,10 @@ fn default_profile_matches_upstream_defaults() {
             "NodeAffinity",
             "NodePorts",
             "NodeResourcesFit",
+            "VolumeRestrictions",
+            "NodeVolumeLimits",
+            "VolumeBinding",
+            "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity"
         ])
@@ -36,6 +39,10 @@ fn default_profile_matches_upstream_defaults() {
             "NodeAffinity",
             "NodePorts",
             "NodeResourcesFit",
+            "VolumeRestrictions",
+            "NodeVolumeLimits",
+            "VolumeBinding",
+            "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
         ])
@@ -46,6 +53,7 @@ fn default_profile_matches_upstream_defaults() {
             "TaintToleration",
             "NodeAffinity",
             "NodeResourcesFit",
+            "VolumeBinding",
             "PodTopologySpread",
             "InterPodAffinity",
             "NodeResourcesBalancedAllocation",
@@ -61,6 +69,7 @@ fn default_profile_matches_upstream_defaults() {
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
         ("NodeResourcesFit", 1),
+        ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
@@ -75,5 +84,6 @@ fn default_profile_matches_upstream_defaults() {
         at(ExtensionPoint::PostFilter).is_empty(),
         "DefaultPreemption comes later"
     );
-    assert!(at(ExtensionPoint::Reserve).is_empty() && at(ExtensionPoint::PreBind).is_empty());
+    assert_eq!(at(ExtensionPoint::Reserve), names(&["VolumeBinding"]));
+    assert_eq!(at(ExtensionPoint::PreBind), names(&["VolumeBinding"]));
 }

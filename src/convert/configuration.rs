@@ -52,7 +52,7 @@ pub(super) const PROCESS_SETTINGS: [(&str, &str); 10] = [
     ),
     (
         "bindTimeoutSeconds",
-        "it bounded volume binding, which berth does not do; nothing to set",
+        "not carried over: set VolumeBinding's bindTimeoutSeconds in the profiles' pluginConfig instead",
     ),
 ];
 
