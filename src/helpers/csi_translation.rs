@@ -197,6 +197,116 @@ impl InTreePlugin {
     }
 }
 
+const BETA_REGION: &str = "failure-domain.beta.kubernetes.io/region";
+const REGION: &str = "topology.kubernetes.io/region";
+
+/// The volume as the scheduler checks its node affinity once the node migrated its
+/// in-tree plugin (upstream `translateTopologyFromInTreeToCSI`, the topology half of
+/// translating a PV to CSI): the zone key of its node affinity (GA, else beta) becomes the
+/// driver's topology key; without one, its zone label (`a__b` for several zones) becomes
+/// a `<driver key> In [zones]` requirement of every term; a beta region key becomes the GA
+/// one. Other requirements stay.
+pub fn translate_volume_topology(
+    volume: &PersistentVolume,
+    plugin: InTreePlugin,
+) -> PersistentVolume {
+    let mut translated = volume.clone();
+    let has_key = |key: &str| {
+        affinity_terms(volume)
+            .iter()
+            .flat_map(|t| t.match_expressions.iter().flatten())
+            .any(|r| r.key == key)
+    };
+    let label = |key: &str| volume.metadata.labels.as_ref().and_then(|l| l.get(key));
+    let (zone_key, region_key) = if has_key(ZONE) {
+        (ZONE, REGION)
+    } else if has_key(BETA_ZONE) {
+        (BETA_ZONE, BETA_REGION)
+    } else if label(ZONE).is_some() {
+        (ZONE, REGION)
+    } else if label(BETA_ZONE).is_some() {
+        (BETA_ZONE, BETA_REGION)
+    } else {
+        (ZONE, REGION)
+    };
+    let topology_key = plugin.topology_key();
+    if has_key(zone_key) {
+        rename_key(&mut translated, zone_key, topology_key);
+    } else if let Some(value) = label(zone_key) {
+        let mut zones: Vec<String> = value
+            .split(MULTI_ZONE_DELIMITER)
+            .map(str::trim)
+            .filter(|z| !z.is_empty())
+            .map(str::to_string)
+            .collect();
+        zones.sort();
+        zones.dedup();
+        if !zones.is_empty() {
+            let required = translated
+                .spec
+                .get_or_insert_default()
+                .node_affinity
+                .get_or_insert_default()
+                .required
+                .get_or_insert_default();
+            if required.node_selector_terms.is_empty() {
+                required.node_selector_terms.push(Default::default());
+            }
+            for term in &mut required.node_selector_terms {
+                term.match_expressions.get_or_insert_default().push(
+                    k8s_openapi::api::core::v1::NodeSelectorRequirement {
+                        key: topology_key.into(),
+                        operator: "In".into(),
+                        values: Some(zones.clone()),
+                    },
+                );
+            }
+        }
+    }
+    if region_key == BETA_REGION && has_key(BETA_REGION) {
+        rename_key(&mut translated, BETA_REGION, REGION);
+    }
+    translated
+}
+
+fn affinity_terms(volume: &PersistentVolume) -> &[k8s_openapi::api::core::v1::NodeSelectorTerm] {
+    volume
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_affinity.as_ref())
+        .and_then(|a| a.required.as_ref())
+        .map(|r| r.node_selector_terms.as_slice())
+        .unwrap_or_default()
+}
+
+fn rename_key(volume: &mut PersistentVolume, from: &str, to: &str) {
+    let terms = volume
+        .spec
+        .as_mut()
+        .and_then(|s| s.node_affinity.as_mut())
+        .and_then(|a| a.required.as_mut())
+        .map(|r| r.node_selector_terms.iter_mut());
+    for requirement in terms
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t.match_expressions.iter_mut().flatten())
+    {
+        if requirement.key == from {
+            requirement.key = to.into();
+        }
+    }
+}
+
+/// The volume whose node affinity the scheduler checks against a node with `csi_node`:
+/// the volume itself, or its CSI topology when the node migrated its in-tree plugin.
+pub fn volume_for_node(
+    volume: &PersistentVolume,
+    csi_node: Option<&CSINode>,
+) -> Option<PersistentVolume> {
+    let plugin = InTreePlugin::of_volume(volume)?;
+    migration_on(csi_node, plugin).then(|| translate_volume_topology(volume, plugin))
+}
+
 /// Whether the scheduler sees `plugin` as migrated to CSI on the node of `csi_node`
 /// (upstream `isCSIMigrationOn`): the node has a CSINode and its migrated-plugins
 /// annotation lists the plugin. Without a CSINode nothing is migrated.

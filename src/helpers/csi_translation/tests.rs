@@ -347,3 +347,96 @@ fn migration_is_on_where_the_csi_node_lists_the_plugin() {
         assert_eq!(migration_on(node.as_ref(), plugin), want, "{name}");
     }
 }
+
+#[test]
+fn volume_topology_moves_to_the_csi_drivers_zone_key() {
+    use k8s_openapi::api::core::v1::{
+        NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolumeSpec,
+        VolumeNodeAffinity,
+    };
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    let requirement = |key: &str, values: &[&str]| NodeSelectorRequirement {
+        key: key.into(),
+        operator: "In".into(),
+        values: Some(values.iter().map(|v| v.to_string()).collect()),
+    };
+    let volume =
+        |labels: &[(&str, &str)], terms: Vec<Vec<NodeSelectorRequirement>>| PersistentVolume {
+            metadata: ObjectMeta {
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                ),
+                ..ObjectMeta::default()
+            },
+            spec: Some(PersistentVolumeSpec {
+                node_affinity: (!terms.is_empty()).then(|| VolumeNodeAffinity {
+                    required: Some(NodeSelector {
+                        node_selector_terms: terms
+                            .into_iter()
+                            .map(|e| NodeSelectorTerm {
+                                match_expressions: Some(e),
+                                match_fields: None,
+                            })
+                            .collect(),
+                    }),
+                }),
+                ..PersistentVolumeSpec::default()
+            }),
+            ..PersistentVolume::default()
+        };
+    let gke = "topology.gke.io/zone";
+    let cases = [
+        (
+            "zone labels become a requirement, zones sorted and deduplicated",
+            volume(&[(BETA_ZONE, "b__a__ b__")], vec![]),
+            volume(
+                &[(BETA_ZONE, "b__a__ b__")],
+                vec![vec![requirement(gke, &["a", "b"])]],
+            ),
+        ),
+        (
+            "a GA zone key in the affinity is renamed, other keys stay",
+            volume(
+                &[],
+                vec![vec![
+                    requirement(ZONE, &["a"]),
+                    requirement("rack", &["r1"]),
+                ]],
+            ),
+            volume(
+                &[],
+                vec![vec![requirement(gke, &["a"]), requirement("rack", &["r1"])]],
+            ),
+        ),
+        (
+            "a beta zone key is renamed and its beta region key becomes GA",
+            volume(
+                &[],
+                vec![vec![
+                    requirement(BETA_ZONE, &["a"]),
+                    requirement(BETA_REGION, &["r"]),
+                ]],
+            ),
+            volume(
+                &[],
+                vec![vec![requirement(gke, &["a"]), requirement(REGION, &["r"])]],
+            ),
+        ),
+        (
+            "affinity wins over labels",
+            volume(&[(ZONE, "z")], vec![vec![requirement(ZONE, &["a"])]]),
+            volume(&[(ZONE, "z")], vec![vec![requirement(gke, &["a"])]]),
+        ),
+    ];
+    for (name, input, want) in cases {
+        assert_eq!(
+            translate_volume_topology(&input, InTreePlugin::GcePd),
+            want,
+            "{name}"
+        );
+    }
+}

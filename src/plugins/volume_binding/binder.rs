@@ -10,12 +10,13 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{
     ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod, Volume,
 };
-use k8s_openapi::api::storage::v1::{CSIStorageCapacity, StorageClass};
+use k8s_openapi::api::storage::v1::{CSINode, CSIStorageCapacity, StorageClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::cluster::{Volumes, parse_value, resource_version};
 use crate::framework::VolumeWriter;
+use crate::helpers::csi_translation::volume_for_node;
 use crate::helpers::volumes::{
     BOUND_BY_CONTROLLER_ANNOTATION, SELECTED_NODE_ANNOTATION, claim_class, claim_name,
     claim_volume_name, ephemeral_claim_owned_by, is_fully_bound, selected_node, volume_admits,
@@ -353,6 +354,19 @@ pub fn allowed_topologies_admit(class: &StorageClass, labels: &BTreeMap<String, 
         })
 }
 
+/// Whether `volume`'s node affinity admits the node with `labels` and CSINode
+/// `csi_node`, reading an in-tree volume as its CSI driver's once the node migrated it.
+fn admits_node(
+    volume: &PersistentVolume,
+    labels: &BTreeMap<String, String>,
+    csi_node: Option<&CSINode>,
+) -> bool {
+    match volume_for_node(volume, csi_node) {
+        Some(translated) => volume_admits(&translated, labels),
+        None => volume_admits(volume, labels),
+    }
+}
+
 /// What FindPodVolumes concluded for one node.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NodeVerdict {
@@ -371,13 +385,14 @@ pub fn find_pod_volumes(
     labels: &BTreeMap<String, String>,
 ) -> Result<NodeVerdict, String> {
     let mut verdict = NodeVerdict::default();
+    let csi_node = volumes.csi_node(node_name);
     // Bound claims: the volume must exist and admit the node.
     for claim in &claims.bound {
         let Some(volume) = volumes.volume(claim_volume_name(claim)) else {
             verdict.reasons.push(ConflictReason::PvNotExist);
             break;
         };
-        if !volume_admits(&volume, labels) {
+        if !admits_node(&volume, labels, csi_node.as_deref()) {
             verdict.reasons.push(ConflictReason::NodeConflict);
             break;
         }
@@ -692,6 +707,7 @@ pub fn check_bindings(
     labels: &BTreeMap<String, String>,
     pod_volumes: &PodVolumes,
 ) -> Result<bool, String> {
+    let csi_node = volumes.csi_node(node_name);
     for binding in &pod_volumes.static_bindings {
         let volume_name = binding.volume.metadata.name.as_deref().unwrap_or_default();
         let claim = &binding.claim;
@@ -710,7 +726,7 @@ pub fn check_bindings(
         if resource_version(volume.as_ref()) < resource_version(&binding.volume) {
             return Ok(false);
         }
-        if !volume_admits(&volume, labels) {
+        if !admits_node(&volume, labels, csi_node.as_deref()) {
             return Err(format!(
                 "pv \"{volume_name}\" node affinity doesn't match node \"{node_name}\": no matching NodeSelectorTerms"
             ));
@@ -757,7 +773,7 @@ pub fn check_bindings(
         let Some(volume) = volumes.api_volume(volume_name) else {
             return Ok(false);
         };
-        if !volume_admits(&volume, labels) {
+        if !admits_node(&volume, labels, csi_node.as_deref()) {
             return Err(format!(
                 "pv \"{volume_name}\" node affinity doesn't match node \"{node_name}\": no matching NodeSelectorTerms"
             ));

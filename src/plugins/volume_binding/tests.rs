@@ -952,3 +952,77 @@ fn a_reserved_volume_is_taken_for_the_next_pod_until_unreserved() {
     complete(plugin.unreserve(&mut state, &first, "node-a"));
     assert!(filter(&second).1.is_success());
 }
+
+/// upstream's TestFindPodVolumesWithCSIMigration: a bound in-tree GCE PD volume with zone
+/// labels and no node affinity is checked, on a node that migrated the plugin, with the
+/// CSI driver's zone key.
+#[test]
+fn bound_in_tree_volumes_are_checked_with_their_csi_topology_on_migrated_nodes() {
+    use k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource;
+    use k8s_openapi::api::storage::v1::CSINode;
+
+    let claim = bound_to(pvc("pvc-migration-bound", "wait-sc"), "pv-migration-bound");
+    let mut volume = with_capacity(pv("pv-migration-bound", "wait-sc"), "1G");
+    volume.metadata.labels = Some(BTreeMap::from([
+        (
+            "failure-domain.beta.kubernetes.io/zone".into(),
+            "us-east-1".into(),
+        ),
+        (
+            "failure-domain.beta.kubernetes.io/region".into(),
+            "us-east-1a".into(),
+        ),
+    ]));
+    volume.spec.get_or_insert_default().gce_persistent_disk = Some(GCEPersistentDiskVolumeSource {
+        pd_name: "test-disk".into(),
+        ..GCEPersistentDiskVolumeSource::default()
+    });
+    let csi_node = |migrated: &str| CSINode {
+        metadata: ObjectMeta {
+            name: Some("node1".into()),
+            annotations: Some(BTreeMap::from([(
+                "storage.alpha.kubernetes.io/migrated-plugins".into(),
+                migrated.into(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        ..CSINode::default()
+    };
+    let zone = |z: &str| {
+        BTreeMap::from([
+            (HOSTNAME.to_string(), "node1".to_string()),
+            ("topology.gke.io/zone".to_string(), z.to_string()),
+        ])
+    };
+    let cases = [
+        (
+            "pvc-bound",
+            zone("us-east-1"),
+            Some(csi_node("kubernetes.io/gce-pd")),
+            vec![],
+        ),
+        (
+            "pvc-bound,csinode-not-migrated",
+            zone("us-east-1"),
+            Some(csi_node("")),
+            vec![],
+        ),
+        ("pvc-bound,missing-csinode", zone("us-east-1"), None, vec![]),
+        (
+            "pvc-bound,node-different-zone",
+            zone("us-east-2"),
+            Some(csi_node("kubernetes.io/gce-pd")),
+            vec![binder::ConflictReason::NodeConflict],
+        ),
+    ];
+    for (name, labels, csi_node, want) in cases {
+        let (_, lister) = plugin_with(vec![claim.clone()], vec![volume.clone()], no_score());
+        if let Some(csi_node) = csi_node {
+            lister.apply_csi_node(csi_node);
+        }
+        let claims =
+            binder::get_pod_volume_claims(&lister, &pod(&["pvc-migration-bound"])).expect("claims");
+        let verdict = binder::find_pod_volumes(&lister, &claims, "node1", &labels).expect(name);
+        assert_eq!(verdict.reasons, want, "{name}");
+    }
+}
