@@ -5,7 +5,9 @@
 //! upstream test binder. "Fails" means an `Err`: from [`find_pod_volumes`], or, as
 //! upstream's test helper does, from [`get_pod_volume_claims`] or from an unbound
 //! Immediate claim. The in-tree→CSI migration tables are not here: the binder checks an
-//! in-tree volume's own node affinity and does not translate it.
+//! in-tree volume's own node affinity and does not translate it. Upstream's rows with nil
+//! binding or provisioning lists have no counterpart: [`PodVolumes`] holds lists, never
+//! nil.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
