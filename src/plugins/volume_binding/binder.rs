@@ -176,7 +176,9 @@ fn is_delay_binding(volumes: &Volumes, claim: &PersistentVolumeClaim) -> Result<
 }
 
 /// Sorts the pod's claims (upstream `GetPodVolumeClaims`), reading the assume cache so
-/// that a claim assumed by an earlier pod is seen as that pod left it.
+/// that a claim assumed by an earlier pod is seen as that pod left it. An ephemeral
+/// volume's claim that was not created for the pod is an error here too, as upstream's
+/// `isVolumeBound` makes it.
 pub fn get_pod_volume_claims(volumes: &Volumes, pod: &Pod) -> Result<PodVolumeClaims, String> {
     let namespace = namespace_of(pod);
     let mut claims = PodVolumeClaims::default();
@@ -187,6 +189,9 @@ pub fn get_pod_volume_claims(volumes: &Volumes, pod: &Pod) -> Result<PodVolumeCl
         let Some(claim) = volumes.claim(namespace, &name) else {
             return Err(format!("persistentvolumeclaim \"{name}\" not found"));
         };
+        if volume.ephemeral.is_some() {
+            ephemeral_claim_owned_by(&claim, pod)?;
+        }
         if is_fully_bound(&claim) {
             claims.bound.push(claim);
         } else if is_delay_binding(volumes, &claim)? && claim_volume_name(&claim).is_empty() {
