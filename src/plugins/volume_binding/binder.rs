@@ -237,7 +237,7 @@ fn is_volume_bound_to_claim(volume: &PersistentVolume, claim: &PersistentVolumeC
     }
 }
 
-fn access_modes<'a>(modes: Option<&'a Vec<String>>) -> impl Iterator<Item = &'a String> {
+fn access_modes(modes: Option<&Vec<String>>) -> impl Iterator<Item = &String> {
     modes.into_iter().flatten()
 }
 
