@@ -138,3 +138,105 @@ fn replicas_of_a_replica_set_are_spread_by_the_system_default_constraints() {
         "the second replica goes to the other zone"
     );
 }
+
+/// The per-node filter reasons of `pod` in an `--explain` report.
+fn filter_reasons(pod: &Value) -> BTreeMap<String, Vec<String>> {
+    pod["nodes"]
+        .as_array()
+        .expect("explain nodes")
+        .iter()
+        .map(|n| {
+            let reasons = n["filterReasons"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.as_str().map(str::to_string))
+                .collect();
+            (n["name"].as_str().unwrap_or_default().to_string(), reasons)
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs the volume plugins in the default set"]
+fn a_pod_whose_volume_is_in_another_zone_than_its_node_selector_is_unschedulable() {
+    let report = explain("examples/scenarios/volume-zone-conflict.yaml");
+    let pod = &pods(&report)[0];
+    assert_eq!(pod["result"], "Unschedulable", "{pod}");
+    assert_eq!(
+        pod["message"],
+        "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, \
+         1 node(s) had volume node affinity conflict."
+    );
+    let reasons = filter_reasons(pod);
+    assert_eq!(
+        reasons,
+        BTreeMap::from([
+            (
+                "node-a".to_string(),
+                vec!["node(s) didn't match Pod's node affinity/selector".to_string()]
+            ),
+            (
+                "node-b".to_string(),
+                vec!["node(s) had volume node affinity conflict".to_string()]
+            ),
+        ]),
+        "--explain names the volume reason on the node in the other zone"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the volume plugins in the default set"]
+async fn a_stateful_set_with_a_class_restricted_to_two_zones_lands_in_those_zones_with_its_disks() {
+    use berth::helpers::volumes::{claim_volume_name, is_fully_bound};
+    use berth::simulate::report::PodResult;
+
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/scenarios/statefulset-zonal-storage.yaml");
+    let (input, _) = berth::simulate::input::load_files(&[path]).expect("valid input");
+    let options = berth::simulate::run::SimulateOptions {
+        explain: false,
+        seed: 1,
+        parallelism: 1,
+    };
+    let registry = berth::plugins::default_registry();
+    let (report, volumes) = berth::simulate::run::simulate_with_storage(input, &registry, options)
+        .await
+        .expect("the simulation runs");
+
+    let names: Vec<&str> = report.pods.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["db-0", "db-1", "db-2"]);
+    for pod in &report.pods {
+        assert_eq!(pod.result, PodResult::Scheduled, "{pod:?}");
+        // node-a is in zone-a, node-b in zone-b, node-c in zone-c (not allowed).
+        let node = pod.node.clone().unwrap_or_default();
+        assert!(
+            ["node-a", "node-b"].contains(&node.as_str()),
+            "{} landed on {node}, outside the class's allowedTopologies",
+            pod.name
+        );
+        let claim_name = format!("data-{}", pod.name);
+        let claim = volumes
+            .api_claim("default", &claim_name)
+            .unwrap_or_else(|| panic!("claim {claim_name} exists"));
+        assert!(is_fully_bound(&claim), "{claim_name}: {claim:?}");
+        let volume = volumes
+            .api_volume(claim_volume_name(&claim))
+            .unwrap_or_else(|| panic!("{claim_name}'s volume was provisioned"));
+        let zones: Vec<String> = volume
+            .spec
+            .iter()
+            .filter_map(|s| s.node_affinity.as_ref()?.required.as_ref())
+            .flat_map(|r| r.node_selector_terms.iter())
+            .flat_map(|t| t.match_expressions.iter().flatten())
+            .filter(|r| r.key == "topology.kubernetes.io/zone")
+            .flat_map(|r| r.values.clone().unwrap_or_default())
+            .collect();
+        let zone = format!("zone-{}", node.trim_start_matches("node-"));
+        assert_eq!(
+            zones,
+            vec![zone],
+            "{claim_name}'s disk is in its pod's zone"
+        );
+    }
+}

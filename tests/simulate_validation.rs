@@ -481,6 +481,105 @@ fn ports_gates_and_others() -> Vec<Case> {
     ]
 }
 
+fn storage_class(body: &str) -> String {
+    format!("apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: fast\n{body}")
+}
+
+fn csi_node(drivers: &str) -> String {
+    format!(
+        "apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata:\n  name: node-a\nspec:\n  drivers:\n{drivers}"
+    )
+}
+
+fn stateful_set_with_claims(templates: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\nspec:\n  selector: {{matchLabels: {{app: db}}}}\n  template:\n    metadata: {{labels: {{app: db}}}}\n    spec: {{containers: [{{name: c}}]}}\n  volumeClaimTemplates:\n{templates}"
+    )
+}
+
+/// StorageClasses, CSINodes, claims and StatefulSet claim templates
+/// (`pkg/apis/storage/validation`, `ValidatePersistentVolumeClaimSpec`).
+fn storage() -> Vec<Case> {
+    vec![
+        case(
+            "StorageClass without a provisioner",
+            storage_class(""),
+            "provisioner: Required value",
+        ),
+        case(
+            "StorageClass provisioner that is not a qualified name",
+            storage_class("provisioner: a/b/c\n"),
+            format!(
+                "provisioner: Invalid value: \"a/b/c\": a qualified name {QUALIFIED_NAME_REGEX} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            ),
+        ),
+        case(
+            "StorageClass reclaim policy outside the enum",
+            storage_class("provisioner: csi.example.com\nreclaimPolicy: Recycle\n"),
+            "reclaimPolicy: Unsupported value: \"Recycle\": supported values: \"Delete\", \"Retain\"",
+        ),
+        case(
+            "allowedTopologies requirement without values",
+            storage_class(
+                "provisioner: csi.example.com\nallowedTopologies:\n- matchLabelExpressions:\n  - {key: topology.kubernetes.io/zone, values: []}\n",
+            ),
+            "allowedTopologies[0].matchLabelExpressions[0].values: Required value",
+        ),
+        case(
+            "allowedTopologies requirement with a value twice",
+            storage_class(
+                "provisioner: csi.example.com\nallowedTopologies:\n- matchLabelExpressions:\n  - {key: topology.kubernetes.io/zone, values: [a, a]}\n",
+            ),
+            "allowedTopologies[0].matchLabelExpressions[0].values[1]: Duplicate value: \"a\"",
+        ),
+        case(
+            "allowedTopologies term with a key twice",
+            storage_class(
+                "provisioner: csi.example.com\nallowedTopologies:\n- matchLabelExpressions:\n  - {key: zone, values: [a]}\n  - {key: zone, values: [b]}\n",
+            ),
+            "allowedTopologies[0].matchLabelExpressions[1].key: Duplicate value: \"zone\"",
+        ),
+        case(
+            "CSINode driver without a node ID",
+            csi_node("  - {name: csi.example.com}\n"),
+            "spec.drivers[0].nodeID: Required value",
+        ),
+        case(
+            "CSINode listing a driver twice",
+            csi_node(
+                "  - {name: csi.example.com, nodeID: n1}\n  - {name: csi.example.com, nodeID: n1}\n",
+            ),
+            "spec.drivers[1].name: Duplicate value: \"csi.example.com\"",
+        ),
+        case(
+            "CSINode topology key that is not a qualified name",
+            csi_node("  - {name: csi.example.com, nodeID: n1, topologyKeys: [a/b/c]}\n"),
+            format!(
+                "spec.drivers[0]: Invalid value: \"a/b/c\": a qualified name {QUALIFIED_NAME_REGEX} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            ),
+        ),
+        case(
+            "PVC volume mode outside the enum",
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\nspec:\n  accessModes: [ReadWriteOnce]\n  volumeMode: Raw\n  resources:\n    requests:\n      storage: 1Gi\n",
+            "spec.volumeMode: Unsupported value: \"Raw\": supported values: \"Block\", \"Filesystem\"",
+        ),
+        case(
+            "StatefulSet claim template without a name",
+            stateful_set_with_claims(
+                "  - spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n",
+            ),
+            "spec.volumeClaimTemplates[0].metadata.name: Required value",
+        ),
+        case(
+            "StatefulSet claim template without a storage request",
+            stateful_set_with_claims(
+                "  - metadata: {name: data}\n    spec: {accessModes: [ReadWriteOnce]}\n",
+            ),
+            "spec.volumeClaimTemplates[0].spec.resources[storage]: Required value",
+        ),
+    ]
+}
+
 /// Item 5: PodGroups as the API server validates them with berth's generated CRD.
 fn pod_groups() -> Vec<Case> {
     vec![
@@ -526,6 +625,7 @@ fn invalid_objects_are_refused_in_the_api_servers_words() {
         affinity(),
         topology_spread(),
         ports_gates_and_others(),
+        storage(),
         pod_groups(),
     ];
     let mismatches: Vec<String> = groups
@@ -596,6 +696,36 @@ apiVersion: berth.dev/v1alpha1
 kind: PodGroup
 metadata: {name: gang, namespace: team-a}
 spec: {minMember: 3, scheduleTimeoutSeconds: 30, minResources: {cpu: "3", memory: 3Gi}}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: zonal}
+provisioner: Disk.CSI.Example.com
+reclaimPolicy: Retain
+volumeBindingMode: WaitForFirstConsumer
+allowedTopologies:
+- matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [a, b]}]
+- matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [c]}]
+---
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata: {name: node-1.example.com}
+spec:
+  drivers:
+  - {name: disk.csi.example.com, nodeID: i-0abc, topologyKeys: [topology.kubernetes.io/zone], allocatable: {count: 39}}
+  - {name: files.csi.example.com, nodeID: i-0abc}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: team-a}
+spec:
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: c}]}
+  volumeClaimTemplates:
+  - metadata: {name: data, labels: {tier: storage}}
+    spec: {accessModes: [ReadWriteOnce], storageClassName: zonal, volumeMode: Block, resources: {requests: {storage: 10Gi}}}
 "#;
     if let Err(error) = load_str(Path::new(FILE), yaml) {
         panic!("valid input refused: {error}");

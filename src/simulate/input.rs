@@ -43,8 +43,8 @@ mod identity;
 mod loader;
 
 use defaults::{
-    PREEMPT_LOWER_PRIORITY, add_missing_namespaces, add_system_priority_classes, default_node,
-    default_pod, default_storage_classes, label_namespace, resolve_priority,
+    PREEMPT_LOWER_PRIORITY, add_missing_namespaces, add_system_priority_classes, default_claim,
+    default_node, default_pod, default_storage_classes, label_namespace, resolve_priority,
 };
 pub(crate) use documents::{RawDocument, parse_document, split_documents};
 pub(crate) use identity::{deterministic_uid, name_suffix};

@@ -7,4 +7,5 @@ pub mod input;
 pub mod render;
 pub mod report;
 pub mod run;
+pub mod storage;
 pub mod validation;

@@ -10,8 +10,10 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
@@ -31,6 +33,7 @@ use crate::schema::ProfileValidator;
 use super::clock::VirtualClock;
 use super::input::{ClusterInput, InputWarning, ProfileDocument, Source};
 use super::report::{DegradedPlugin, NodeReport, PluginScore, PodReport, PodResult, Report};
+use super::storage::{InMemoryVolumeWriter, NodeLabels, StorageEvents};
 
 /// The scheduler name pods get when they name none.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
@@ -227,6 +230,18 @@ pub async fn simulate(
     registry: &Registry,
     options: SimulateOptions,
 ) -> Result<Report, SimulateError> {
+    simulate_with_storage(input, registry, options)
+        .await
+        .map(|(report, _)| report)
+}
+
+/// [`simulate`], also returning the storage objects as the simulation left them: the
+/// claims it bound and the volumes it provisioned (see [`super::storage`]).
+pub async fn simulate_with_storage(
+    input: ClusterInput,
+    registry: &Registry,
+    options: SimulateOptions,
+) -> Result<(Report, Arc<Volumes>), SimulateError> {
     let checked = check_profiles(&input.profiles, registry);
     for warning in &checked.warnings {
         tracing::warn!("{warning}");
@@ -234,7 +249,8 @@ pub async fn simulate(
     if !checked.invalid.is_empty() {
         return Err(SimulateError::InvalidProfiles(checked.invalid));
     }
-    simulate_checked(input, checked.valid, registry, options).await
+    let parallelizer = start_workers(options.parallelism)?;
+    simulate_on(input, checked.valid, registry, options, parallelizer).await
 }
 
 /// Runs the simulation with profiles already validated by [`check_profiles`]
@@ -246,7 +262,9 @@ pub async fn simulate_checked(
     options: SimulateOptions,
 ) -> Result<Report, SimulateError> {
     let parallelizer = start_workers(options.parallelism)?;
-    simulate_on(input, profiles, registry, options, parallelizer).await
+    simulate_on(input, profiles, registry, options, parallelizer)
+        .await
+        .map(|(report, _)| report)
 }
 
 /// [`simulate_checked`] with the whole driver loop on one of the scheduler's worker
@@ -263,6 +281,7 @@ pub fn simulate_on_workers(
     let workers = parallelizer.clone();
     parallelizer
         .run(move || runtime.block_on(simulate_on(input, profiles, registry, options, workers)))
+        .map(|(report, _)| report)
 }
 
 /// The scheduler's worker threads for `parallelism`.
@@ -278,7 +297,7 @@ async fn simulate_on(
     registry: &Registry,
     options: SimulateOptions,
     parallelizer: Arc<Parallelizer>,
-) -> Result<Report, SimulateError> {
+) -> Result<(Report, Arc<Volumes>), SimulateError> {
     let binder: Arc<InMemoryBinder> = Arc::new(InMemoryBinder::default());
     let pod_groups = Arc::new(PodGroups::new());
     input.pod_groups.iter().for_each(|g| pod_groups.apply(g));
@@ -289,14 +308,17 @@ async fn simulate_on(
         parallelizer,
         clock: Arc::new(clock.clone()),
     });
+    let volumes = Arc::new(volumes(&input));
+    let volume_writer = InMemoryVolumeWriter::new(volumes.clone(), node_labels(&input));
+    let storage_events = volume_writer.events();
     let services = ProfileServices {
         binder,
-        volume_writer: Arc::new(crate::framework::NoVolumeWriter),
+        volume_writer: Arc::new(volume_writer),
         parallelizer: scheduler.parallelizer().clone(),
         clock: scheduler.clock().clone(),
         workloads: Arc::new(workloads(&input)),
         pod_groups,
-        volumes: Arc::new(volumes(&input)),
+        volumes: volumes.clone(),
         observer: None,
     };
     let health = add_profiles(&mut scheduler, profiles, registry, &services)?;
@@ -332,13 +354,12 @@ async fn simulate_on(
             })?;
     }
 
-    let reports = run_to_completion(&mut scheduler, &clock, &mut ()).await?;
+    let reports = run_with_storage(&mut scheduler, &clock, &mut (), &storage_events).await?;
     let mut report = build_report(&pending, &served, &reports, options.explain);
     report.degraded = degraded_plugins(&health);
-    Ok(report)
+    Ok((report, volumes))
 }
 
-/// The workload selectors of the input, for PodTopologySpread's default constraints.
 /// The storage objects of the input, for the volume plugins.
 fn volumes(input: &ClusterInput) -> Volumes {
     let volumes = Volumes::new();
@@ -365,6 +386,19 @@ fn volumes(input: &ClusterInput) -> Volumes {
     volumes
 }
 
+/// The labels of the input's nodes, the topology the simulated provisioners read.
+fn node_labels(input: &ClusterInput) -> NodeLabels {
+    input
+        .nodes
+        .iter()
+        .map(|node| {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            (name, node.metadata.labels.clone().unwrap_or_default())
+        })
+        .collect()
+}
+
+/// The workload selectors of the input, for PodTopologySpread's default constraints.
 fn workloads(input: &ClusterInput) -> Workloads {
     let workloads = Workloads::new();
     input
@@ -459,8 +493,21 @@ pub async fn run_to_completion(
     clock: &VirtualClock,
     observer: &mut dyn CycleObserver,
 ) -> Result<HashMap<String, AttemptReport>, SimulateError> {
+    run_with_storage(scheduler, clock, observer, &StorageEvents::default()).await
+}
+
+/// [`run_to_completion`] for a cluster whose storage changes while it runs: the changes
+/// `storage` records (the simulated PV controller and provisioners at work, see
+/// [`super::storage`]) reach the scheduler as the storage events a watch would deliver,
+/// before each scheduling cycle.
+pub async fn run_with_storage(
+    scheduler: &mut Scheduler,
+    clock: &VirtualClock,
+    observer: &mut dyn CycleObserver,
+    storage: &StorageEvents,
+) -> Result<HashMap<String, AttemptReport>, SimulateError> {
     tokio::task::LocalSet::new()
-        .run_until(drive(scheduler, clock, observer))
+        .run_until(drive(scheduler, clock, observer, storage))
         .await
 }
 
@@ -468,6 +515,7 @@ async fn drive(
     scheduler: &mut Scheduler,
     clock: &VirtualClock,
     observer: &mut dyn CycleObserver,
+    storage: &StorageEvents,
 ) -> Result<HashMap<String, AttemptReport>, SimulateError> {
     let mut reports: HashMap<String, AttemptReport> = HashMap::new();
     let mut bindings = WaitingBindings::default();
@@ -476,6 +524,9 @@ async fn drive(
     // where a spawned binding cycle's result would be.
     let mut bound: Vec<BindingResult> = Vec::new();
     loop {
+        for (resource, action) in storage.drain() {
+            scheduler.on_storage_change(resource, action);
+        }
         while let Some(done) = bindings.tasks.try_join_next() {
             let result = joined(done)?;
             observer.binding_cycle(&result);
@@ -488,9 +539,12 @@ async fn drive(
                 CycleOutput::Done(report) => record(scheduler, report, &mut reports),
                 CycleOutput::Binding(cycle) if cycle.is_waiting() => bindings.spawn(cycle),
                 CycleOutput::Binding(cycle) => {
-                    let result = cycle.run().await;
-                    observer.binding_cycle(&result);
-                    bound.push(result);
+                    // A cycle that waits (PreBind polling a volume binding on the clock)
+                    // joins the cycles held at Permit, whose waits the driver ends.
+                    if let Some(result) = bindings.run_or_spawn(cycle).await {
+                        observer.binding_cycle(&result);
+                        bound.push(result);
+                    }
                 }
             }
             continue;
@@ -534,12 +588,28 @@ struct WaitingBindings {
 
 impl WaitingBindings {
     fn spawn(&mut self, cycle: Box<BindingCycle>) {
+        self.spawn_started(Box::pin(cycle.run()));
+    }
+
+    fn spawn_started(&mut self, mut run: Pin<Box<dyn Future<Output = BindingResult>>>) {
         let polls = self.polls.clone();
-        let mut run = Box::pin(cycle.run());
         self.tasks.spawn_local(std::future::poll_fn(move |cx| {
             polls.fetch_add(1, Ordering::Relaxed);
             run.as_mut().poll(cx)
         }));
+    }
+
+    /// Runs `cycle` on the driver's task as far as it goes without waiting: its result
+    /// if it finished, else `None`, the cycle now being one of the waiting ones.
+    async fn run_or_spawn(&mut self, cycle: Box<BindingCycle>) -> Option<BindingResult> {
+        let mut run: Pin<Box<dyn Future<Output = BindingResult>>> = Box::pin(cycle.run());
+        match std::future::poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await {
+            Poll::Ready(result) => Some(result),
+            Poll::Pending => {
+                self.spawn_started(run);
+                None
+            }
+        }
     }
 
     /// The next binding cycle to finish, `None` when none is in flight. When every cycle

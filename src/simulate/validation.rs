@@ -29,9 +29,9 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet}
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
     Affinity, Container, ContainerPort, Namespace, Node, NodeSelector, NodeSelectorRequirement,
-    NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim, Pod, PodAffinityTerm, PodSpec,
-    PodTemplateSpec, ReplicationController, ResourceRequirements, Service, Taint, Toleration,
-    TopologySpreadConstraint,
+    NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec, Pod,
+    PodAffinityTerm, PodSpec, PodTemplateSpec, ReplicationController, ResourceRequirements,
+    Service, Taint, Toleration, TopologySelectorTerm, TopologySpreadConstraint,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -265,18 +265,71 @@ pub fn node(node: &Node) -> Vec<FieldError> {
     errors
 }
 
+/// The longest `spec.drivers[].nodeID` (`csiNodeIDMaxLength`).
+const CSI_NODE_ID_MAX_LENGTH: usize = 192;
+
+/// `ValidateCSINode`: each driver named as a CSI driver, once, with a node ID, a
+/// non-negative volume limit and distinct, qualified topology keys (whose errors sit on
+/// the driver, as upstream reports them).
 pub fn csi_node(csi_node: &CSINode) -> Vec<FieldError> {
     let mut errors = object_meta(&csi_node.metadata, NameRule::DnsSubdomain, "metadata");
+    let mut names = BTreeSet::new();
     for (i, driver) in csi_node.spec.drivers.iter().enumerate() {
+        let path = index("spec.drivers", i);
+        errors.extend(csi_driver_name(&driver.name, &child(&path, "name")));
+        if !names.insert(driver.name.as_str()) {
+            errors.push(FieldError::duplicate(
+                child(&path, "name"),
+                &string(&driver.name),
+                "",
+            ));
+        }
+        if driver.node_id.is_empty() {
+            errors.push(FieldError::required(child(&path, "nodeID"), ""));
+        } else if driver.node_id.len() > CSI_NODE_ID_MAX_LENGTH {
+            errors.push(FieldError::invalid(
+                child(&path, "nodeID"),
+                &string(&driver.node_id),
+                format!("must be {CSI_NODE_ID_MAX_LENGTH} characters or less"),
+            ));
+        }
         let count = driver.allocatable.as_ref().and_then(|a| a.count);
         if let Some(count) = count.filter(|c| *c < 0) {
             errors.push(FieldError::invalid(
-                format!("spec.drivers[{i}].allocatable.count"),
+                format!("{path}.allocatable.count"),
                 &Value::from(count),
                 NEGATIVE,
             ));
         }
+        let mut keys = BTreeSet::new();
+        for key in driver.topology_keys.iter().flatten() {
+            if key.is_empty() {
+                errors.push(FieldError::required(path.as_str(), ""));
+                continue;
+            }
+            if !keys.insert(key.as_str()) {
+                errors.push(FieldError::duplicate(path.as_str(), &string(key), ""));
+            }
+            errors.extend(invalid_each(&path, key, qualified_name(key)));
+        }
     }
+    errors
+}
+
+/// `ValidateCSIDriverName`: a DNS subdomain (case aside) of at most 63 characters.
+fn csi_driver_name(name: &str, path: &str) -> Vec<FieldError> {
+    if name.is_empty() {
+        return vec![FieldError::required(path, "")];
+    }
+    let mut errors = Vec::new();
+    if name.len() > 63 {
+        errors.push(FieldError::too_long(path, 63));
+    }
+    errors.extend(invalid_each(
+        path,
+        name,
+        dns1123_subdomain(&name.to_lowercase()),
+    ));
     errors
 }
 
@@ -328,31 +381,86 @@ fn access_modes(modes: Option<&Vec<String>>, path: &str, required: &str) -> Vec<
 
 pub fn persistent_volume_claim(claim: &PersistentVolumeClaim) -> Vec<FieldError> {
     let mut errors = object_meta(&claim.metadata, NameRule::DnsSubdomain, "metadata");
-    let Some(spec) = &claim.spec else {
-        return errors;
-    };
-    errors.extend(access_modes(
+    if let Some(spec) = &claim.spec {
+        errors.extend(claim_spec(spec, "spec"));
+    }
+    errors
+}
+
+/// `ValidatePersistentVolumeClaimSpec` for what binding and provisioning read.
+fn claim_spec(spec: &PersistentVolumeClaimSpec, path: &str) -> Vec<FieldError> {
+    let mut errors = access_modes(
         spec.access_modes.as_ref(),
-        "spec.accessModes",
+        &child(path, "accessModes"),
         "at least 1 access mode is required",
-    ));
+    );
     let storage = spec
         .resources
         .as_ref()
         .and_then(|r| r.requests.as_ref())
         .and_then(|r| r.get("storage"));
+    let storage_path = format!("{path}.resources[storage]");
     match storage {
         None if spec.data_source.is_none() && spec.data_source_ref.is_none() => {
-            errors.push(FieldError::required("spec.resources[storage]", ""));
+            errors.push(FieldError::required(storage_path, ""));
         }
         None => {}
-        Some(quantity) => errors.extend(positive_quantity(
-            "storage",
-            quantity,
-            "spec.resources[storage]",
-        )),
+        Some(quantity) => errors.extend(positive_quantity("storage", quantity, &storage_path)),
     }
-    errors.extend(label_selector(spec.selector.as_ref(), "spec.selector"));
+    errors.extend(label_selector(
+        spec.selector.as_ref(),
+        &child(path, "selector"),
+    ));
+    errors.extend(class_name(
+        spec.storage_class_name.as_deref(),
+        &child(path, "storageClassName"),
+    ));
+    errors.extend(volume_mode(
+        spec.volume_mode.as_deref(),
+        &child(path, "volumeMode"),
+    ));
+    errors
+}
+
+/// `ValidateClassName` of a non-empty `storageClassName` ("" asks for no class).
+fn class_name(name: Option<&str>, path: &str) -> Vec<FieldError> {
+    match name.filter(|n| !n.is_empty()) {
+        Some(name) => invalid_each(path, name, dns1123_subdomain(name)),
+        None => Vec::new(),
+    }
+}
+
+fn volume_mode(mode: Option<&str>, path: &str) -> Vec<FieldError> {
+    const MODES: [&str; 2] = ["Block", "Filesystem"];
+    match mode {
+        Some(mode) if !MODES.contains(&mode) => {
+            vec![FieldError::not_supported(path, &string(mode), &MODES)]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The claims a StatefulSet's controller creates from its `volumeClaimTemplates`, which
+/// the API server validates as claims: a template without a name, or with a spec no
+/// claim may have, would leave every pod of the set uncreated.
+fn volume_claim_templates(templates: &[PersistentVolumeClaim]) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for (i, template) in templates.iter().enumerate() {
+        let path = index("spec.volumeClaimTemplates", i);
+        let metadata = child(&path, "metadata");
+        if template.metadata.name.as_deref().is_none_or(str::is_empty) {
+            errors.push(FieldError::required(child(&metadata, "name"), ""));
+        }
+        errors.extend(object_meta(
+            &template.metadata,
+            NameRule::DnsSubdomain,
+            &metadata,
+        ));
+        match &template.spec {
+            Some(spec) => errors.extend(claim_spec(spec, &child(&path, "spec"))),
+            None => errors.push(FieldError::required(child(&path, "spec"), "")),
+        }
+    }
     errors
 }
 
@@ -394,11 +502,35 @@ pub fn persistent_volume(volume: &PersistentVolume) -> Vec<FieldError> {
     {
         errors.extend(node_selector(required, "spec.nodeAffinity.required"));
     }
+    errors.extend(class_name(
+        spec.storage_class_name.as_deref(),
+        "spec.storageClassName",
+    ));
+    errors.extend(volume_mode(spec.volume_mode.as_deref(), "spec.volumeMode"));
     errors
 }
 
+/// `ValidateStorageClass` for what provisioning and binding read: a provisioner named
+/// as a qualified name, the reclaim policy and binding mode enums, and allowedTopologies
+/// terms whose requirements have distinct keys and distinct, present values.
 pub fn storage_class(class: &StorageClass) -> Vec<FieldError> {
     let mut errors = object_meta(&class.metadata, NameRule::DnsSubdomain, "metadata");
+    if class.provisioner.is_empty() {
+        errors.push(FieldError::required("provisioner", ""));
+    } else {
+        let lower = class.provisioner.to_lowercase();
+        errors.extend(invalid_each("provisioner", &lower, qualified_name(&lower)));
+    }
+    const RECLAIM_POLICIES: [&str; 2] = ["Delete", "Retain"];
+    if let Some(policy) = class.reclaim_policy.as_deref()
+        && !RECLAIM_POLICIES.contains(&policy)
+    {
+        errors.push(FieldError::not_supported(
+            "reclaimPolicy",
+            &string(policy),
+            &RECLAIM_POLICIES,
+        ));
+    }
     const MODES: [&str; 2] = ["Immediate", "WaitForFirstConsumer"];
     if let Some(mode) = class.volume_binding_mode.as_deref()
         && !MODES.contains(&mode)
@@ -408,6 +540,42 @@ pub fn storage_class(class: &StorageClass) -> Vec<FieldError> {
             &string(mode),
             &MODES,
         ));
+    }
+    for (i, term) in class.allowed_topologies.iter().flatten().enumerate() {
+        errors.extend(topology_selector_term(term, &index("allowedTopologies", i)));
+    }
+    errors
+}
+
+/// `ValidateTopologySelectorTerm`.
+fn topology_selector_term(term: &TopologySelectorTerm, path: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let mut keys = BTreeSet::new();
+    let requirements = term.match_label_expressions.iter().flatten();
+    for (i, requirement) in requirements.enumerate() {
+        let path = index(&child(path, "matchLabelExpressions"), i);
+        let values_path = child(&path, "values");
+        if requirement.values.is_empty() {
+            errors.push(FieldError::required(values_path.as_str(), ""));
+        }
+        let mut values = BTreeSet::new();
+        for (j, value) in requirement.values.iter().enumerate() {
+            if !values.insert(value.as_str()) {
+                errors.push(FieldError::duplicate(
+                    index(&values_path, j),
+                    &string(value),
+                    "",
+                ));
+            }
+        }
+        errors.extend(label_name(&requirement.key, &child(&path, "key")));
+        if !keys.insert(requirement.key.as_str()) {
+            errors.push(FieldError::duplicate(
+                child(&path, "key"),
+                &string(&requirement.key),
+                "",
+            ));
+        }
     }
     errors
 }
@@ -541,6 +709,9 @@ pub fn stateful_set(ss: &StatefulSet) -> Vec<FieldError> {
         errors.extend(replicas(spec.replicas, "spec.replicas"));
         errors.extend(label_selector(Some(&spec.selector), "spec.selector"));
         errors.extend(pod_template_spec(Some(&spec.template), "spec.template"));
+        errors.extend(volume_claim_templates(
+            spec.volume_claim_templates.as_deref().unwrap_or_default(),
+        ));
     }
     errors
 }

@@ -660,3 +660,56 @@ spec: {containers: []}
     let mins: Vec<i32> = input.pod_groups.iter().map(|g| g.spec.min_member).collect();
     assert_eq!(mins, vec![5]);
 }
+
+/// Upstream `getPersistentVolumeClaims`: a claim per template in the set's namespace,
+/// with the template's labels and the set's selector labels; the controller creates only
+/// the claims that do not exist, leaving an existing one as it is.
+#[test]
+fn stateful_set_claims_carry_template_and_selector_labels_and_existing_claims_are_kept() {
+    let text = "\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: c}]}
+  volumeClaimTemplates:
+  - metadata: {name: data, labels: {tier: storage}}
+    spec: {accessModes: [ReadWriteOnce], storageClassName: fast, resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-db-1, namespace: shop}
+spec: {accessModes: [ReadWriteMany], storageClassName: kept, resources: {requests: {storage: 5Gi}}}
+";
+    let input = load(text).expect("valid input");
+    let claim = |name: &str| {
+        input
+            .pvcs
+            .iter()
+            .find(|c| c.metadata.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("claim {name}"))
+            .clone()
+    };
+    assert_eq!(input.pvcs.len(), 2, "one claim created, one kept");
+    let created = claim("data-db-0");
+    assert_eq!(created.metadata.namespace.as_deref(), Some("shop"));
+    let labels = created.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels,
+        BTreeMap::from([
+            ("app".to_string(), "db".to_string()),
+            ("tier".to_string(), "storage".to_string()),
+        ])
+    );
+    let class = |c: &PersistentVolumeClaim| c.spec.as_ref()?.storage_class_name.clone();
+    assert_eq!(class(&created).as_deref(), Some("fast"));
+    assert_eq!(class(&claim("data-db-1")).as_deref(), Some("kept"));
+    assert!(
+        created.metadata.uid.is_some(),
+        "created claims get a uid, as the API server gives one"
+    );
+}

@@ -14,6 +14,21 @@ pub(super) fn default_node(node: &mut Node) {
     }
 }
 
+/// The API server's claim defaults: a uid (the PV controller and the volume binder match
+/// a volume's `claimRef` to its claim by it) and `spec.volumeMode: Filesystem`.
+pub(super) fn default_claim(claim: &mut PersistentVolumeClaim) {
+    let namespace = claim.metadata.namespace.clone().unwrap_or_default();
+    let name = claim.metadata.name.clone().unwrap_or_default();
+    if claim.metadata.uid.as_deref().is_none_or(str::is_empty) {
+        claim.metadata.uid = Some(deterministic_uid(&format!(
+            "PersistentVolumeClaim/{namespace}/{name}"
+        )));
+    }
+    if let Some(spec) = claim.spec.as_mut() {
+        spec.volume_mode.get_or_insert_with(|| "Filesystem".into());
+    }
+}
+
 pub(super) const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
 pub(super) const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
 /// DefaultTolerationSeconds admission: 300 s for not-ready and unreachable.

@@ -261,9 +261,7 @@ impl Loader {
             Kind::PersistentVolumeClaim => {
                 let mut claim: PersistentVolumeClaim = decode(value, at, prefix)?;
                 self.admit(kind, &mut claim.metadata, created, at, prefix)?;
-                if let Some(spec) = claim.spec.as_mut() {
-                    spec.volume_mode.get_or_insert_with(|| "Filesystem".into());
-                }
+                default_claim(&mut claim);
                 validation::check(validation::persistent_volume_claim(&claim), at, prefix)?;
                 self.input.pvcs.push(claim);
             }
@@ -532,9 +530,7 @@ impl Loader {
         for (owner, mut claim) in expansion.claims {
             let at = self.workload_source(&owner);
             self.admit_created(Kind::PersistentVolumeClaim, &mut claim.metadata, &at)?;
-            if let Some(spec) = claim.spec.as_mut() {
-                spec.volume_mode.get_or_insert_with(|| "Filesystem".into());
-            }
+            default_claim(&mut claim);
             self.input.pvcs.push(claim);
         }
         for (owner, mut pod) in expansion.pods {
