@@ -158,7 +158,6 @@ fn filter_reasons(pod: &Value) -> BTreeMap<String, Vec<String>> {
 }
 
 #[test]
-#[ignore = "needs the volume plugins in the default set"]
 fn a_pod_whose_volume_is_in_another_zone_than_its_node_selector_is_unschedulable() {
     let report = explain("examples/scenarios/volume-zone-conflict.yaml");
     let pod = &pods(&report)[0];
@@ -186,7 +185,6 @@ fn a_pod_whose_volume_is_in_another_zone_than_its_node_selector_is_unschedulable
 }
 
 #[tokio::test]
-#[ignore = "needs the volume plugins in the default set"]
 async fn a_stateful_set_with_a_class_restricted_to_two_zones_lands_in_those_zones_with_its_disks() {
     use berth::helpers::volumes::{claim_volume_name, is_fully_bound};
     use berth::simulate::report::PodResult;

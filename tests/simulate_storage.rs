@@ -1,10 +1,10 @@
-//! `berth simulate`'s storage controllers at work behind a volume binding: a PreBind that
-//! does what upstream's VolumeBinding does for a WaitForFirstConsumer claim (annotate the
-//! claim with the chosen node through the Handle's volume writer, then poll the claim every
-//! second until the PV controller has bound it) runs against the simulated cluster, where
-//! the in-memory provisioner and PV controller must answer it. The expectations are what
-//! a cluster with a CSI provisioner does (kube-scheduler's binder, external-provisioner and
-//! the PV controller): each StatefulSet claim gets a volume in its pod's zone.
+//! `berth simulate`'s storage controllers at work behind VolumeBinding: its PreBind
+//! annotates a WaitForFirstConsumer claim with the chosen node through the Handle's volume
+//! writer, then polls the claim every second of the simulator's clock until the PV
+//! controller has bound it; the in-memory provisioner and PV controller must answer it.
+//! The expectations are what a cluster with a CSI provisioner does (kube-scheduler's
+//! binder, external-provisioner and the PV controller): each StatefulSet claim gets a
+//! volume in its pod's zone; and a change of a claim requeues the pods waiting for it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use berth::cluster::{PodInfo, Snapshot, Volumes};
 use berth::framework::{
     ActionType, ClusterEvent, CycleState, EventResource, Handle, NoArgs, PluginError,
-    PreBindPlugin, PreFilterPlugin, PreFilterResult, Status,
+    PreFilterPlugin, PreFilterResult, Status,
 };
 use berth::helpers::volumes::{SELECTED_NODE_ANNOTATION, claim_volume_name, is_fully_bound};
 use berth::simulate::report::PodResult;
@@ -24,82 +24,18 @@ use berth::simulate::run::{SimulateOptions, simulate_with_storage};
 const ZONE: &str = "topology.kubernetes.io/zone";
 const SCENARIO: &str = "examples/scenarios/statefulset-zonal-storage.yaml";
 
-/// PreBind of upstream's binder for claims to provision, reduced to what this test needs:
-/// every unbound claim of the pod gets the selected-node annotation, then the claims are
-/// polled every second (of the scheduler's clock) until bound, for at most 600 s.
-struct ProvisionOnBind(Handle);
-
-berth::plugin! {
-    ProvisionOnBind {
-        name: "ProvisionOnBind",
-        points: [PreBind],
-    }
-
-    impl PluginFactory {
-        type Args = NoArgs;
-
-        fn build(_: NoArgs, handle: &Handle) -> Result<Self, PluginError> {
-            Ok(ProvisionOnBind(handle.clone()))
-        }
-    }
-}
-
-impl ProvisionOnBind {
-    fn claim_names(pod: &PodInfo) -> (String, Vec<String>) {
-        let namespace = pod.pod.metadata.namespace.clone().unwrap_or_default();
-        let names = pod
-            .pod
-            .spec
-            .iter()
-            .flat_map(|s| s.volumes.iter().flatten())
-            .filter_map(|v| v.persistent_volume_claim.as_ref())
-            .map(|c| c.claim_name.clone())
-            .collect();
-        (namespace, names)
-    }
-}
-
-#[async_trait]
-impl PreBindPlugin for ProvisionOnBind {
-    async fn pre_bind(&self, _: &mut CycleState, pod: &PodInfo, node_name: &str) -> Status {
-        let volumes = &self.0.volumes;
-        let (namespace, names) = Self::claim_names(pod);
-        for name in &names {
-            let Some(claim) = volumes.claim(&namespace, name) else {
-                return Status::error(format!("claim {name} not found"));
-            };
-            if is_fully_bound(&claim) {
-                continue;
-            }
-            let mut claim = claim.as_ref().clone();
-            claim
-                .metadata
-                .annotations
-                .get_or_insert_with(BTreeMap::new)
-                .insert(SELECTED_NODE_ANNOTATION.into(), node_name.into());
-            if let Err(e) = self.0.volume_writer.update_claim(&claim).await {
-                return Status::error(e);
-            }
-        }
-        let clock = &self.0.clock;
-        let deadline = clock.now() + Duration::from_secs(600);
-        loop {
-            clock
-                .sleep_until(clock.now() + Duration::from_secs(1))
-                .await;
-            let bound = names.iter().all(|name| {
-                volumes
-                    .api_claim(&namespace, name)
-                    .is_some_and(|c| is_fully_bound(&c))
-            });
-            if bound {
-                return Status::success();
-            }
-            if clock.now() >= deadline {
-                return Status::error("binding volumes: context deadline exceeded");
-            }
-        }
-    }
+/// The namespace of the pod and the claims its volumes name.
+fn claim_names(pod: &PodInfo) -> (String, Vec<String>) {
+    let namespace = pod.pod.metadata.namespace.clone().unwrap_or_default();
+    let names = pod
+        .pod
+        .spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .filter_map(|v| v.persistent_volume_claim.as_ref())
+        .map(|c| c.claim_name.clone())
+        .collect();
+    (namespace, names)
 }
 
 fn scenario() -> PathBuf {
@@ -145,9 +81,7 @@ fn affinity_values(
 
 #[tokio::test]
 async fn each_stateful_set_claim_is_provisioned_in_its_pods_zone_and_bound_before_the_pod() {
-    let mut registry = berth::plugins::default_registry();
-    registry.register_default::<ProvisionOnBind>();
-
+    let registry = berth::plugins::default_registry();
     let (report, volumes) = simulate(&registry).await;
 
     assert_eq!(report.pods.len(), 3, "{report:?}");
@@ -228,7 +162,7 @@ impl PreFilterPlugin for WaitForClaims {
             .labels
             .as_ref()
             .is_some_and(|l| l.contains_key("wait-for-claims"));
-        let (namespace, names) = ProvisionOnBind::claim_names(pod);
+        let (namespace, names) = claim_names(pod);
         let unbound = names.iter().any(|name| {
             !self
                 .0
@@ -281,9 +215,7 @@ spec:
 #[tokio::test]
 async fn a_pod_rejected_for_an_unbound_claim_is_retried_when_the_claim_is_bound() {
     let mut registry = berth::plugins::default_registry();
-    registry
-        .register_default::<ProvisionOnBind>()
-        .register_default::<WaitForClaims>();
+    registry.register_default::<WaitForClaims>();
     let (input, _) = berth::simulate::input::load_str(Path::new("shared.yaml"), SHARED_CLAIM)
         .expect("valid input");
     let options = SimulateOptions {
