@@ -157,7 +157,7 @@ where
 }
 
 /// `namespace/name` (`/name` for cluster-scoped objects).
-fn key<K: Resource>(object: &K) -> String {
+fn object_key<K: Resource>(object: &K) -> String {
     format!(
         "{}/{}",
         object.meta().namespace.as_deref().unwrap_or_default(),
@@ -211,7 +211,7 @@ async fn keep<K: Resource + Default>(
                 relist = Some(Relist::default());
             }
             Ok(Event::InitApply(object)) => {
-                let (key, version) = (key(&object), version_of(&object));
+                let (key, version) = (object_key(&object), version_of(&object));
                 if let Some(relist) = relist.as_mut() {
                     match known.get(&key) {
                         None => relist.added = true,
@@ -257,7 +257,7 @@ async fn keep<K: Resource + Default>(
                 }
             }
             Ok(Event::Apply(object)) => {
-                let (key, version) = (key(&object), version_of(&object));
+                let (key, version) = (object_key(&object), version_of(&object));
                 (feed.apply)(&volumes, object);
                 match known.insert(key, version.clone()) {
                     None => changes.push(changed(ActionType::ADD)),
@@ -267,7 +267,7 @@ async fn keep<K: Resource + Default>(
             }
             Ok(Event::Delete(object)) => {
                 (feed.delete)(&volumes, &object);
-                known.remove(&key(&object));
+                known.remove(&object_key(&object));
                 changes.push(changed(ActionType::DELETE));
             }
             Err(error) => {
@@ -345,6 +345,13 @@ mod tests {
         told
     }
 
+    type Case = (
+        &'static str,
+        Vec<Event<PersistentVolumeClaim>>,
+        Vec<&'static str>,
+        Vec<(&'static str, &'static str)>,
+    );
+
     fn claims_feed() -> Feed<PersistentVolumeClaim> {
         Feed {
             kind: "persistentvolumeclaims",
@@ -357,12 +364,8 @@ mod tests {
     #[tokio::test]
     async fn claim_watch_keeps_volumes_and_tells_the_loop() {
         use Event::{Apply, Delete, Init, InitApply, InitDone};
-        let cases: Vec<(
-            &str,
-            Vec<Event<PersistentVolumeClaim>>,
-            Vec<&str>,
-            Vec<(&str, &str)>,
-        )> = vec![
+        // (case, watch events, what the loop is told, claims held with their versions)
+        let cases: Vec<Case> = vec![
             (
                 "the first list is reported once, as additions, then as synced",
                 vec![
