@@ -236,10 +236,10 @@ fn updates_of(cluster: &Cluster, resource: &str, name: &str) -> usize {
 // ---------------------------------------------------------------------------------------
 // Storage watches
 
-/// berth lists and watches every storage kind the volume plugins read, and schedules only
-/// once each has been listed.
+/// berth lists and watches, cluster-wide, every storage kind the volume plugins read, and
+/// becomes ready and schedules with them listed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn berth_lists_and_watches_every_storage_kind_before_scheduling() {
+async fn berth_lists_and_watches_every_storage_kind() {
     let cluster = Cluster::start().await;
     cluster.create_node(node("node-a", "2", "4Gi")).await;
     let mut berth = Berth::spawn(&cluster, BerthOptions::default());
