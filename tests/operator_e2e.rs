@@ -31,3 +31,5 @@ mod scheduling;
 mod unschedulable;
 #[path = "operator_e2e/validation.rs"]
 mod validation;
+#[path = "operator_e2e/volumes.rs"]
+mod volumes;

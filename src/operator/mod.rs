@@ -4,12 +4,14 @@
 //! instead of an in-memory binder:
 //!
 //! 1. [`watches`] turn Node and Pod watches (kube-runtime watchers, no polling) into
-//!    [`types::ClusterChange`]s for the scheduling loop.
+//!    [`types::ClusterChange`]s for the scheduling loop; [`storage`] keeps the storage
+//!    objects the volume plugins read current and tells the loop of each change.
 //! 2. [`profiles`] is the SchedulerProfile controller: validation, instantiation,
 //!    status conditions; it sends [`types::ProfileCommand`]s to the loop.
 //! 3. [`scheduling_loop`] owns the [`crate::scheduler::Scheduler`]: it applies changes
 //!    and commands, runs scheduling cycles while this replica leads, and spawns binding
-//!    cycles that bind through [`binder`].
+//!    cycles that bind through [`binder`] (and write volume bindings through
+//!    [`volume_writer`]).
 //! 4. [`reporting`] turns attempt outcomes into pod conditions and events.
 //! 5. [`leader`] elects one active replica with a coordination.k8s.io Lease.
 
@@ -20,7 +22,9 @@ pub mod podgroups;
 pub mod profiles;
 pub mod reporting;
 pub mod scheduling_loop;
+pub mod storage;
 pub mod types;
+pub mod volume_writer;
 pub mod watches;
 
 use std::net::SocketAddr;
@@ -160,6 +164,11 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
     watch_tasks.push(watches::spawn_pod_groups(
         client.clone(),
         state.pod_groups.clone(),
+        loop_tx.clone(),
+    ));
+    watch_tasks.extend(storage::spawn(
+        client.clone(),
+        state.volumes.clone(),
         loop_tx.clone(),
     ));
     let binder: Arc<dyn Binder> = Arc::new(binder::KubeBinder::new(client.clone()));

@@ -471,7 +471,9 @@ impl Planner<'_> {
     ) -> Result<Arc<Framework>, Rejection> {
         let services = ProfileServices {
             binder: self.ctx.binder.clone(),
-            volume_writer: std::sync::Arc::new(crate::framework::NoVolumeWriter),
+            volume_writer: Arc::new(super::volume_writer::KubeVolumeWriter::new(
+                self.ctx.client.clone(),
+            )),
             parallelizer: self.ctx.parallelizer.clone(),
             clock: self.ctx.clock.clone(),
             workloads: self.ctx.state.workloads.clone(),

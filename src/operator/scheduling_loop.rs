@@ -34,13 +34,15 @@ use crate::scheduler::{
     AttemptReport, BindingResult, CycleOutput, Outcome, Scheduler, SchedulerOptions,
 };
 
+use super::storage::STORAGE_KINDS;
 use super::types::{ClusterChange, LoopMessage, ProfileCommand, SchedulingReport};
 
 /// How often pods parked as unschedulable are flushed back (upstream: 30 s).
 const UNSCHEDULABLE_FLUSH_INTERVAL: Duration = Duration::from_secs(30);
 /// The longest the loop sleeps without looking at its queues.
 const MAX_IDLE: Duration = Duration::from_secs(1);
-/// The kinds whose first list must complete before scheduling starts.
+/// The kinds whose first list must complete before scheduling starts (the storage kinds
+/// too: [`super::storage::STORAGE_KINDS`]).
 const SYNCED_KINDS: [&str; 3] = ["nodes", "pods", "namespaces"];
 
 /// The loop's inputs and outputs.
@@ -195,6 +197,9 @@ impl SchedulingLoop {
             ClusterChange::PodGroupChanged { deleted } => {
                 self.scheduler.on_pod_group_change(deleted)
             }
+            ClusterChange::StorageChanged { resource, action } => {
+                self.scheduler.on_storage_change(resource, action)
+            }
             ClusterChange::NamespaceApplied(namespace) => {
                 if let Some(name) = namespace.metadata.name.clone() {
                     self.namespaces.insert(name);
@@ -280,7 +285,12 @@ impl SchedulingLoop {
             }
             _ => {}
         }
-        if self.listed.insert(kind) && SYNCED_KINDS.iter().all(|k| self.listed.contains(k)) {
+        let first = self.listed.insert(kind);
+        let synced = SYNCED_KINDS
+            .iter()
+            .chain(&STORAGE_KINDS)
+            .all(|k| self.listed.contains(k));
+        if first && synced {
             info!("caches synced");
             let _ = self.channels.caches_synced.send(true);
         }

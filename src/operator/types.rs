@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use tokio::sync::watch;
 
-use crate::framework::Framework;
+use crate::framework::{ActionType, EventResource, Framework};
 use crate::scheduler::Outcome;
 
 /// A change of cluster state seen by a watch.
@@ -25,12 +25,22 @@ pub enum ClusterChange {
     PodGroupChanged {
         deleted: bool,
     },
+    /// A storage object (PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode,
+    /// CSIDriver, CSIStorageCapacity, VolumeAttachment) was added, updated or deleted; the
+    /// watch has already applied it to [`OperatorState::volumes`]. Pods the volume plugins
+    /// rejected may now fit.
+    StorageChanged {
+        resource: EventResource,
+        action: ActionType,
+    },
     /// A namespace was added or changed (its labels feed namespace selectors).
     NamespaceApplied(Namespace),
     NamespaceDeleted(Namespace),
     /// A full list of a resource kind (`"nodes"`, `"pods"`) was delivered, at start-up or
     /// after the watch had to relist (410 Gone): objects of that kind whose key is not in
-    /// `keys` are gone. The first one for a kind means its cache is synced.
+    /// `keys` are gone. The first one for a kind means its cache is synced. The storage
+    /// watches forget what a relist no longer has themselves; they send their first list
+    /// only, with no keys (see [`super::storage`]).
     Listed {
         kind: &'static str,
         keys: std::collections::HashSet<String>,
@@ -95,7 +105,7 @@ pub struct OperatorState {
     pub workloads: Arc<crate::cluster::Workloads>,
     /// PodGroups fed by the watch, read by Coscheduling.
     pub pod_groups: Arc<crate::cluster::PodGroups>,
-    /// Storage objects for the volume plugins; no watch feeds it yet.
+    /// Storage objects for the volume plugins, fed by the storage watches.
     pub volumes: Arc<crate::cluster::Volumes>,
 }
 

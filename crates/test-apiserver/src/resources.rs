@@ -68,7 +68,7 @@ struct Builtin {
 }
 
 /// The built-in resources, in the order the real server lists them.
-const BUILTINS: [Builtin; 17] = [
+const BUILTINS: [Builtin; 20] = [
     Builtin {
         group: "",
         resource: "namespaces",
@@ -203,6 +203,33 @@ const BUILTINS: [Builtin; 17] = [
         short_names: &[],
         categories: &[],
         has_status: false,
+    },
+    Builtin {
+        group: "storage.k8s.io",
+        resource: "csidrivers",
+        kind: "CSIDriver",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        has_status: false,
+    },
+    Builtin {
+        group: "storage.k8s.io",
+        resource: "csistoragecapacities",
+        kind: "CSIStorageCapacity",
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        has_status: false,
+    },
+    Builtin {
+        group: "storage.k8s.io",
+        resource: "volumeattachments",
+        kind: "VolumeAttachment",
+        namespaced: false,
+        short_names: &[],
+        categories: &[],
+        has_status: true,
     },
     Builtin {
         group: "scheduling.k8s.io",

@@ -653,3 +653,215 @@ async fn binding_works_exactly_once() {
     );
     server.shutdown().await;
 }
+
+/// The writes of VolumeBinding's PreBind are whole-object updates of a PersistentVolume
+/// (static binding) or a PersistentVolumeClaim (dynamic provisioning): one made from a
+/// stale copy must be refused with 409 Conflict, as the real server refuses it, so that the
+/// binding cycle fails instead of overwriting the PV controller's or provisioner's work.
+#[tokio::test]
+async fn stale_updates_of_volumes_and_claims_conflict_with_409() {
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+
+    let server = start().await;
+    let client = server.client().await;
+    let pp = PostParams::default();
+
+    let volumes: Api<PersistentVolume> = Api::all(client.clone());
+    let volume: PersistentVolume = serde_json::from_value(json!({
+        "metadata": {"name": "pv-a"},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": "/data"},
+        },
+    }))
+    .expect("a PersistentVolume");
+    let original = volumes.create(&pp, &volume).await.expect("create the PV");
+    let mut bound = original.clone();
+    bound.spec.get_or_insert_default().claim_ref = Some(ObjectReference {
+        namespace: Some("default".into()),
+        name: Some("claim-a".into()),
+        ..ObjectReference::default()
+    });
+    let stored = volumes
+        .replace("pv-a", &pp, &bound)
+        .await
+        .expect("an update from the current PV");
+    assert!(rv(&stored) > rv(&original));
+    let mut stale = original.clone();
+    stale.spec.get_or_insert_default().claim_ref = Some(ObjectReference {
+        namespace: Some("default".into()),
+        name: Some("claim-b".into()),
+        ..ObjectReference::default()
+    });
+    let status = assert_api_error(
+        "an update of a PV from a stale copy",
+        volumes.replace("pv-a", &pp, &stale).await,
+        409,
+        "Conflict",
+    );
+    assert!(
+        status
+            .message
+            .starts_with("Operation cannot be fulfilled on persistentvolumes \"pv-a\""),
+        "{status:?}"
+    );
+    let current = volumes.get("pv-a").await.expect("get the PV");
+    assert_eq!(
+        current
+            .spec
+            .and_then(|s| s.claim_ref)
+            .and_then(|r| r.name)
+            .as_deref(),
+        Some("claim-a"),
+        "the refused update must not be stored"
+    );
+
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": "claim-a"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "storageClassName": "wait",
+        },
+    }))
+    .expect("a PersistentVolumeClaim");
+    let original = claims.create(&pp, &claim).await.expect("create the PVC");
+    let mut annotated = original.clone();
+    annotated
+        .annotations_mut()
+        .insert("volume.kubernetes.io/selected-node".into(), "node-a".into());
+    claims
+        .replace("claim-a", &pp, &annotated)
+        .await
+        .expect("an update from the current PVC");
+    let mut stale = original.clone();
+    stale
+        .annotations_mut()
+        .insert("volume.kubernetes.io/selected-node".into(), "node-b".into());
+    let status = assert_api_error(
+        "an update of a PVC from a stale copy",
+        claims.replace("claim-a", &pp, &stale).await,
+        409,
+        "Conflict",
+    );
+    assert!(
+        status
+            .message
+            .starts_with("Operation cannot be fulfilled on persistentvolumeclaims \"claim-a\""),
+        "{status:?}"
+    );
+    let current = claims.get("claim-a").await.expect("get the PVC");
+    assert_eq!(
+        current
+            .annotations()
+            .get("volume.kubernetes.io/selected-node")
+            .map(String::as_str),
+        Some("node-a")
+    );
+    server.shutdown().await;
+}
+
+/// The storage.k8s.io/v1 kinds the volume plugins read are served (created, listed and
+/// watched) with the scope of the real server: CSIStorageCapacity is namespaced, CSIDriver
+/// and VolumeAttachment are cluster-scoped.
+#[tokio::test]
+async fn csi_drivers_storage_capacities_and_volume_attachments_are_served() {
+    use k8s_openapi::api::storage::v1::{CSIDriver, CSIStorageCapacity, VolumeAttachment};
+
+    let server = start().await;
+    let client = server.client().await;
+    let pp = PostParams::default();
+
+    let drivers: Api<CSIDriver> = Api::all(client.clone());
+    let driver: CSIDriver = serde_json::from_value(json!({
+        "metadata": {"name": "ebs.csi.aws.com"},
+        "spec": {"storageCapacity": true},
+    }))
+    .expect("a CSIDriver");
+    drivers
+        .create(&pp, &driver)
+        .await
+        .expect("create a CSIDriver");
+
+    let capacities: Api<CSIStorageCapacity> = Api::namespaced(client.clone(), "kube-system");
+    let capacity: CSIStorageCapacity = serde_json::from_value(json!({
+        "metadata": {"name": "capacity-a"},
+        "storageClassName": "wait",
+        "capacity": "10Gi",
+        "nodeTopology": {"matchLabels": {"topology.kubernetes.io/zone": "a"}},
+    }))
+    .expect("a CSIStorageCapacity");
+    let created = capacities
+        .create(&pp, &capacity)
+        .await
+        .expect("create a CSIStorageCapacity");
+    assert_eq!(created.namespace().as_deref(), Some("kube-system"));
+
+    let attachments: Api<VolumeAttachment> = Api::all(client.clone());
+    let attachment: VolumeAttachment = serde_json::from_value(json!({
+        "metadata": {"name": "attachment-a"},
+        "spec": {
+            "attacher": "ebs.csi.aws.com",
+            "nodeName": "node-a",
+            "source": {"persistentVolumeName": "pv-a"},
+        },
+        "status": {"attached": true},
+    }))
+    .expect("a VolumeAttachment");
+    let created = attachments
+        .create(&pp, &attachment)
+        .await
+        .expect("create a VolumeAttachment");
+    assert!(
+        created.status.is_none(),
+        "create resets the status of a resource with a status subresource: {:?}",
+        created.status
+    );
+
+    let all_capacities: Api<CSIStorageCapacity> = Api::all(client.clone());
+    let driver_names: Vec<String> = drivers
+        .list(&Default::default())
+        .await
+        .expect("list CSIDrivers")
+        .items
+        .iter()
+        .map(|d| d.name_any())
+        .collect();
+    assert_eq!(driver_names, ["ebs.csi.aws.com"]);
+    let capacity_names: Vec<String> = all_capacities
+        .list(&Default::default())
+        .await
+        .expect("list CSIStorageCapacities in every namespace")
+        .items
+        .iter()
+        .map(|c| c.name_any())
+        .collect();
+    assert_eq!(capacity_names, ["capacity-a"]);
+    let mut watch = attachments
+        .watch(&WatchParams::default(), "0")
+        .await
+        .expect("watch VolumeAttachments")
+        .boxed();
+    attachments
+        .delete("attachment-a", &DeleteParams::default())
+        .await
+        .expect("delete the VolumeAttachment");
+    let mut seen = Vec::new();
+    while let Some(event) = within("a VolumeAttachment watch event", watch.try_next())
+        .await
+        .expect("the watch stays open")
+    {
+        match event {
+            WatchEvent::Added(a) => seen.push(format!("ADDED {}", a.name_any())),
+            WatchEvent::Deleted(a) => {
+                seen.push(format!("DELETED {}", a.name_any()));
+                break;
+            }
+            other => seen.push(format!("{other:?}")),
+        }
+    }
+    assert_eq!(seen, ["ADDED attachment-a", "DELETED attachment-a"]);
+    server.shutdown().await;
+}

@@ -78,6 +78,7 @@ const KNOWN_DEFAULT_RESOURCES: &[&str] = &[
     "storageclasses",
     "csinodes",
     "csidrivers",
+    "csistoragecapacities",
     "volumeattachments",
     "poddisruptionbudgets",
     "priorityclasses",
