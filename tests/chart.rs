@@ -793,22 +793,7 @@ fn profile_api(client: &kube::Client) -> Api<DynamicObject> {
 /// code that needs them. The replay asserts they are still unexercised, so this list
 /// shrinks as soon as a scenario covers one.
 /// Entries: (API group, resource, verb, the code that needs it).
-const NOT_EXERCISED_BY_E2E: &[(&str, &str, &str, &str)] = &[
-    (
-        "",
-        "persistentvolumes",
-        "update",
-        "src/operator/volume_writer.rs, for VolumeBinding's static bindings \
-         (tests/operator_e2e/volumes.rs runs them once VolumeBinding is registered)",
-    ),
-    (
-        "",
-        "persistentvolumeclaims",
-        "update",
-        "src/operator/volume_writer.rs, for VolumeBinding's dynamic provisioning \
-         (tests/operator_e2e/volumes.rs runs them once VolumeBinding is registered)",
-    ),
-];
+const NOT_EXERCISED_BY_E2E: &[(&str, &str, &str, &str)] = &[];
 
 #[test]
 fn rbac_replay() {

@@ -286,7 +286,6 @@ async fn berth_lists_and_watches_every_storage_kind() {
 /// (VolumeZone, in the default set), and the storage objects reach berth through its
 /// watches: created after berth started, and changed while a pod waits for them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs VolumeZone in the default plugin set"]
 async fn pods_follow_their_volumes_zone() {
     let cluster = Cluster::start().await;
     cluster.create_node(zoned_node("node-a", "a")).await;
@@ -373,7 +372,6 @@ async fn pods_follow_their_volumes_zone() {
 /// chose and waits; the test plays the provisioner (a volume in that node's topology) and
 /// the PV controller, and the pod binds to that node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs VolumeBinding"]
 async fn wait_for_first_consumer_claim_is_provisioned_on_the_selected_node() {
     let cluster = Cluster::start().await;
     cluster.create_node(zoned_node("node-a", "a")).await;
@@ -432,7 +430,6 @@ async fn wait_for_first_consumer_claim_is_provisioned_on_the_selected_node() {
 /// claim); the test plays the PV controller, and the pod binds to the only node the
 /// volume can be used on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs VolumeBinding"]
 async fn static_volume_gets_its_claim_ref_and_the_pod_binds_where_the_volume_is() {
     let cluster = Cluster::start().await;
     cluster.create_node(zoned_node("node-a", "a")).await;
@@ -492,7 +489,6 @@ async fn static_volume_gets_its_claim_ref_and_the_pod_binds_where_the_volume_is(
 /// retried, and berth leaves no half-bound claim (never a volumeName, never a PV). Once
 /// the provisioner and the PV controller finally act, the next attempt binds the pod.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs VolumeBinding"]
 async fn a_provisioner_that_never_answers_times_out_and_the_pod_is_retried() {
     let cluster = Cluster::start().await;
     cluster.create_node(zoned_node("node-a", "a")).await;
