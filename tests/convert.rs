@@ -1323,15 +1323,12 @@ fn the_alpha_bind_timeout_is_noted_where_it_went() {
         &config("v1alpha2", json!({"bindTimeoutSeconds": 300})),
     );
     assert!(
-        conversion
-            .notes
-            .iter()
-            .any(|n| {
-                n.path == "bindTimeoutSeconds"
+        conversion.notes.iter().any(|n| {
+            n.path == "bindTimeoutSeconds"
             && n.message.contains(
                 "copied into spec.pluginConfig.volumeBinding.bindTimeoutSeconds of every profile"
             )
-            }),
+        }),
         "{:#?}",
         conversion.notes
     );
