@@ -168,13 +168,15 @@ fn the_two_profile_example_resolves_to_upstreams_effective_plugins() {
 
     // NodeResourcesFit re-listed under score (not disabled) overrides the multiPoint
     // entry: it runs first, with the weight given there; the other multiPoint Score
-    // plugins follow in multiPoint order with their default weights.
+    // plugins follow in multiPoint order with their default weights (VolumeBinding, which
+    // multiPoint lists without a weight, with 1).
     let bin_packing = profile(&conversion, "bin-packing");
     let want = EffectivePlugins {
         score: weighted(&[
             ("NodeResourcesFit", 5),
             ("TaintToleration", 3),
             ("NodeAffinity", 2),
+            ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
             ("NodeResourcesBalancedAllocation", 1),
@@ -339,7 +341,7 @@ fn unsupported_items_exit_2_naming_each_path_and_write_nothing() {
     );
     assert!(
         errors.contains(&format!(
-            "note: {path}: document 0: profiles[0].plugins.score.disabled[0].name: dropped"
+            "note: {path}: document 0: profiles[0].plugins.postFilter.disabled[0].name: dropped"
         )),
         "disabling a plugin berth lacks is lossless, so only a note:\n{errors}"
     );
@@ -367,7 +369,7 @@ fn skip_unsupported_drops_them_and_writes_the_rest() {
     assert_eq!(gang.scheduler_name(), "gang");
     assert_eq!(
         gang.spec.plugins, None,
-        "CapacityScheduling and VolumeBinding are gone"
+        "CapacityScheduling and DefaultPreemption are gone"
     );
     assert_eq!(
         gang.spec.plugin_config["nodeResourcesFit"],
@@ -388,7 +390,9 @@ fn v1beta3_multi_point_and_point_sets_resolve_as_in_v1() {
     let profile = profile(&conversion, "spread-less");
     assert_eq!(profile.spec.percentage_of_nodes_to_score, Some(20));
     // Disable-then-enable at a point moves NodeName after the multiPoint plugins; the
-    // multiPoint weight replaces TaintToleration's default weight in place.
+    // multiPoint weight replaces TaintToleration's default weight in place. v1beta3's
+    // default Filter list had EBSLimits, GCEPDLimits and AzureDiskLimits around
+    // NodeVolumeLimits; berth has none of them.
     let want = EffectivePlugins {
         filter: names(&[
             "NodeUnschedulable",
@@ -396,6 +400,10 @@ fn v1beta3_multi_point_and_point_sets_resolve_as_in_v1() {
             "NodeAffinity",
             "NodePorts",
             "NodeResourcesFit",
+            "VolumeRestrictions",
+            "NodeVolumeLimits",
+            "VolumeBinding",
+            "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
             "NodeName",
@@ -404,6 +412,7 @@ fn v1beta3_multi_point_and_point_sets_resolve_as_in_v1() {
             ("TaintToleration", 7),
             ("NodeAffinity", 2),
             ("NodeResourcesFit", 1),
+            ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
             ("NodeResourcesBalancedAllocation", 1),
@@ -589,6 +598,7 @@ fn network_traffic_tutorial_args_translate_once_the_plugin_is_registered() {
             ("TaintToleration", 3),
             ("NodeAffinity", 2),
             ("NodeResourcesFit", 1),
+            ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
             ("NodeResourcesBalancedAllocation", 1),
@@ -971,7 +981,6 @@ fn process_settings_are_notes_naming_berths_flag_or_helm_value() {
             json!(true),
             "does not preempt",
         ),
-        ("v1alpha2", "bindTimeoutSeconds", json!(600), "does not do"),
         (
             "v1",
             "percentageOfNodesToScore",
@@ -1004,6 +1013,325 @@ fn process_settings_are_notes_naming_berths_flag_or_helm_value() {
             conversion.notes
         );
     }
+}
+
+/// The volume plugins berth registers, and the in-tree limit plugins it does not have.
+struct VolumePluginCase {
+    name: &'static str,
+    config: Value,
+    /// Paths of the unsupported items.
+    unsupported: &'static [&'static str],
+    /// Paths of the notes saying a `disabled` entry was dropped.
+    dropped: &'static [&'static str],
+    filter_has: &'static [&'static str],
+    filter_lacks: &'static [&'static str],
+}
+
+#[test]
+fn volume_plugins_are_carried_and_in_tree_limit_plugins_are_not() {
+    const VOLUME_PLUGINS: &[&str] = &[
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
+    ];
+    let profile_with = |version: &str, plugins: Value| {
+        json!({
+            "apiVersion": format!("kubescheduler.config.k8s.io/{version}"),
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": "a", "plugins": plugins}],
+        })
+    };
+    let cases = [
+        VolumePluginCase {
+            name: "v1alpha1: 1.18's default Filter list keeps its volume plugins",
+            config: json!({
+                "apiVersion": "kubescheduler.config.k8s.io/v1alpha1",
+                "kind": "KubeSchedulerConfiguration",
+                "schedulerName": "a",
+            }),
+            unsupported: &[],
+            dropped: &[],
+            filter_has: VOLUME_PLUGINS,
+            filter_lacks: &["EBSLimits", "GCEPDLimits", "AzureDiskLimits"],
+        },
+        VolumePluginCase {
+            name: "v1: disabling a volume plugin is carried",
+            config: profile_with(
+                "v1",
+                json!({"multiPoint": {"disabled": [{"name": "VolumeZone"}]}}),
+            ),
+            unsupported: &[],
+            dropped: &[],
+            filter_has: &["VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding"],
+            filter_lacks: &["VolumeZone"],
+        },
+        VolumePluginCase {
+            name: "v1: disabling an in-tree limit plugin is a note",
+            config: profile_with(
+                "v1",
+                json!({"filter": {"disabled": [{"name": "EBSLimits"}]}}),
+            ),
+            unsupported: &[],
+            dropped: &["profiles[0].plugins.filter.disabled[0].name"],
+            filter_has: VOLUME_PLUGINS,
+            filter_lacks: &[],
+        },
+        VolumePluginCase {
+            name: "v1: enabling an in-tree limit plugin is unsupported",
+            config: profile_with(
+                "v1",
+                json!({"filter": {"enabled": [{"name": "AzureDiskLimits"}]}}),
+            ),
+            unsupported: &["profiles[0].plugins.filter.enabled[0].name"],
+            dropped: &[],
+            filter_has: VOLUME_PLUGINS,
+            filter_lacks: &["AzureDiskLimits"],
+        },
+        VolumePluginCase {
+            // GCEPDLimits is one of 1.19's defaults: disabling it leaves nothing to say.
+            name: "v1beta1: NodeVolumeLimits disabled is carried, GCEPDLimits needs nothing",
+            config: profile_with(
+                "v1beta1",
+                json!({"filter": {"disabled": [{"name": "NodeVolumeLimits"}, {"name": "GCEPDLimits"}]}}),
+            ),
+            unsupported: &[],
+            dropped: &[],
+            filter_has: &["VolumeRestrictions", "VolumeBinding", "VolumeZone"],
+            filter_lacks: &["NodeVolumeLimits"],
+        },
+        VolumePluginCase {
+            name: "v1beta2: enabling CinderLimits is unsupported",
+            config: profile_with(
+                "v1beta2",
+                json!({"filter": {"enabled": [{"name": "CinderLimits"}]}}),
+            ),
+            unsupported: &["profiles[0].plugins.filter.enabled[0].name"],
+            dropped: &[],
+            filter_has: VOLUME_PLUGINS,
+            filter_lacks: &["CinderLimits"],
+        },
+    ];
+    let registry = default_registry();
+    for case in cases {
+        let name = case.name;
+        let conversion = convert(&case.config, &registry, &ConvertOptions::default()).expect(name);
+        let unsupported: Vec<&str> = conversion
+            .unsupported
+            .iter()
+            .map(|u| u.path.as_str())
+            .collect();
+        assert_eq!(unsupported, case.unsupported, "{name}");
+        let dropped: Vec<&str> = conversion
+            .notes
+            .iter()
+            .filter(|n| n.message.starts_with("dropped"))
+            .map(|n| n.path.as_str())
+            .collect();
+        assert_eq!(dropped, case.dropped, "{name}");
+        let plugins = effective(profile(&conversion, "a"), &registry);
+        for plugin in case.filter_has {
+            assert!(
+                plugins.filter.iter().any(|p| p == plugin),
+                "{name}: {plugin}"
+            );
+        }
+        for plugin in case.filter_lacks {
+            assert!(
+                !plugins.filter.iter().any(|p| p == plugin),
+                "{name}: {plugin}"
+            );
+        }
+        if case.filter_has.contains(&"VolumeBinding") {
+            let binds = (plugins.reserve, plugins.pre_bind);
+            let want = (names(&["VolumeBinding"]), names(&["VolumeBinding"]));
+            assert_eq!(binds, want, "{name}");
+        }
+    }
+}
+
+/// What `spec.pluginConfig.volumeBinding` each profile of a converted configuration gets.
+struct VolumeBindingCase {
+    name: &'static str,
+    config: Value,
+    /// Per profile, its VolumeBinding args (`None`: no pluginConfig entry, so berth's
+    /// defaults, which are upstream's: 600 seconds, no scoring).
+    want: &'static [(&'static str, Option<&'static str>)],
+    unsupported: &'static [(&'static str, &'static str)],
+}
+
+#[test]
+fn volume_binding_args_and_the_alpha_bind_timeout_reach_the_profiles() {
+    // Upstream (TestInjectingPluginConfigForVolumeBinding, 1.19): the top-level
+    // bindTimeoutSeconds becomes VolumeBinding's args in every profile, unless the
+    // profile's pluginConfig configures VolumeBinding itself ("PluginConfig is preferred").
+    let cases = [
+        VolumeBindingCase {
+            name: "v1alpha2: the global value, unless a profile configures VolumeBinding",
+            config: json!({
+                "apiVersion": "kubescheduler.config.k8s.io/v1alpha2",
+                "kind": "KubeSchedulerConfiguration",
+                "bindTimeoutSeconds": 100,
+                "profiles": [
+                    {"schedulerName": "a"},
+                    {"schedulerName": "b", "pluginConfig": [
+                        {"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 200}},
+                    ]},
+                ],
+            }),
+            want: &[
+                ("a", Some(r#"{"bindTimeoutSeconds": 100}"#)),
+                ("b", Some(r#"{"bindTimeoutSeconds": 200}"#)),
+            ],
+            unsupported: &[],
+        },
+        VolumeBindingCase {
+            name: "v1alpha1: the one scheduler, 0 kept (no waiting)",
+            config: json!({
+                "apiVersion": "kubescheduler.config.k8s.io/v1alpha1",
+                "kind": "KubeSchedulerConfiguration",
+                "schedulerName": "a",
+                "bindTimeoutSeconds": 0,
+            }),
+            want: &[("a", Some(r#"{"bindTimeoutSeconds": 0}"#))],
+            unsupported: &[],
+        },
+        VolumeBindingCase {
+            name: "v1alpha2: unset, upstream's default is berth's",
+            config: json!({
+                "apiVersion": "kubescheduler.config.k8s.io/v1alpha2",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [{"schedulerName": "a"}],
+            }),
+            want: &[("a", None)],
+            unsupported: &[],
+        },
+        VolumeBindingCase {
+            name: "v1alpha2: a profile that does not run VolumeBinding needs no args",
+            config: json!({
+                "apiVersion": "kubescheduler.config.k8s.io/v1alpha2",
+                "kind": "KubeSchedulerConfiguration",
+                "bindTimeoutSeconds": 100,
+                "profiles": [{"schedulerName": "a", "plugins": {
+                    "filter": {"disabled": [{"name": "VolumeBinding"}]},
+                    "reserve": {"disabled": [{"name": "VolumeBinding"}]},
+                    "preBind": {"disabled": [{"name": "VolumeBinding"}]},
+                }}],
+            }),
+            want: &[("a", None)],
+            unsupported: &[],
+        },
+        VolumeBindingCase {
+            name: "v1alpha2: a negative value is refused as VolumeBindingArgs refuse it",
+            config: json!({
+                "apiVersion": "kubescheduler.config.k8s.io/v1alpha2",
+                "kind": "KubeSchedulerConfiguration",
+                "bindTimeoutSeconds": -1,
+                "profiles": [{"schedulerName": "a"}],
+            }),
+            want: &[("a", None)],
+            unsupported: &[(
+                "bindTimeoutSeconds",
+                "Invalid value: -1: invalid BindTimeoutSeconds, should not be a negative value",
+            )],
+        },
+        VolumeBindingCase {
+            name: "v1beta1: VolumeBindingArgs lose their type meta",
+            config: json!({
+                "apiVersion": "kubescheduler.config.k8s.io/v1beta1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [{"schedulerName": "a", "pluginConfig": [{"name": "VolumeBinding", "args": {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1beta1",
+                    "kind": "VolumeBindingArgs",
+                    "bindTimeoutSeconds": 300,
+                }}]}],
+            }),
+            want: &[("a", Some(r#"{"bindTimeoutSeconds": 300}"#))],
+            unsupported: &[],
+        },
+        VolumeBindingCase {
+            name: "v1: a capacity-scoring shape is carried",
+            config: json!({
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [{"schedulerName": "a", "pluginConfig": [{"name": "VolumeBinding", "args": {
+                    "bindTimeoutSeconds": 60,
+                    "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}],
+                }}]}],
+            }),
+            want: &[(
+                "a",
+                Some(
+                    r#"{"bindTimeoutSeconds": 60, "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}"#,
+                ),
+            )],
+            unsupported: &[],
+        },
+        VolumeBindingCase {
+            name: "v1: negative args are reported at their field",
+            config: json!({
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [{"schedulerName": "a", "pluginConfig": [
+                    {"name": "VolumeBinding", "args": {"bindTimeoutSeconds": -5}},
+                ]}],
+            }),
+            want: &[("a", None)],
+            // As the API server words the CRD's minimum.
+            unsupported: &[(
+                "profiles[0].pluginConfig[0].args.bindTimeoutSeconds",
+                "Invalid value: -5: must be greater than or equal to 0",
+            )],
+        },
+    ];
+    for case in cases {
+        let name = case.name;
+        let conversion = convert_with(&default_registry(), &case.config);
+        let unsupported: Vec<(&str, &str)> = conversion
+            .unsupported
+            .iter()
+            .map(|u| (u.path.as_str(), u.message.as_str()))
+            .collect();
+        assert_eq!(
+            unsupported.len(),
+            case.unsupported.len(),
+            "{name}: {unsupported:#?}"
+        );
+        for ((path, message), (want_path, fragment)) in unsupported.iter().zip(case.unsupported) {
+            assert!(
+                path == want_path && message.contains(fragment),
+                "{name}: {path}: {message}"
+            );
+        }
+        for (profile_name, want) in case.want {
+            let got = profile(&conversion, profile_name)
+                .spec
+                .plugin_config
+                .get("volumeBinding");
+            let want: Option<Value> =
+                want.map(|w| serde_json::from_str(w).expect("expected args are JSON"));
+            assert_eq!(got, want.as_ref(), "{name}: {profile_name}");
+            effective(profile(&conversion, profile_name), &default_registry());
+        }
+    }
+}
+
+#[test]
+fn the_alpha_bind_timeout_is_noted_where_it_went() {
+    let conversion = convert_with(
+        &default_registry(),
+        &config("v1alpha2", json!({"bindTimeoutSeconds": 300})),
+    );
+    assert!(
+        conversion.notes.iter().any(|n| {
+            n.path == "bindTimeoutSeconds"
+            && n.message.contains(
+                "copied into spec.pluginConfig.volumeBinding.bindTimeoutSeconds of every profile"
+            )
+        }),
+        "{:#?}",
+        conversion.notes
+    );
 }
 
 #[test]
@@ -1043,6 +1371,12 @@ fn what_a_version_cannot_say_or_berth_cannot_carry_is_reported() {
             "disablePreemption after v1alpha2",
             config("v1beta1", json!({"disablePreemption": true})),
             "disablePreemption",
+            "unknown field",
+        ),
+        (
+            "bindTimeoutSeconds after v1alpha2 (VolumeBindingArgs has it)",
+            config("v1beta1", json!({"bindTimeoutSeconds": 600})),
+            "bindTimeoutSeconds",
             "unknown field",
         ),
         (

@@ -9,7 +9,7 @@ use super::*;
 
 /// Top-level fields that configure the kube-scheduler process rather than a profile, and
 /// what configures the same thing in berth: `berth run` flags and the chart's values.
-pub(super) const PROCESS_SETTINGS: [(&str, &str); 10] = [
+pub(super) const PROCESS_SETTINGS: [(&str, &str); 9] = [
     (
         "parallelism",
         "set `berth run --parallelism` (Helm value `parallelism`)",
@@ -50,14 +50,11 @@ pub(super) const PROCESS_SETTINGS: [(&str, &str); 10] = [
         "disablePreemption",
         "berth does not preempt pods; nothing to set",
     ),
-    (
-        "bindTimeoutSeconds",
-        "not carried over: set VolumeBinding's bindTimeoutSeconds in the profiles' pluginConfig instead",
-    ),
 ];
 
-/// Fields only v1alpha1 and v1alpha2 have.
-pub(super) const ALPHA_ONLY_FIELDS: [&str; 2] = ["disablePreemption", "bindTimeoutSeconds"];
+/// Process settings only v1alpha1 and v1alpha2 have (their `bindTimeoutSeconds` is
+/// VolumeBinding's, see [`Converter::bind_timeout`]).
+pub(super) const ALPHA_ONLY_FIELDS: [&str; 1] = ["disablePreemption"];
 
 /// Fields only v1alpha1 has: its one scheduler is configured at the top level.
 pub(super) const V1ALPHA1_FIELDS: [&str; 5] = [
@@ -163,6 +160,9 @@ impl Converter<'_> {
                     globals.pod_max_backoff_seconds = self.int64(value, key);
                     self.copied_note(key, value, "spec.podMaxBackoffSeconds of every profile");
                 }
+                "bindTimeoutSeconds" if self.version <= Version::V1alpha2 => {
+                    globals.bind_timeout_seconds = self.bind_timeout(value);
+                }
                 "extenders" if !single => self.extenders(value),
                 "algorithmSource" if single => self.algorithm_source(value),
                 "hardPodAffinitySymmetricWeight" if single => {
@@ -222,6 +222,37 @@ impl Converter<'_> {
                 format!("copied into {target}: berth has no process-wide setting for it"),
             );
         }
+    }
+
+    /// The top-level `bindTimeoutSeconds` of v1alpha1 and v1alpha2, checked as
+    /// VolumeBinding's args check it; `None` when there is nothing to carry (reported or
+    /// noted).
+    pub(super) fn bind_timeout(&mut self, value: &Value) -> Option<i64> {
+        const KEY: &str = "bindTimeoutSeconds";
+        let seconds = self.int64(value, KEY)?;
+        let Some(entry) = self.registry.get(VOLUME_BINDING) else {
+            self.note(
+                KEY,
+                "dropped: it configures VolumeBinding, which is not registered in this berth binary",
+            );
+            return None;
+        };
+        if let Some(spec) = &entry.args {
+            let errors = spec.check(&json!({ KEY: seconds }), "args");
+            for error in &errors {
+                self.unsupported(KEY, message_of(error, "args"));
+            }
+            if !errors.is_empty() {
+                return None;
+            }
+        }
+        self.copied_note(
+            KEY,
+            value,
+            "spec.pluginConfig.volumeBinding.bindTimeoutSeconds of every profile that runs VolumeBinding \
+             and does not configure it in its own pluginConfig (which wins, as upstream)",
+        );
+        Some(seconds)
     }
 
     /// v1alpha1's choice between the built-in provider's defaults and a Policy.

@@ -17,7 +17,9 @@
 //!   known foreign field names ([`ArgsTranslation`]) and decoding the args with the
 //!   registry's args type;
 //! - the global `percentageOfNodesToScore` and backoff settings are copied into every
-//!   profile (a profile's own `percentageOfNodesToScore` wins, as upstream).
+//!   profile (a profile's own `percentageOfNodesToScore` wins, as upstream), and so is the
+//!   alpha versions' `bindTimeoutSeconds`, as VolumeBinding's args (a profile's own
+//!   VolumeBinding args win, as upstream).
 //!
 //! Settings of the kube-scheduler process (leader election, client connection, bind
 //! addresses, parallelism) are [`Note`]s naming the `berth run` flag or Helm value that
@@ -47,7 +49,7 @@ mod translations;
 mod versions;
 
 use configuration::{FOREIGN_POINTS, PLUGINS_FIELDS, PROFILE_FIELDS, in_upstream_order};
-use plugin_config::{merge_args, plugin_config_schemas};
+use plugin_config::{merge_args, message_of, plugin_config_schemas};
 pub use translations::{
     ArgsTranslation, BUILTIN_ARGS_TRANSLATIONS, COSCHEDULING_TUTORIAL, FieldTranslation,
     NETWORK_TRAFFIC_TUTORIAL,
@@ -202,7 +204,12 @@ struct Globals {
     percentage_of_nodes_to_score: Option<i32>,
     pod_initial_backoff_seconds: Option<i64>,
     pod_max_backoff_seconds: Option<i64>,
+    /// v1alpha1's and v1alpha2's `bindTimeoutSeconds`, for VolumeBinding's args.
+    bind_timeout_seconds: Option<i64>,
 }
+
+/// The plugin whose args the alpha versions' top-level `bindTimeoutSeconds` became.
+const VOLUME_BINDING: &str = "VolumeBinding";
 
 /// Walks one configuration, collecting unsupported items, notes and type errors.
 struct Converter<'a> {

@@ -61,6 +61,9 @@ impl Converter<'_> {
             }
         }
         self.legacy_profile_args(&mut spec, fit_strategy, &section("pluginConfig"));
+        if let Some(seconds) = globals.bind_timeout_seconds {
+            self.carry_bind_timeout(&mut spec, seconds);
+        }
         let name_path = section("schedulerName");
         if !is_dns1123_subdomain(&name) {
             self.unsupported(
@@ -157,6 +160,25 @@ impl Converter<'_> {
                     }
                 ),
             );
+        }
+    }
+
+    /// The alpha versions' top-level `bindTimeoutSeconds` as VolumeBinding's args, as
+    /// kube-scheduler 1.19 passed it on: to every profile whose `pluginConfig` has no
+    /// VolumeBinding entry (1.18 gave it to the one volume binder all profiles shared). A
+    /// profile that does not run VolumeBinding gets nothing: berth would ignore the args
+    /// and warn about them.
+    pub(super) fn carry_bind_timeout(&self, spec: &mut SchedulerProfileSpec, seconds: i64) {
+        let Some(entry) = self.registry.get(VOLUME_BINDING) else {
+            return;
+        };
+        let field = entry.config_field();
+        let runs = resolve(spec, self.registry)
+            .map(|resolved| resolved.all_plugins().iter().any(|p| p == VOLUME_BINDING))
+            .unwrap_or(true);
+        if runs && !spec.plugin_config.contains_key(&field) {
+            spec.plugin_config
+                .insert(field, json!({"bindTimeoutSeconds": seconds}));
         }
     }
 
