@@ -8,7 +8,8 @@
 //! every node feasible. A plugin is measured with pod-default and with the templates whose
 //! constraints it evaluates (`filter/PodTopologySpread/spread`), and two template pods
 //! are changed to reach what no template does: a host port for NodePorts' Filter, a
-//! preferred node affinity for NodeAffinity's Score. Where a plugin's PreFilter (PreScore)
+//! preferred node affinity for NodeAffinity's Score, and a bound claim plus an inline
+//! disk for the volume plugins' Filters. Where a plugin's PreFilter (PreScore)
 //! returns Skip for a pod, the framework never calls its Filter (Score), so neither does
 //! the benchmark. The plugin list comes from the default profile: a new default plugin is
 //! measured without a change here, and one that no pod reaches stops the run.
@@ -26,7 +27,10 @@ use berth::cluster::{NodeInfo, PodInfo, Snapshot};
 use berth::framework::{CycleState, ExtensionPoint, Framework};
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures::executor::block_on;
-use k8s_openapi::api::core::v1::PreferredSchedulingTerm;
+use k8s_openapi::api::core::v1::{
+    GCEPersistentDiskVolumeSource, PersistentVolumeClaimVolumeSource, PreferredSchedulingTerm,
+    Volume,
+};
 
 /// Nodes in the cluster (scheduler_perf's 500Nodes size).
 const NODES: u64 = 500;
@@ -43,6 +47,9 @@ enum Measured {
     /// pod-with-node-affinity with its required term made preferred, for NodeAffinity's
     /// Score.
     PreferredNodeAffinity,
+    /// pod-default with a bound claim of a zonal CSI volume and an inline GCE disk, for
+    /// the volume plugins' Filters.
+    Volumes,
 }
 
 /// The host port of [`Measured::HostPort`].
@@ -54,6 +61,7 @@ impl Measured {
         match self {
             Measured::HostPort => "host-port",
             Measured::PreferredNodeAffinity => "preferred-node-affinity",
+            Measured::Volumes => "volumes",
             Measured::Template(template) => match template {
                 PodTemplate::Default => "default",
                 PodTemplate::PodAffinity => "affinity",
@@ -78,7 +86,7 @@ impl Measured {
     fn template(self) -> PodTemplate {
         match self {
             Measured::Template(template) => template,
-            Measured::HostPort => PodTemplate::Default,
+            Measured::HostPort | Measured::Volumes => PodTemplate::Default,
             Measured::PreferredNodeAffinity => PodTemplate::NodeAffinity,
         }
     }
@@ -96,6 +104,26 @@ impl Measured {
                 for port in ports {
                     port.host_port = Some(HOST_PORT);
                 }
+            }
+            Measured::Volumes => {
+                spec.volumes.get_or_insert_default().extend([
+                    Volume {
+                        name: "data".into(),
+                        persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                            claim_name: common::CLAIM.into(),
+                            read_only: None,
+                        }),
+                        ..Volume::default()
+                    },
+                    Volume {
+                        name: "disk".into(),
+                        gce_persistent_disk: Some(GCEPersistentDiskVolumeSource {
+                            pd_name: "measured-disk".into(),
+                            ..GCEPersistentDiskVolumeSource::default()
+                        }),
+                        ..Volume::default()
+                    },
+                ]);
             }
             Measured::PreferredNodeAffinity => {
                 let affinity = spec
@@ -141,6 +169,9 @@ fn measured_with(plugin: &str) -> &'static [Measured] {
             Measured::PreferredNodeAffinity,
         ],
         "NodePorts" => &[Measured::HostPort],
+        "VolumeRestrictions" | "NodeVolumeLimits" | "VolumeBinding" | "VolumeZone" => {
+            &[Measured::Volumes]
+        }
         _ => &[],
     }
 }
@@ -305,6 +336,11 @@ fn bench_cycle(c: &mut Criterion, framework: &Framework, cycle: &Cycle) {
     });
 }
 
+/// Score plugins of the default profile whose PreScore skips for every pod in its default
+/// configuration: VolumeBinding scores only with a `shape` (upstream's
+/// StorageCapacityScoring, off by default).
+const SCORES_ONLY_WHEN_CONFIGURED: [&str; 1] = ["score/VolumeBinding"];
+
 /// One measured pod at a time, so only one cluster is in memory.
 fn benches(c: &mut Criterion) {
     let framework = common::default_framework(1);
@@ -324,6 +360,9 @@ fn benches(c: &mut Criterion) {
     for (point, extension_point) in points {
         for plugin in framework.plugins(extension_point) {
             let name = name_of(point, plugin.name());
+            if SCORES_ONLY_WHEN_CONFIGURED.contains(&name.as_str()) {
+                continue;
+            }
             assert!(
                 measured.contains_key(&name),
                 "{name}: skipped for every pod it is measured with; add one that reaches it \

@@ -6,9 +6,14 @@ use std::sync::Arc;
 
 use berth::api::SchedulerProfileSpec;
 use berth::bench::workload::{PodTemplate, Workload};
-use berth::cluster::Cache;
+use berth::cluster::{Cache, Volumes};
 use berth::framework::{Framework, Handle, Parallelizer, resolve};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{
+    CSIPersistentVolumeSource, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeSpec, Pod,
+};
+use k8s_openapi::api::storage::v1::{CSINode, CSINodeDriver, CSINodeSpec, VolumeNodeResources};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// The scheduler name of every pod (the default profile's).
 pub const SCHEDULER_NAME: &str = "default-scheduler";
@@ -64,7 +69,91 @@ pub fn default_framework(parallelism: usize) -> Framework {
     let resolved =
         resolve(&SchedulerProfileSpec::default(), &registry).expect("the default profile resolves");
     let workers = Parallelizer::new(parallelism).expect("worker threads start");
-    let handle = Handle::builder().parallelizer(Arc::new(workers)).build();
+    let handle = Handle::builder()
+        .parallelizer(Arc::new(workers))
+        .volumes(Arc::new(storage()))
+        .build();
     Framework::new(SCHEDULER_NAME, resolved, &registry, handle)
         .expect("the default profile's plugins build")
+}
+
+/// The claim of the measured pod that uses volumes, in `namespace`.
+pub const CLAIM: &str = "measured-claim";
+/// The CSI driver of its volume, which node 0's CSINode limits.
+const DRIVER: &str = "ebs.csi.aws.com";
+const ZONE: &str = "topology.kubernetes.io/zone";
+
+/// The storage the volume plugins read: the measured claim, bound (as the PV controller
+/// leaves it) to a CSI volume in node 0's zone, and a CSINode for every node with an
+/// attach limit for the driver. A cluster of upstream's SchedulingCSIPVs kind, reduced to
+/// the one claim the measured pod uses.
+pub fn storage() -> Volumes {
+    let volumes = Volumes::new();
+    let (_, measure) = workload_of(PodTemplate::Default).phases();
+    volumes.apply_claim(PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some(CLAIM.into()),
+            namespace: Some(measure.namespace.to_string()),
+            uid: Some("measured-claim-uid".into()),
+            annotations: Some(
+                [(
+                    "pv.kubernetes.io/bind-completed".to_string(),
+                    "yes".to_string(),
+                )]
+                .into(),
+            ),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeClaimSpec {
+            volume_name: Some("measured-volume".into()),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        ..PersistentVolumeClaim::default()
+    });
+    let node_zero = berth::bench::workload::node(0, workload_of(PodTemplate::Default).zones());
+    volumes.apply_volume(PersistentVolume {
+        metadata: ObjectMeta {
+            name: Some("measured-volume".into()),
+            // node 0's zone; the default workload's nodes have none, where VolumeZone
+            // passes every node (a single-zone cluster).
+            labels: Some(
+                [(
+                    ZONE.to_string(),
+                    node_zero
+                        .metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(ZONE))
+                        .cloned()
+                        .unwrap_or_else(|| "zone-a".into()),
+                )]
+                .into(),
+            ),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeSpec {
+            csi: Some(CSIPersistentVolumeSource {
+                driver: DRIVER.into(),
+                volume_handle: "vol-measured".into(),
+                ..CSIPersistentVolumeSource::default()
+            }),
+            ..PersistentVolumeSpec::default()
+        }),
+        ..PersistentVolume::default()
+    });
+    volumes.apply_csi_node(CSINode {
+        metadata: ObjectMeta {
+            name: node_zero.metadata.name.clone(),
+            ..ObjectMeta::default()
+        },
+        spec: CSINodeSpec {
+            drivers: vec![CSINodeDriver {
+                name: DRIVER.into(),
+                node_id: "node-0".into(),
+                allocatable: Some(VolumeNodeResources { count: Some(39) }),
+                topology_keys: None,
+            }],
+        },
+    });
+    volumes
 }

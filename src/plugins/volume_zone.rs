@@ -15,13 +15,13 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 
 use crate::cluster::{NodeInfo, PodInfo, Snapshot, Volumes};
 use crate::framework::{
     ActionType, ClusterEvent, CycleState, EventResource, FilterPlugin, Handle, NoArgs, PluginError,
     PreFilterPlugin, PreFilterResult, Status,
 };
+use crate::helpers::volumes::claim_class;
 
 /// The Filter reason (upstream `ErrReasonConflict`).
 pub const ERR_REASON_CONFLICT: &str = "node(s) had no available volume zone";
@@ -33,10 +33,6 @@ const REGION: &str = "topology.kubernetes.io/region";
 
 /// The PV labels that pin a volume to zones or regions, in upstream's order.
 const TOPOLOGY_LABELS: [&str; 4] = [BETA_ZONE, BETA_REGION, ZONE, REGION];
-
-/// The annotation that named a claim's class before `spec.storageClassName`, still read
-/// first (upstream `GetPersistentVolumeClaimClass`).
-const BETA_STORAGE_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";
 
 const WAIT_FOR_FIRST_CONSUMER: &str = "WaitForFirstConsumer";
 
@@ -93,23 +89,6 @@ crate::plugin! {
             })
         }
     }
-}
-
-/// The class of a claim: the beta annotation when present, else `spec.storageClassName`.
-fn claim_class(claim: &PersistentVolumeClaim) -> String {
-    claim
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(BETA_STORAGE_CLASS_ANNOTATION))
-        .cloned()
-        .or_else(|| {
-            claim
-                .spec
-                .as_ref()
-                .and_then(|s| s.storage_class_name.clone())
-        })
-        .unwrap_or_default()
 }
 
 /// A label value as a set of zones: `a__b` is {a, b}; `None` when an element is empty
