@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 
 use super::clock::{Clock, RuntimeClock};
 use super::parallel::Parallelizer;
-use super::{PluginHealth, WaitingPods};
+use super::{Nominator, PluginHealth, WaitingPods};
 use crate::cluster::{PodGroups, Volumes, Workloads};
 
 /// Why a bind failed.
@@ -58,6 +58,9 @@ pub struct Handle {
     pub volume_writer: Arc<dyn VolumeWriter>,
     /// Pods held at Permit; Permit plugins allow or reject them through it.
     pub waiting_pods: Arc<WaitingPods>,
+    /// Pods nominated to nodes (by preemption), which Filter accounts for; one per
+    /// scheduler, shared by its profiles.
+    pub nominator: Arc<Nominator>,
     /// The scheduler's worker threads, for per-node Filter and Score and for plugins that
     /// spread their own per-node work (see [`parallel`](super::parallel)).
     pub parallelizer: Arc<Parallelizer>,
@@ -79,7 +82,7 @@ pub struct Handle {
 impl Handle {
     /// A handle with every service at its default, to be replaced where the caller has
     /// its own: a binder that accepts every binding, no worker threads, the runtime's
-    /// clock, no workloads, PodGroups or storage objects, a volume writer that stores
+    /// clock, no workloads, PodGroups, storage objects or nominations, a volume writer that stores
     /// nothing and returns what it was given, a health record nobody listens to.
     pub fn builder() -> HandleBuilder {
         HandleBuilder::default()
@@ -91,6 +94,7 @@ impl Handle {
 pub struct HandleBuilder {
     binder: Option<Arc<dyn Binder>>,
     volume_writer: Option<Arc<dyn VolumeWriter>>,
+    nominator: Option<Arc<Nominator>>,
     parallelizer: Option<Arc<Parallelizer>>,
     clock: Option<Arc<dyn Clock>>,
     workloads: Option<Arc<Workloads>>,
@@ -107,6 +111,11 @@ impl HandleBuilder {
 
     pub fn volume_writer(mut self, writer: Arc<dyn VolumeWriter>) -> Self {
         self.volume_writer = Some(writer);
+        self
+    }
+
+    pub fn nominator(mut self, nominator: Arc<Nominator>) -> Self {
+        self.nominator = Some(nominator);
         self
     }
 
@@ -147,6 +156,7 @@ impl HandleBuilder {
             binder: self.binder.unwrap_or_else(|| Arc::new(AcceptAll)),
             volume_writer: self.volume_writer.unwrap_or_else(|| Arc::new(AcceptAll)),
             waiting_pods: Arc::new(WaitingPods::with_clock(clock.clone())),
+            nominator: self.nominator.unwrap_or_default(),
             parallelizer: self.parallelizer.unwrap_or_default(),
             clock,
             workloads: self.workloads.unwrap_or_default(),
