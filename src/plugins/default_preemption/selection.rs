@@ -50,7 +50,7 @@ pub fn pick_one_node_for_preemption(candidates: &[Candidate]) -> Option<usize> {
     let criteria: [fn(&Candidate) -> i128; 5] = [
         |c| -i128::from(c.num_pdb_violations),
         |c| -i128::from(highest_victim_priority(c)),
-        |c| -victims(c).map(|v| shifted_priority(v)).sum::<i128>(),
+        |c| -victims(c).map(shifted_priority).sum::<i128>(),
         |c| -(c.victims.len() as i128),
         |c| start_score(earliest_start_of_most_important(c)),
     ];

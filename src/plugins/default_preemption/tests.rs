@@ -784,7 +784,9 @@ fn pod_eligible_to_preempt_others_as_upstream() {
             "PreemptionByScheduler",
         )
     };
-    let cases: Vec<(&str, Pod, Vec<Pod>, Code, Result<(), &str>)> = vec![
+    // (name, preemptor, pods on its nominated node, the node's Filter code, want)
+    type Case = (&'static str, Pod, Vec<Pod>, Code, Result<(), &'static str>);
+    let cases: Vec<Case> = vec![
         (
             "Pod with nominated node",
             preemptor(Some("node1")),
