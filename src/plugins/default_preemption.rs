@@ -1,0 +1,182 @@
+//! DefaultPreemption: when no node fits a pod, find a node where evicting lower-priority
+//! pods would make it fit, and nominate the pod there (upstream `defaultpreemption` and
+//! the generic `preemption.Evaluator`).
+//!
+//! This module holds the parts of upstream's algorithm that need neither the framework nor
+//! the API server, each matching its upstream counterpart:
+//!
+//! - [`DefaultPreemptionArgs`]: how many candidate nodes to look for, with upstream's
+//!   defaults and validation.
+//! - [`num_candidates`] and [`visiting_order`]: the sample of nodes the dry run tries,
+//!   starting at a random offset so that successive preemptions spread over the cluster,
+//!   and [`CandidateList`], which collects what the dry run finds and says when to stop.
+//! - [`victims`]: the order in which pods are kept ([`more_important_pod`]: higher
+//!   priority, then older), and the split of potential victims into those whose eviction
+//!   would violate a PodDisruptionBudget and the others ([`filter_pods_with_pdb_violation`]).
+//! - [`selection`]: [`pick_one_node_for_preemption`], upstream's criteria for choosing
+//!   among the candidates.
+//! - [`eligibility`]: [`pod_eligible_to_preempt_others`], which refuses pods with
+//!   `preemptionPolicy: Never` and pods whose earlier preemption is still evicting.
+//!
+//! Not built yet, so DefaultPreemption is not in the registry: the PostFilter extension
+//! point that runs the algorithm, the dry run on cloned `NodeInfo`s (select victims on a
+//! node, reprieve greedily through the Filter plugins), the framework's nominated-pod
+//! support (the preemptor's `nominatedNodeName`, the two-pass Filter on a nominated node),
+//! and acting on the decision (the `DisruptionTarget` condition, eviction, events).
+
+pub mod eligibility;
+pub mod selection;
+pub mod victims;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::framework::{FieldError, PluginArgs};
+
+pub use eligibility::{
+    ERR_PREEMPTION_POLICY_NEVER, ERR_TERMINATING_POD_ON_NOMINATED_NODE,
+    pod_eligible_to_preempt_others,
+};
+pub use selection::{Candidate, pick_one_node_for_preemption, select_candidate};
+pub use victims::{
+    AsPod, filter_pods_with_pdb_violation, more_important_pod, pod_priority, sort_by_importance,
+};
+
+/// The plugin's name in profiles (upstream `names.DefaultPreemption`).
+pub const NAME: &str = "DefaultPreemption";
+
+/// upstream's default `minCandidateNodesPercentage`.
+pub const DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE: i32 = 10;
+
+/// upstream's default `minCandidateNodesAbsolute`.
+pub const DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE: i32 = 100;
+
+/// Args of DefaultPreemption (upstream `DefaultPreemptionArgs`, v1 defaults).
+///
+/// The dry run stops once it has found `max(nodes * percentage / 100, absolute)`
+/// candidates (at most all nodes) of which at least one violates no PodDisruptionBudget:
+/// fewer candidates make preemption cheaper on large clusters, more make its choice better.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DefaultPreemptionArgs {
+    /// The share of the nodes, in percent, to find candidates on; 10 when omitted.
+    #[schemars(range(min = 0, max = 100))]
+    pub min_candidate_nodes_percentage: i32,
+    /// The least number of candidates to find, whatever the percentage gives; 100 when
+    /// omitted. Not both this and the percentage may be 0.
+    #[schemars(range(min = 0))]
+    pub min_candidate_nodes_absolute: i32,
+}
+
+impl Default for DefaultPreemptionArgs {
+    fn default() -> Self {
+        DefaultPreemptionArgs {
+            min_candidate_nodes_percentage: DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE,
+            min_candidate_nodes_absolute: DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE,
+        }
+    }
+}
+
+impl PluginArgs for DefaultPreemptionArgs {
+    /// Upstream `ValidateDefaultPreemptionArgs`.
+    fn validate(&self, path: &str) -> Vec<FieldError> {
+        let percentage_path = format!("{path}.minCandidateNodesPercentage");
+        let absolute_path = format!("{path}.minCandidateNodesAbsolute");
+        let (percentage, absolute) = (
+            self.min_candidate_nodes_percentage,
+            self.min_candidate_nodes_absolute,
+        );
+        let mut errors = Vec::new();
+        if !(0..=100).contains(&percentage) {
+            errors.push(FieldError::new(
+                &percentage_path,
+                percentage,
+                "not in valid range [0, 100]",
+            ));
+        }
+        if absolute < 0 {
+            errors.push(FieldError::new(
+                &absolute_path,
+                absolute,
+                "not in valid range [0, inf)",
+            ));
+        }
+        if percentage == 0 && absolute == 0 {
+            errors.push(FieldError::new(
+                percentage_path,
+                percentage,
+                "cannot be zero at the same time as minCandidateNodesAbsolute",
+            ));
+            errors.push(FieldError::new(
+                absolute_path,
+                absolute,
+                "cannot be zero at the same time as minCandidateNodesPercentage",
+            ));
+        }
+        errors
+    }
+}
+
+/// How many candidates the dry run looks for among `num_nodes` potential nodes (upstream
+/// `calculateNumCandidates`): `num_nodes * percentage / 100`, at least the absolute
+/// number, at most `num_nodes`. Negative args (rejected by validation) count as 0.
+pub fn num_candidates(num_nodes: usize, args: &DefaultPreemptionArgs) -> usize {
+    let percentage = usize::try_from(args.min_candidate_nodes_percentage).unwrap_or(0);
+    let absolute = usize::try_from(args.min_candidate_nodes_absolute).unwrap_or(0);
+    let by_percentage = num_nodes.saturating_mul(percentage) / 100;
+    by_percentage.max(absolute).min(num_nodes)
+}
+
+/// The indices of `num_nodes` potential nodes in the order the dry run tries them:
+/// starting at `offset` (upstream draws it at random in `[0, num_nodes)`) and wrapping
+/// around, so every node is visited once.
+pub fn visiting_order(num_nodes: usize, offset: usize) -> impl Iterator<Item = usize> {
+    let start = offset.checked_rem(num_nodes).unwrap_or(0);
+    (0..num_nodes).map(move |i| (start + i) % num_nodes)
+}
+
+/// The candidates the dry run found, in two lists of at most `capacity` each: those
+/// violating no PodDisruptionBudget and the others (upstream's pair of `candidateList`s).
+#[derive(Debug, Clone)]
+pub struct CandidateList {
+    capacity: usize,
+    non_violating: Vec<Candidate>,
+    violating: Vec<Candidate>,
+}
+
+impl CandidateList {
+    /// Room for `capacity` candidates of each kind: [`num_candidates`].
+    pub fn new(capacity: usize) -> Self {
+        CandidateList {
+            capacity,
+            non_violating: Vec::new(),
+            violating: Vec::new(),
+        }
+    }
+
+    /// Adds a candidate (dropped when its list is full) and says whether the dry run may
+    /// stop: upstream stops once it holds `capacity` candidates in all, at least one of
+    /// them violating no budget; with violating candidates only, it tries every node.
+    pub fn add(&mut self, candidate: Candidate) -> bool {
+        let list = if candidate.num_pdb_violations == 0 {
+            &mut self.non_violating
+        } else {
+            &mut self.violating
+        };
+        if list.len() < self.capacity {
+            list.push(candidate);
+        }
+        !self.non_violating.is_empty()
+            && self.non_violating.len() + self.violating.len() >= self.capacity
+    }
+
+    /// The candidates violating no budget, then the others, each in the order found.
+    pub fn into_candidates(self) -> Vec<Candidate> {
+        let mut candidates = self.non_violating;
+        candidates.extend(self.violating);
+        candidates
+    }
+}
+
+#[cfg(test)]
+mod tests;
