@@ -83,6 +83,7 @@ impl Harness {
             observer: None,
             parallelizer: Default::default(),
             clock: RuntimeClock::shared(),
+            nominator: Default::default(),
             serve_default_scheduler: false,
             reporter: Reporter {
                 controller: "berth".into(),

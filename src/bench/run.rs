@@ -59,6 +59,7 @@ pub async fn run_workload(
         record_diagnosis: false,
         parallelizer: options.parallelizer.clone(),
         clock: Arc::new(clock.clone()),
+        nominator: Default::default(),
     });
     // The generated cluster has no workload controllers, PodGroups or storage.
     let services = ProfileServices {
@@ -66,6 +67,7 @@ pub async fn run_workload(
         volume_writer: Arc::new(crate::framework::NoVolumeWriter),
         parallelizer: scheduler.parallelizer().clone(),
         clock: scheduler.clock().clone(),
+        nominator: scheduler.nominator().clone(),
         workloads: Arc::new(Workloads::new()),
         pod_groups: Arc::new(PodGroups::new()),
         volumes: Arc::new(Volumes::new()),

@@ -7,8 +7,8 @@
 //! nominations another made), shared through the [`Handle`](super::Handle). A nomination
 //! comes from the pod's `status.nominatedNodeName` when the pod is added or updated (so it
 //! survives a restart of the scheduler), or from preemption's PostFilter result, which
-//! overrides what the pod object says until the status update arrives. Pods are keyed by
-//! `namespace/name`.
+//! overrides what the pod object says until the status update arrives. Pods are keyed as
+//! the cache keys them (uid, else `namespace/name`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -68,14 +68,18 @@ impl Nominator {
         if node.is_empty() || is_assigned(&pod.pod) {
             return;
         }
-        inner.node_of.insert(pod.key().to_string(), node.to_string());
+        inner
+            .node_of
+            .insert(pod.key().to_string(), node.to_string());
         inner.by_node.entry(node.to_string()).or_default().push(pod);
     }
 
     /// Records the nomination the pod's status carries (upstream `AddNominatedPod` in
     /// Noop mode): when a pending pod is added.
     pub fn add(&self, pod: Arc<PodInfo>) {
-        let node = status_nominated_node(&pod.pod).unwrap_or_default().to_string();
+        let node = status_nominated_node(&pod.pod)
+            .unwrap_or_default()
+            .to_string();
         self.nominate(pod, &node);
     }
 

@@ -37,7 +37,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
-use crate::framework::{Binder, Observer, Parallelizer, Registry, RuntimeClock};
+use crate::framework::{Binder, Nominator, Observer, Parallelizer, Registry, RuntimeClock};
 use crate::observability::Metrics;
 use crate::scheduler::SchedulerOptions;
 
@@ -179,6 +179,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
     let parallelizer =
         Arc::new(Parallelizer::new(config.parallelism).map_err(OperatorError::Workers)?);
     let clock = RuntimeClock::shared();
+    let nominator = Arc::new(Nominator::new());
     let context = profiles::ProfileContext {
         client: client.clone(),
         registry: Arc::new(registry),
@@ -188,6 +189,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         observer: Some(observer),
         parallelizer: parallelizer.clone(),
         clock: clock.clone(),
+        nominator: nominator.clone(),
         serve_default_scheduler: config.serve_default_scheduler,
         reporter: kube::runtime::events::Reporter {
             controller: "berth".into(),
@@ -224,6 +226,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
             record_diagnosis: false,
             parallelizer,
             clock,
+            nominator,
         },
         LoopChannels {
             messages: loop_rx,

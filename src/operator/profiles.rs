@@ -66,8 +66,8 @@ use super::conditions::{self, ACCEPTED, DEGRADED, DesiredCondition, READY, reaso
 use super::types::{LoopMessage, OperatorState, ProfileCommand};
 use crate::api::{SchedulerProfile, SchedulerProfileStatus};
 use crate::framework::{
-    Binder, Clock, ExtensionPoint, FieldError, FieldErrorKind, Framework, Observer, Parallelizer,
-    PluginError, PluginHealth, Registry, ResolvedProfile,
+    Binder, Clock, ExtensionPoint, FieldError, FieldErrorKind, Framework, Nominator, Observer,
+    Parallelizer, PluginError, PluginHealth, Registry, ResolvedProfile,
 };
 use crate::scheduler::ProfileServices;
 use crate::schema::ProfileValidator;
@@ -112,6 +112,8 @@ pub struct ProfileContext {
     pub parallelizer: Arc<Parallelizer>,
     /// The scheduler's time, shared by every instance.
     pub clock: Arc<dyn Clock>,
+    /// The scheduler's nominations, shared by every instance.
+    pub nominator: Arc<Nominator>,
     /// Accept profiles serving [`RESERVED_SCHEDULER_NAME`] (`--serve-default-scheduler`).
     pub serve_default_scheduler: bool,
     /// The controller name (and replica) events are reported as.
@@ -476,6 +478,7 @@ impl Planner<'_> {
             )),
             parallelizer: self.ctx.parallelizer.clone(),
             clock: self.ctx.clock.clone(),
+            nominator: self.ctx.nominator.clone(),
             workloads: self.ctx.state.workloads.clone(),
             pod_groups: self.ctx.state.pod_groups.clone(),
             volumes: self.ctx.state.volumes.clone(),

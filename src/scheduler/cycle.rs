@@ -9,6 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use tracing::Instrument;
 
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
+use crate::framework::nominator::status_nominated_node;
 use crate::framework::{CycleState, Framework, NodeToStatus, QueuedPodInfo, Status};
 
 use super::failure::{Failure, FitError, NO_NODES_AVAILABLE};
@@ -109,6 +110,19 @@ pub(super) async fn schedule_pod(
         }
     };
     let candidates = narrowed.as_deref().unwrap_or(all_nodes);
+    // Upstream tries the node the pod is nominated to first: when it passes, it is the
+    // only feasible node (the room preemption made there is the pod's).
+    if let Some(node) =
+        nominated_node(fwk, pod).and_then(|name| candidates.iter().find(|n| n.name() == name))
+    {
+        let status = fwk.run_filter(state, pod, node);
+        if status.is_success() {
+            if let Some(d) = diagnosis.as_mut() {
+                d.filtered.push((node.name().to_string(), status));
+            }
+            return Ok((node.name().to_string(), diagnosis));
+        }
+    }
     let feasible = find_feasible(
         fwk,
         state,
@@ -154,6 +168,15 @@ pub(super) async fn schedule_pod(
         select_host(&feasible, &totals, rng)
     };
     Ok((host, diagnosis))
+}
+
+/// The node `pod` is nominated to: the nominator's (preemption's decision, which may be
+/// newer than the pod object), else the pod's `status.nominatedNodeName`.
+fn nominated_node(fwk: &Framework, pod: &PodInfo) -> Option<String> {
+    fwk.handle()
+        .nominator
+        .nominated_node(pod.key())
+        .or_else(|| status_nominated_node(&pod.pod).map(str::to_string))
 }
 
 /// Filters `candidates` from the rotating start index until the wanted number of
@@ -202,13 +225,17 @@ async fn post_filter(
     mut fit: FitError,
     diagnosis: Option<CycleDiagnosis>,
 ) -> Failure {
+    let mut nominating = None;
     if fwk.has_post_filter_plugins() {
-        let (_result, status) = fwk
+        let (result, status) = fwk
             .run_post_filter(state, pod, snapshot, &fit.statuses)
             .await;
         fit.post_filter_msg = Some(status.message());
+        nominating = result.and_then(|r| r.nominated_node_name);
     }
-    Failure::fit(&fit).with_diagnosis(diagnosis)
+    let mut failure = Failure::fit(&fit).with_diagnosis(diagnosis);
+    failure.nominating = nominating;
+    failure
 }
 
 /// The node with the highest total (`totals[i]` belongs to `nodes[i]`); ties broken

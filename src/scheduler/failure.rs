@@ -83,6 +83,9 @@ pub struct Failure {
     /// A plugin asked for a timed retry ([`crate::framework::RetryAfterBackoff`]): requeue
     /// to backoffQ.
     pub retry_after_backoff: bool,
+    /// What PostFilter decided about the pod's nomination: a node (preemption made room
+    /// there), "" (clear it), or `None` to leave it as it is.
+    pub nominating: Option<String>,
 }
 
 impl Failure {
@@ -95,6 +98,7 @@ impl Failure {
             pending_plugins: HashSet::new(),
             diagnosis: None,
             retry_after_backoff: false,
+            nominating: None,
         }
     }
 
@@ -123,6 +127,7 @@ impl Failure {
             pending_plugins: pending,
             diagnosis: None,
             retry_after_backoff: false,
+            nominating: None,
         }
     }
 

@@ -27,8 +27,8 @@ use tracing::Instrument;
 use crate::cluster::{Cache, CacheError, PodInfo, QuantityError, Snapshot, pod_key};
 use crate::framework::clock::{Clock, Instant, RuntimeClock};
 use crate::framework::{
-    ActionType, ClusterEvent, CycleState, EventResource, Framework, Parallelizer, PodsToActivate,
-    QueuedPodInfo, RetryAfterBackoff, ScoredNode, Status,
+    ActionType, ClusterEvent, CycleState, EventResource, Framework, Nominator, Parallelizer,
+    PodsToActivate, QueuedPodInfo, RetryAfterBackoff, ScoredNode, Status,
 };
 use crate::queue::{QueueConfig, SchedulingQueue};
 
@@ -48,16 +48,19 @@ pub struct SchedulerOptions {
     pub parallelizer: Arc<Parallelizer>,
     /// The time queues, the cache and plugins read (see [`Scheduler::clock`]).
     pub clock: Arc<dyn Clock>,
+    /// The pods nominated to nodes (see [`Scheduler::nominator`]).
+    pub nominator: Arc<Nominator>,
 }
 
 impl Default for SchedulerOptions {
-    /// Seed 0, no diagnosis, no worker threads, the runtime's clock.
+    /// Seed 0, no diagnosis, no worker threads, the runtime's clock, no nominations.
     fn default() -> Self {
         SchedulerOptions {
             seed: 0,
             record_diagnosis: false,
             parallelizer: Arc::default(),
             clock: RuntimeClock::shared(),
+            nominator: Arc::default(),
         }
     }
 }
@@ -153,6 +156,7 @@ pub struct Scheduler {
     next_start_node_index: usize,
     rng: ChaCha8Rng,
     options: SchedulerOptions,
+    nominator: Arc<Nominator>,
 }
 
 /// An object that could not be added to the scheduler.
@@ -176,6 +180,7 @@ impl Scheduler {
             next_profile: 0,
             next_start_node_index: 0,
             rng: ChaCha8Rng::seed_from_u64(options.seed),
+            nominator: options.nominator.clone(),
             options,
         }
     }
@@ -238,6 +243,13 @@ impl Scheduler {
     /// [`Handle`](crate::framework::Handle), so that no profile starts threads of its own.
     pub fn parallelizer(&self) -> &Arc<Parallelizer> {
         &self.options.parallelizer
+    }
+
+    /// The pods nominated to nodes: hand it to every profile's
+    /// [`Handle`](crate::framework::Handle), so that every profile's Filter sees every
+    /// nomination.
+    pub fn nominator(&self) -> &Arc<Nominator> {
+        &self.nominator
     }
 
     /// The scheduler's time: hand it to every profile's
@@ -315,7 +327,9 @@ impl Scheduler {
             ));
         } else if let Some(&i) = self.by_name.get(info.scheduler_name()) {
             let now = self.now();
-            self.profiles[i].queue.add(Arc::new(info), now);
+            let info = Arc::new(info);
+            self.nominator.add(info.clone());
+            self.profiles[i].queue.add(info, now);
         }
         Ok(())
     }
@@ -332,6 +346,7 @@ impl Scheduler {
             .is_some_and(|n| !n.is_empty());
         match (was_assigned, info.node_name().is_some()) {
             (false, true) => {
+                self.nominator.delete(&key);
                 for profile in &mut self.profiles {
                     profile.queue.delete(&key);
                 }
@@ -352,9 +367,9 @@ impl Scheduler {
                 if let Some(&i) = self.by_name.get(info.scheduler_name()) {
                     let old_info = PodInfo::new(old.clone())?;
                     let now = self.now();
-                    self.profiles[i]
-                        .queue
-                        .update(&old_info, Arc::new(info), now);
+                    let info = Arc::new(info);
+                    self.nominator.update(old, info.clone());
+                    self.profiles[i].queue.update(&old_info, info, now);
                 }
             }
         }
@@ -375,6 +390,7 @@ impl Scheduler {
                 ActionType::DELETE,
             ));
         } else {
+            self.nominator.delete(&key);
             for profile in &mut self.profiles {
                 profile.queue.delete(&key);
             }
@@ -456,6 +472,8 @@ impl Scheduler {
                 ));
             }
         };
+        // An assumed pod needs its nomination no more (upstream deletes it at assume).
+        self.nominator.delete(queued.pod_info.key());
         cycle::assume_reserve_permit(self, index, queued, pod_cycle, state, node, diagnosis).await
     }
 
@@ -542,6 +560,9 @@ impl Scheduler {
             diagnosis: failure.diagnosis,
         };
         let key = queued.pod_info.key().to_string();
+        if let Some(node) = &failure.nominating {
+            self.nominator.nominate(queued.pod_info.clone(), node);
+        }
         // A pod bound meanwhile (it is in the cache) is not requeued; the queue itself
         // drops pods deleted while they were being scheduled.
         let queue = &mut self.profiles[index].queue;

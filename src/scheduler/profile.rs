@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use crate::cluster::{PodGroups, Volumes, Workloads};
 use crate::framework::{
-    Binder, Clock, Framework, Handle, Observer, Parallelizer, PluginError, PluginHealth, Registry,
-    ResolvedProfile, VolumeWriter,
+    Binder, Clock, Framework, Handle, Nominator, Observer, Parallelizer, PluginError, PluginHealth,
+    Registry, ResolvedProfile, VolumeWriter,
 };
 
 /// What every profile instance of one scheduler shares.
@@ -22,6 +22,8 @@ pub struct ProfileServices {
     pub parallelizer: Arc<Parallelizer>,
     /// The scheduler's time ([`Scheduler::clock`](super::Scheduler::clock)).
     pub clock: Arc<dyn Clock>,
+    /// The scheduler's nominations ([`Scheduler::nominator`](super::Scheduler::nominator)).
+    pub nominator: Arc<Nominator>,
     /// Workload selectors, for default spreading.
     pub workloads: Arc<Workloads>,
     /// PodGroups, for gang scheduling.
@@ -47,6 +49,7 @@ impl ProfileServices {
             .volume_writer(self.volume_writer.clone())
             .parallelizer(self.parallelizer.clone())
             .clock(self.clock.clone())
+            .nominator(self.nominator.clone())
             .workloads(self.workloads.clone())
             .pod_groups(self.pod_groups.clone())
             .volumes(self.volumes.clone())

@@ -307,6 +307,7 @@ async fn simulate_on(
         record_diagnosis: options.explain,
         parallelizer,
         clock: Arc::new(clock.clone()),
+        nominator: Default::default(),
     });
     let volumes = Arc::new(volumes(&input));
     let volume_writer = InMemoryVolumeWriter::new(volumes.clone(), node_labels(&input));
@@ -316,6 +317,7 @@ async fn simulate_on(
         volume_writer: Arc::new(volume_writer),
         parallelizer: scheduler.parallelizer().clone(),
         clock: scheduler.clock().clone(),
+        nominator: scheduler.nominator().clone(),
         workloads: Arc::new(workloads(&input)),
         pod_groups,
         volumes: volumes.clone(),

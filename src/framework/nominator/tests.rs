@@ -41,7 +41,12 @@ fn view(nominator: &Nominator) -> BTreeMap<String, Vec<String>> {
 fn want(pairs: &[(&str, &[&str])]) -> BTreeMap<String, Vec<String>> {
     pairs
         .iter()
-        .map(|(node, pods)| (node.to_string(), pods.iter().map(|p| p.to_string()).collect()))
+        .map(|(node, pods)| {
+            (
+                node.to_string(),
+                pods.iter().map(|p| p.to_string()).collect(),
+            )
+        })
         .collect()
 }
 
@@ -83,7 +88,10 @@ fn nominations_follow_upstreams_update_nominated_pod_for_node() {
         view(&nominator),
         want(&[("node1", &["mpp"]), ("node5", &["up"])])
     );
-    assert_eq!(nominator.nominated_node(med.key()).as_deref(), Some("node1"));
+    assert_eq!(
+        nominator.nominated_node(med.key()).as_deref(),
+        Some("node1")
+    );
     assert_eq!(nominator.pods_for_node("node5").len(), 1);
 }
 
@@ -91,9 +99,27 @@ fn nominations_follow_upstreams_update_nominated_pod_for_node() {
 fn an_update_keeps_a_nomination_whose_status_has_not_arrived_and_follows_one_that_has() {
     let cases = [
         // (old status node, new status node, nominated here before, want)
-        ("neither status names a node: the nomination stays", None, None, Some("node2"), Some("node2")),
-        ("the new status names a node: it wins", None, Some("node3"), Some("node2"), Some("node3")),
-        ("the status was cleared: the nomination goes", Some("node2"), None, Some("node2"), None),
+        (
+            "neither status names a node: the nomination stays",
+            None,
+            None,
+            Some("node2"),
+            Some("node2"),
+        ),
+        (
+            "the new status names a node: it wins",
+            None,
+            Some("node3"),
+            Some("node2"),
+            Some("node3"),
+        ),
+        (
+            "the status was cleared: the nomination goes",
+            Some("node2"),
+            None,
+            Some("node2"),
+            None,
+        ),
         ("never nominated, no status", None, None, None, None),
     ];
     for (name, old_node, new_node, before, want_node) in cases {
