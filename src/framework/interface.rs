@@ -158,11 +158,37 @@ pub trait FilterPlugin: Plugin {
 pub trait PostFilterPlugin: Plugin {
     async fn post_filter(
         &self,
+        fwk: &dyn FilterRunner,
         state: &CycleState,
         pod: &PodInfo,
         snapshot: &Snapshot,
         filtered_node_status: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status);
+}
+
+/// What the framework running a PostFilter plugin lets it repeat: Filter on a node (with
+/// the nominated pods, as the Filter phase ran it) and PreFilter's AddPod and RemovePod,
+/// so that preemption can try a node with some of its pods removed.
+pub trait FilterRunner: Send + Sync {
+    /// Filter as the Filter phase runs it, nominated pods included.
+    fn filter_with_nominated_pods(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo)
+    -> Status;
+    /// PreFilter's AddPod of every plugin whose Filter runs this cycle.
+    fn pre_filter_add_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        added: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status;
+    /// PreFilter's RemovePod of every plugin whose Filter runs this cycle.
+    fn pre_filter_remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        removed: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status;
 }
 
 /// PreScore: called once per cycle with the feasible nodes, before scoring. Fetch remote

@@ -563,7 +563,7 @@ impl Framework {
             let Some(pf) = plugin.as_post_filter() else {
                 continue;
             };
-            let (result, status) = pf.post_filter(state, pod, snapshot, statuses).await;
+            let (result, status) = pf.post_filter(self, state, pod, snapshot, statuses).await;
             if status.is_success() {
                 return (result, status.with_plugin(plugin.name()));
             }
@@ -869,5 +869,36 @@ pub fn implements(plugin: &dyn Plugin, point: ExtensionPoint) -> bool {
         ExtensionPoint::PreBind => plugin.as_pre_bind().is_some(),
         ExtensionPoint::Bind => plugin.as_bind().is_some(),
         ExtensionPoint::PostBind => plugin.as_post_bind().is_some(),
+    }
+}
+
+impl super::FilterRunner for Framework {
+    fn filter_with_nominated_pods(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
+        self.run_filter_unobserved(state, pod, node)
+    }
+
+    fn pre_filter_add_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        added: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
+        self.run_pre_filter_add_pod(state, pod, added, node)
+    }
+
+    fn pre_filter_remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        removed: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
+        self.run_pre_filter_remove_pod(state, pod, removed, node)
     }
 }

@@ -84,7 +84,8 @@ use serde::{Deserialize, Serialize};
 use crate::api::PodGroup;
 use crate::cluster::{PodGroups, PodInfo, Resource, Snapshot, pod_group_of};
 use crate::framework::{
-    ActionType, ClusterEvent, Code, CycleState, EventResource, FieldError, Handle, NodeToStatus,
+    ActionType, ClusterEvent, Code, CycleState, EventResource, FieldError, FilterRunner, Handle,
+    NodeToStatus,
     PermitPlugin, PluginArgs, PluginError, PluginFactory, PodsToActivate, PostFilterPlugin,
     PostFilterResult, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueSortPlugin,
     QueuedPodInfo, ReservePlugin, RetryAfterBackoff, Status, WaitingPods,
@@ -571,6 +572,7 @@ impl Coscheduling {
 impl PostFilterPlugin for Coscheduling {
     async fn post_filter(
         &self,
+        _: &dyn FilterRunner,
         state: &CycleState,
         pod: &PodInfo,
         snapshot: &Snapshot,

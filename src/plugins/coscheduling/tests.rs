@@ -180,7 +180,7 @@ impl Fixture {
     ) -> Status {
         let (result, status) = self
             .plugin
-            .post_filter(state, &info(pod), snapshot, filtered)
+            .post_filter(&NoFilters, state, &info(pod), snapshot, filtered)
             .await;
         assert_eq!(result, None, "Coscheduling never nominates a node");
         status
@@ -996,4 +996,33 @@ async fn nothing_is_reclaimed_when_the_rest_of_the_group_cannot_fit() {
         reclaims: false,
     })
     .await;
+}
+
+/// Coscheduling's PostFilter repeats no Filter: a runner that refuses every call.
+struct NoFilters;
+
+impl crate::framework::FilterRunner for NoFilters {
+    fn filter_with_nominated_pods(&self, _: &CycleState, _: &PodInfo, _: &crate::cluster::NodeInfo) -> Status {
+        Status::error("Coscheduling's PostFilter does not filter")
+    }
+
+    fn pre_filter_add_pod(
+        &self,
+        _: &mut CycleState,
+        _: &PodInfo,
+        _: &PodInfo,
+        _: &crate::cluster::NodeInfo,
+    ) -> Status {
+        Status::error("Coscheduling's PostFilter does not call AddPod")
+    }
+
+    fn pre_filter_remove_pod(
+        &self,
+        _: &mut CycleState,
+        _: &PodInfo,
+        _: &PodInfo,
+        _: &crate::cluster::NodeInfo,
+    ) -> Status {
+        Status::error("Coscheduling's PostFilter does not call RemovePod")
+    }
 }
