@@ -5,6 +5,7 @@
 //! ([`Workloads`], [`PodGroups`], [`Volumes`]).
 
 mod cache;
+mod disruption_budgets;
 mod node_info;
 mod pod_groups;
 mod pod_info;
@@ -14,6 +15,7 @@ mod volumes;
 mod workloads;
 
 pub use cache::{Cache, CacheError};
+pub use disruption_budgets::DisruptionBudgets;
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo, normalized_image_name};
 pub use pod_groups::{PodGroups, implicit_group, implicit_owner, min_member_of, pod_group_of};
 pub use pod_info::{Memo, PodInfo, host_ports, pod_key};

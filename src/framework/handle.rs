@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use super::clock::{Clock, RuntimeClock};
 use super::parallel::Parallelizer;
 use super::{Nominator, PluginHealth, WaitingPods};
-use crate::cluster::{PodGroups, Volumes, Workloads};
+use crate::cluster::{DisruptionBudgets, PodGroups, Volumes, Workloads};
 
 /// Why a bind failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -71,6 +71,8 @@ pub struct Handle {
     pub workloads: Arc<Workloads>,
     /// PodGroups, for gang scheduling (Coscheduling).
     pub pod_groups: Arc<PodGroups>,
+    /// PodDisruptionBudgets, for preemption (DefaultPreemption).
+    pub disruption_budgets: Arc<DisruptionBudgets>,
     /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and
     /// CSIDrivers, for the volume plugins.
     pub volumes: Arc<Volumes>,
@@ -99,6 +101,7 @@ pub struct HandleBuilder {
     clock: Option<Arc<dyn Clock>>,
     workloads: Option<Arc<Workloads>>,
     pod_groups: Option<Arc<PodGroups>>,
+    disruption_budgets: Option<Arc<DisruptionBudgets>>,
     volumes: Option<Arc<Volumes>>,
     health: Option<Arc<PluginHealth>>,
 }
@@ -139,6 +142,11 @@ impl HandleBuilder {
         self
     }
 
+    pub fn disruption_budgets(mut self, budgets: Arc<DisruptionBudgets>) -> Self {
+        self.disruption_budgets = Some(budgets);
+        self
+    }
+
     pub fn volumes(mut self, volumes: Arc<Volumes>) -> Self {
         self.volumes = Some(volumes);
         self
@@ -161,6 +169,7 @@ impl HandleBuilder {
             clock,
             workloads: self.workloads.unwrap_or_default(),
             pod_groups: self.pod_groups.unwrap_or_default(),
+            disruption_budgets: self.disruption_budgets.unwrap_or_default(),
             volumes: self.volumes.unwrap_or_default(),
             health: self.health.unwrap_or_default(),
         }

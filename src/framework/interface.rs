@@ -171,8 +171,12 @@ pub trait PostFilterPlugin: Plugin {
 /// so that preemption can try a node with some of its pods removed.
 pub trait FilterRunner: Send + Sync {
     /// Filter as the Filter phase runs it, nominated pods included.
-    fn filter_with_nominated_pods(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo)
-    -> Status;
+    fn filter_with_nominated_pods(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status;
     /// PreFilter's AddPod of every plugin whose Filter runs this cycle.
     fn pre_filter_add_pod(
         &self,

@@ -559,6 +559,9 @@ impl Framework {
         statuses: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
         let mut reasons = Vec::new();
+        // A rejecting plugin may still decide the nomination (preemption clears it when
+        // no node can be made to fit), as upstream keeps a result that is not a no-op.
+        let mut decided = None;
         for plugin in self.plugins(ExtensionPoint::PostFilter) {
             let Some(pf) = plugin.as_post_filter() else {
                 continue;
@@ -570,9 +573,15 @@ impl Framework {
             if !status.is_rejected() {
                 return (None, wrap_error("PostFilter", plugin.name(), &status));
             }
+            if result
+                .as_ref()
+                .is_some_and(|r| r.nominated_node_name.is_some())
+            {
+                decided = result;
+            }
             reasons.extend(status.reasons().iter().cloned());
         }
-        (None, Status::with_reasons(Code::Unschedulable, reasons))
+        (decided, Status::with_reasons(Code::Unschedulable, reasons))
     }
 
     async fn run_pre_score_unobserved(

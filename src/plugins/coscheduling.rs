@@ -85,10 +85,9 @@ use crate::api::PodGroup;
 use crate::cluster::{PodGroups, PodInfo, Resource, Snapshot, pod_group_of};
 use crate::framework::{
     ActionType, ClusterEvent, Code, CycleState, EventResource, FieldError, FilterRunner, Handle,
-    NodeToStatus,
-    PermitPlugin, PluginArgs, PluginError, PluginFactory, PodsToActivate, PostFilterPlugin,
-    PostFilterResult, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueSortPlugin,
-    QueuedPodInfo, ReservePlugin, RetryAfterBackoff, Status, WaitingPods,
+    NodeToStatus, PermitPlugin, PluginArgs, PluginError, PluginFactory, PodsToActivate,
+    PostFilterPlugin, PostFilterResult, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult,
+    QueueSortPlugin, QueuedPodInfo, ReservePlugin, RetryAfterBackoff, Status, WaitingPods,
 };
 
 /// Args of Coscheduling (scheduler-plugins `CoschedulingArgs`).

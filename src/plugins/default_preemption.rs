@@ -18,20 +18,37 @@
 //! - [`eligibility`]: [`pod_eligible_to_preempt_others`], which refuses pods with
 //!   `preemptionPolicy: Never` and pods whose earlier preemption is still evicting.
 //!
-//! Not built yet, so DefaultPreemption is not in the registry: the PostFilter extension
-//! point that runs the algorithm, the dry run on cloned `NodeInfo`s (select victims on a
-//! node, reprieve greedily through the Filter plugins), the framework's nominated-pod
-//! support (the preemptor's `nominatedNodeName`, the two-pass Filter on a nominated node),
-//! and acting on the decision (the `DisruptionTarget` condition, eviction, events).
+//! - [`dry_run`]: upstream's `SelectVictimsOnNode` and `DryRunPreemption` on clones of the
+//!   cycle state and the nodes, through the framework's Filter (nominated pods included)
+//!   and PreFilter's RemovePod/AddPod ([`FilterRunner`]).
+//! - [`DefaultPreemption`], the PostFilter: eligibility, the potential nodes (those Filter
+//!   rejected as Unschedulable), the dry run from a seeded random offset, the choice of a
+//!   node, and upstream's messages (`preemption: 0/3 nodes are available: ...`); a result
+//!   that nominates the chosen node, or clears the nomination when no node can help.
+//!
+//! Not built yet, so DefaultPreemption is not in the default set: acting on the decision
+//! (the victims' `DisruptionTarget` condition, their eviction, the `Preempted` event, the
+//! preemptor's `nominatedNodeName` written back), live and in `berth simulate`.
 
+pub mod dry_run;
 pub mod eligibility;
 pub mod selection;
 pub mod victims;
 
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::framework::{FieldError, PluginArgs};
+use crate::cluster::{DisruptionBudgets, PodInfo, Snapshot};
+use crate::framework::nominator::status_nominated_node;
+use crate::framework::{
+    Code, CycleState, FieldError, FilterRunner, Handle, NodeToStatus, Nominator, PluginArgs,
+    PluginError, PostFilterPlugin, PostFilterResult, Status,
+};
 
 pub use eligibility::{
     ERR_PREEMPTION_POLICY_NEVER, ERR_TERMINATING_POD_ON_NOMINATED_NODE,
@@ -180,3 +197,138 @@ impl CandidateList {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod post_filter_tests;
+
+/// The DefaultPreemption plugin: PostFilter. Not in the default set yet: it chooses the
+/// node and its victims, but nothing evicts them yet.
+pub struct DefaultPreemption {
+    args: DefaultPreemptionArgs,
+    budgets: Arc<DisruptionBudgets>,
+    nominator: Arc<Nominator>,
+    /// Where each dry run starts among the potential nodes: random, as upstream, from a
+    /// fixed seed so that simulations repeat.
+    offsets: Mutex<ChaCha8Rng>,
+}
+
+crate::plugin! {
+    DefaultPreemption {
+        name: "DefaultPreemption",
+        points: [PostFilter],
+    }
+
+    impl PluginFactory {
+        const DESCRIPTION: &'static str = "When no node fits a pod, evicts pods of lower priority from the node where that does the least harm, and nominates the pod there.";
+        type Args = DefaultPreemptionArgs;
+
+        fn build(args: DefaultPreemptionArgs, handle: &Handle) -> Result<Self, PluginError> {
+            Ok(DefaultPreemption {
+                args,
+                budgets: handle.disruption_budgets.clone(),
+                nominator: handle.nominator.clone(),
+                offsets: Mutex::new(ChaCha8Rng::seed_from_u64(0)),
+            })
+        }
+    }
+}
+
+impl DefaultPreemption {
+    fn offset(&self, num_nodes: usize) -> usize {
+        if num_nodes == 0 {
+            return 0;
+        }
+        let mut rng = self.offsets.lock().unwrap_or_else(PoisonError::into_inner);
+        rng.random_range(0..num_nodes)
+    }
+
+    /// upstream `Evaluator.Preempt`, up to choosing the node.
+    fn preempt(
+        &self,
+        fwk: &dyn FilterRunner,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        statuses: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        let nominated = self
+            .nominator
+            .nominated_node(pod.key())
+            .or_else(|| status_nominated_node(&pod.pod).map(str::to_string));
+        if let Some(node) = &nominated {
+            let code = statuses
+                .get(node)
+                .map(Status::code)
+                .unwrap_or(Code::Success);
+            let pods = snapshot
+                .get(node)
+                .map(|n| n.pods.iter().map(|p| p.pod.as_ref()).collect::<Vec<_>>())
+                .unwrap_or_default();
+            if let Err(message) = pod_eligible_to_preempt_others(&pod.pod, code, pods) {
+                return (None, Status::unschedulable(message));
+            }
+        } else if let Err(message) =
+            pod_eligible_to_preempt_others(&pod.pod, Code::Success, Vec::new())
+        {
+            return (None, Status::unschedulable(message));
+        }
+        let all = snapshot.nodes();
+        if all.is_empty() {
+            return (None, Status::error("no nodes available"));
+        }
+        let clear = Some(PostFilterResult {
+            nominated_node_name: Some(String::new()),
+        });
+        let potential = dry_run::potential_nodes(snapshot, statuses);
+        if potential.is_empty() {
+            let message = dry_run::fit_error_message(all.len(), &NodeToStatus::default());
+            return (clear, Status::unschedulable(message));
+        }
+        let budgets: Vec<_> = self.budgets.list().iter().map(|b| (**b).clone()).collect();
+        let offset = self.offset(potential.len());
+        let run = dry_run::dry_run(fwk, state, pod, &potential, &budgets, &self.args, offset);
+        if run.candidates.is_empty() {
+            if let Some(error) = run.errors.first() {
+                return (None, error.clone());
+            }
+            let message = dry_run::fit_error_message(all.len(), &run.statuses);
+            return (clear, Status::unschedulable(message));
+        }
+        match select_candidate(&run.candidates) {
+            Some(best) if !best.node.is_empty() => (
+                Some(PostFilterResult {
+                    nominated_node_name: Some(best.node.clone()),
+                }),
+                Status::success(),
+            ),
+            _ => (
+                None,
+                Status::unschedulable("no candidate node for preemption"),
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl PostFilterPlugin for DefaultPreemption {
+    /// upstream's wrapper: the evaluator's message, when there is one, prefixed with
+    /// `preemption: `.
+    async fn post_filter(
+        &self,
+        fwk: &dyn FilterRunner,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        statuses: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        let (result, status) = self.preempt(fwk, state, pod, snapshot, statuses);
+        let message = status.message();
+        if message.is_empty() {
+            return (result, status);
+        }
+        (
+            result,
+            Status::new(status.code(), format!("preemption: {message}")),
+        )
+    }
+}

@@ -1002,7 +1002,12 @@ async fn nothing_is_reclaimed_when_the_rest_of_the_group_cannot_fit() {
 struct NoFilters;
 
 impl crate::framework::FilterRunner for NoFilters {
-    fn filter_with_nominated_pods(&self, _: &CycleState, _: &PodInfo, _: &crate::cluster::NodeInfo) -> Status {
+    fn filter_with_nominated_pods(
+        &self,
+        _: &CycleState,
+        _: &PodInfo,
+        _: &crate::cluster::NodeInfo,
+    ) -> Status {
         Status::error("Coscheduling's PostFilter does not filter")
     }
 

@@ -1,0 +1,310 @@
+//! upstream's TestPostFilter (defaultpreemption) through berth's framework: the default
+//! profile's Filter plugins with DefaultPreemption as its PostFilter, the Filter statuses
+//! handed to PostFilter as the table gives them, and the nominated node or the message
+//! PostFilter returns. The rows with extenders, a failing test plugin or PodGroup features
+//! are upstream's machinery berth does not have. Nodes of "nodeRes" also allow 110 pods,
+//! so that cpu is what they lack, as the expected messages say.
+
+use std::collections::HashMap;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::{
+    PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::*;
+use crate::api::{PluginRef, PluginSet, Plugins, SchedulerProfileSpec};
+use crate::cluster::Cache;
+use crate::framework::{Framework, resolve};
+use crate::testing::executor::complete;
+use crate::testing::{make_node, make_pod};
+
+fn one_pod_node(name: &str) -> Node {
+    make_node()
+        .name(name)
+        .allocatable(&[("cpu", "100"), ("memory", "100Gi"), ("pods", "1")])
+        .obj()
+}
+
+fn cpu_node(name: &str) -> Node {
+    make_node()
+        .name(name)
+        .allocatable(&[("cpu", "200m"), ("memory", "400"), ("pods", "110")])
+        .obj()
+}
+
+fn pod(name: &str, priority: i32, node: Option<&str>) -> Pod {
+    let mut pod = make_pod()
+        .name(name)
+        .namespace("default")
+        .uid(name)
+        .priority(priority);
+    if let Some(node) = node {
+        pod = pod.node(node);
+    }
+    pod.obj()
+}
+
+/// The preemptor of the cpu rows: 300m, more than a 200m node holds.
+fn large(name: &str, priority: i32) -> Pod {
+    make_pod()
+        .name(name)
+        .namespace("default")
+        .uid(name)
+        .priority(priority)
+        .req(&[("cpu", "300m")])
+        .obj()
+}
+
+fn labelled(mut pod: Pod, label: &str) -> Pod {
+    pod.metadata.labels = Some([(label.to_string(), String::new())].into());
+    pod
+}
+
+fn budget(name: &str, label: &str, allowed: i32) -> PodDisruptionBudget {
+    PodDisruptionBudget {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("default".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodDisruptionBudgetSpec {
+            selector: Some(LabelSelector {
+                match_labels: Some([(label.to_string(), String::new())].into()),
+                ..LabelSelector::default()
+            }),
+            min_available: Some(IntOrString::String("100%".into())),
+            ..PodDisruptionBudgetSpec::default()
+        }),
+        status: Some(PodDisruptionBudgetStatus {
+            disruptions_allowed: allowed,
+            ..PodDisruptionBudgetStatus::default()
+        }),
+    }
+}
+
+/// The default profile with DefaultPreemption as PostFilter.
+fn framework(budgets: Vec<PodDisruptionBudget>) -> Framework {
+    let mut registry = crate::plugins::default_registry();
+    registry.register::<DefaultPreemption>();
+    let spec = SchedulerProfileSpec {
+        plugins: Some(Plugins {
+            post_filter: Some(PluginSet {
+                enabled: vec![PluginRef::named("DefaultPreemption")],
+                disabled: vec![],
+            }),
+            ..Plugins::default()
+        }),
+        ..SchedulerProfileSpec::default()
+    };
+    let resolved = resolve(&spec, &registry).expect("valid profile");
+    let lister = Arc::new(DisruptionBudgets::new());
+    budgets.into_iter().for_each(|b| lister.apply(b));
+    let handle = Handle::builder().disruption_budgets(lister).build();
+    Framework::new("default-scheduler", resolved, &registry, handle).expect("plugins build")
+}
+
+/// Filter statuses as the table gives them: node -> code; `absent` for the others.
+enum Given {
+    Unschedulable,
+    Unresolvable,
+}
+
+struct Case {
+    name: &'static str,
+    preemptor: Pod,
+    pods: Vec<Pod>,
+    nodes: Vec<Node>,
+    statuses: Vec<(&'static str, Given)>,
+    budgets: Vec<PodDisruptionBudget>,
+    want_node: Option<&'static str>,
+    want: Status,
+}
+
+fn run(case: Case) -> (Option<String>, Status) {
+    let framework = framework(case.budgets);
+    let mut cache = Cache::new(None);
+    for node in case.nodes {
+        cache.add_node(node).expect("node");
+    }
+    for pod in case.pods {
+        cache.add_pod(pod).expect("pod");
+    }
+    let mut snapshot = Snapshot::default();
+    cache.update_snapshot(&mut snapshot);
+    let pod = PodInfo::new(case.preemptor).expect("pod");
+    let mut state = CycleState::new();
+    state.set_node_count(snapshot.len());
+    let pre = complete(framework.run_pre_filter(&mut state, &pod, &snapshot));
+    assert!(
+        pre.status.is_success(),
+        "{}: PreFilter {:?}",
+        case.name,
+        pre.status
+    );
+    let statuses = NodeToStatus {
+        statuses: case
+            .statuses
+            .into_iter()
+            .map(|(node, given)| {
+                let status = match given {
+                    Given::Unschedulable => Status::unschedulable("rejected"),
+                    Given::Unresolvable => Status::unresolvable("rejected"),
+                };
+                (node.to_string(), status)
+            })
+            .collect::<HashMap<_, _>>(),
+        absent: Some(Status::unresolvable("rejected")),
+    };
+    let (result, status) = complete(framework.run_post_filter(&state, &pod, &snapshot, &statuses));
+    (result.and_then(|r| r.nominated_node_name), status)
+}
+
+#[test]
+fn post_filter_table() {
+    use Given::*;
+    let cases = vec![
+        Case {
+            name: "pod with higher priority can be made schedulable",
+            preemptor: pod("p", 1000, None),
+            pods: vec![pod("p1", 0, Some("node1"))],
+            nodes: vec![one_pod_node("node1")],
+            statuses: vec![("node1", Unschedulable)],
+            budgets: vec![],
+            want_node: Some("node1"),
+            want: Status::success(),
+        },
+        Case {
+            name: "pod with tied priority is still unschedulable",
+            preemptor: pod("p", 0, None),
+            pods: vec![pod("p1", 0, Some("node1"))],
+            nodes: vec![one_pod_node("node1")],
+            statuses: vec![("node1", Unschedulable)],
+            budgets: vec![],
+            want_node: Some(""),
+            want: Status::unschedulable(
+                "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
+            ),
+        },
+        Case {
+            name: "preemption should respect filteredNodesStatuses",
+            preemptor: pod("p", 1000, None),
+            pods: vec![pod("p1", 0, Some("node1"))],
+            nodes: vec![one_pod_node("node1")],
+            statuses: vec![("node1", Unresolvable)],
+            budgets: vec![],
+            want_node: Some(""),
+            want: Status::unschedulable(
+                "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+            ),
+        },
+        Case {
+            name: "preemption should respect absent NodeToStatusReader entry meaning UnschedulableAndUnresolvable",
+            preemptor: pod("p", 1000, None),
+            pods: vec![pod("p1", 0, Some("node1"))],
+            nodes: vec![one_pod_node("node1")],
+            statuses: vec![],
+            budgets: vec![],
+            want_node: Some(""),
+            want: Status::unschedulable(
+                "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+            ),
+        },
+        Case {
+            name: "pod can be made schedulable on one node",
+            preemptor: pod("p", 100, None),
+            pods: vec![pod("p1", 1000, Some("node1")), pod("p2", 0, Some("node2"))],
+            nodes: vec![one_pod_node("node1"), one_pod_node("node2")],
+            statuses: vec![("node1", Unschedulable), ("node2", Unschedulable)],
+            budgets: vec![],
+            want_node: Some("node2"),
+            want: Status::success(),
+        },
+        Case {
+            name: "pod can be made schedulable on minHighestPriority node",
+            preemptor: pod("p", 10000, None),
+            pods: vec![
+                labelled(pod("p1", 1000, Some("node1")), "non-violating"),
+                labelled(pod("p2", 0, Some("node1")), "violating"),
+                labelled(pod("p3", 100, Some("node2")), "violating"),
+            ],
+            nodes: vec![one_pod_node("node1"), one_pod_node("node2")],
+            statuses: vec![("node1", Unschedulable), ("node2", Unschedulable)],
+            budgets: vec![
+                budget("violating-pdb", "violating", 0),
+                budget("non-violating-pdb", "non-violating", i32::MAX),
+            ],
+            want_node: Some("node2"),
+            want: Status::success(),
+        },
+        Case {
+            name: "no candidate nodes found, no enough resource after removing low priority pods",
+            preemptor: large("p", 1000),
+            pods: vec![pod("p1", 0, Some("node1")), pod("p2", 0, Some("node2"))],
+            nodes: vec![cpu_node("node1"), cpu_node("node2")],
+            statuses: vec![("node1", Unschedulable), ("node2", Unschedulable)],
+            budgets: vec![],
+            want_node: Some(""),
+            want: Status::unschedulable("preemption: 0/2 nodes are available: 2 Insufficient cpu."),
+        },
+        Case {
+            name: "no candidate nodes found with mixed reasons, no lower priority pod and no enough CPU resource",
+            preemptor: large("p", 1000),
+            pods: vec![
+                pod("p1", 1000, Some("node1")),
+                pod("p2", 0, Some("node2")),
+                pod("p3", 1000, Some("node3")),
+            ],
+            nodes: vec![
+                one_pod_node("node1"),
+                cpu_node("node2"),
+                one_pod_node("node3"),
+            ],
+            statuses: vec![
+                ("node1", Unschedulable),
+                ("node2", Unschedulable),
+                ("node3", Unschedulable),
+            ],
+            budgets: vec![],
+            want_node: Some(""),
+            want: Status::unschedulable(
+                "preemption: 0/3 nodes are available: 1 Insufficient cpu, 2 No preemption victims found for incoming pod.",
+            ),
+        },
+        Case {
+            name: "no candidate nodes found with mixed reason, 2 UnschedulableAndUnresolvable nodes and 2 nodes don't have enough CPU resource",
+            preemptor: large("p", 1000),
+            pods: vec![pod("p1", 0, Some("node1")), pod("p2", 0, Some("node2"))],
+            nodes: vec![
+                cpu_node("node1"),
+                cpu_node("node2"),
+                cpu_node("node3"),
+                cpu_node("node4"),
+            ],
+            statuses: vec![
+                ("node1", Unschedulable),
+                ("node2", Unschedulable),
+                ("node4", Unresolvable),
+            ],
+            budgets: vec![],
+            want_node: Some(""),
+            want: Status::unschedulable(
+                "preemption: 0/4 nodes are available: 2 Insufficient cpu, 2 Preemption is not helpful for scheduling.",
+            ),
+        },
+    ];
+    for case in cases {
+        let name = case.name;
+        let want_node = case.want_node.map(str::to_string);
+        let want = case.want.clone();
+        let (node, status) = run(case);
+        assert_eq!(node, want_node, "{name}: nominated node");
+        assert_eq!(
+            (status.code(), status.message()),
+            (want.code(), want.message()),
+            "{name}: status"
+        );
+    }
+}
