@@ -63,7 +63,7 @@ fn labelled(mut pod: Pod, label: &str) -> Pod {
     pod
 }
 
-fn budget(name: &str, label: &str, allowed: i32) -> PodDisruptionBudget {
+pub(super) fn budget(name: &str, label: &str, allowed: i32) -> PodDisruptionBudget {
     PodDisruptionBudget {
         metadata: ObjectMeta {
             name: Some(name.into()),
@@ -86,7 +86,7 @@ fn budget(name: &str, label: &str, allowed: i32) -> PodDisruptionBudget {
 }
 
 /// The default profile with DefaultPreemption as PostFilter.
-fn framework(budgets: Vec<PodDisruptionBudget>) -> Framework {
+pub(super) fn framework(budgets: Vec<PodDisruptionBudget>) -> Framework {
     let mut registry = crate::plugins::default_registry();
     registry.register::<DefaultPreemption>();
     let spec = SchedulerProfileSpec {
