@@ -4,6 +4,7 @@
 pub mod clock;
 pub mod controllers;
 pub mod input;
+mod listers;
 pub mod render;
 pub mod report;
 pub mod run;

@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::Pod;
 use tokio::task::JoinSet;
 
 use crate::api::SchedulerProfile;
-use crate::cluster::{PodGroups, Volumes, Workloads, pod_key};
+use crate::cluster::{PodGroups, Volumes, pod_key};
 use crate::framework::{
     BindError, Binder, Clock, FieldError, Parallelizer, PluginHealth, Registry, ResolvedProfile,
 };
@@ -32,8 +32,9 @@ use crate::schema::ProfileValidator;
 
 use super::clock::VirtualClock;
 use super::input::{ClusterInput, InputWarning, ProfileDocument, Source};
+use super::listers::{node_labels, volumes, workloads};
 use super::report::{DegradedPlugin, NodeReport, PluginScore, PodReport, PodResult, Report};
-use super::storage::{InMemoryVolumeWriter, NodeLabels, StorageEvents};
+use super::storage::{InMemoryVolumeWriter, StorageEvents};
 
 /// The scheduler name pods get when they name none.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
@@ -360,66 +361,6 @@ async fn simulate_on(
     let mut report = build_report(&pending, &served, &reports, options.explain);
     report.degraded = degraded_plugins(&health);
     Ok((report, volumes))
-}
-
-/// The storage objects of the input, for the volume plugins.
-fn volumes(input: &ClusterInput) -> Volumes {
-    let volumes = Volumes::new();
-    input
-        .pvcs
-        .iter()
-        .cloned()
-        .for_each(|c| volumes.apply_claim(c));
-    input
-        .pvs
-        .iter()
-        .cloned()
-        .for_each(|v| volumes.apply_volume(v));
-    input
-        .storage_classes
-        .iter()
-        .cloned()
-        .for_each(|c| volumes.apply_class(c));
-    input
-        .csi_nodes
-        .iter()
-        .cloned()
-        .for_each(|n| volumes.apply_csi_node(n));
-    volumes
-}
-
-/// The labels of the input's nodes, the topology the simulated provisioners read.
-fn node_labels(input: &ClusterInput) -> NodeLabels {
-    input
-        .nodes
-        .iter()
-        .map(|node| {
-            let name = node.metadata.name.clone().unwrap_or_default();
-            (name, node.metadata.labels.clone().unwrap_or_default())
-        })
-        .collect()
-}
-
-/// The workload selectors of the input, for PodTopologySpread's default constraints.
-fn workloads(input: &ClusterInput) -> Workloads {
-    let workloads = Workloads::new();
-    input
-        .services
-        .iter()
-        .for_each(|s| workloads.apply_service(s));
-    input
-        .replication_controllers
-        .iter()
-        .for_each(|rc| workloads.apply_replication_controller(rc));
-    input
-        .replica_sets
-        .iter()
-        .for_each(|rs| workloads.apply_replica_set(rs));
-    input
-        .stateful_sets
-        .iter()
-        .for_each(|ss| workloads.apply_stateful_set(ss));
-    workloads
 }
 
 /// Instantiates every validated profile with `services` (whose worker threads and clock
