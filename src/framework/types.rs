@@ -79,6 +79,29 @@ impl NodeToStatus {
     pub fn get(&self, node: &str) -> Option<&Status> {
         self.statuses.get(node).or(self.absent.as_ref())
     }
+
+    /// upstream's FitError histogram over `num_all_nodes`: `"<count> <reason>"` per
+    /// reason, the absent status counted once per node without an entry, sorted.
+    pub fn reason_histogram(&self, num_all_nodes: usize) -> Vec<String> {
+        let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+        for status in self.statuses.values() {
+            for reason in status.reasons() {
+                *counts.entry(reason).or_default() += 1;
+            }
+        }
+        let absent = num_all_nodes.saturating_sub(self.statuses.len());
+        if let Some(status) = self.absent.as_ref().filter(|_| absent > 0) {
+            for reason in status.reasons() {
+                *counts.entry(reason).or_default() += absent;
+            }
+        }
+        let mut lines: Vec<String> = counts
+            .into_iter()
+            .map(|(r, n)| format!("{n} {r}"))
+            .collect();
+        lines.sort();
+        lines
+    }
 }
 
 /// What PostFilter can return: a node the pod was nominated to after preemption.

@@ -6,7 +6,7 @@
 //! after the PreFilter message if PreFilter rejected the pod, followed by the PostFilter
 //! message when PostFilter plugins ran.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use crate::framework::{Code, NodeToStatus, Status};
 
@@ -33,7 +33,7 @@ impl FitError {
         match &self.pre_filter_msg {
             Some(pre) => msg.push_str(&format!(" {pre}.")),
             None => {
-                let histogram = self.reason_histogram();
+                let histogram = self.statuses.reason_histogram(self.num_all_nodes);
                 if !histogram.is_empty() {
                     msg.push_str(&format!(" {}.", histogram.join(", ")));
                 }
@@ -43,29 +43,6 @@ impl FitError {
             msg.push_str(&format!(" {post}."));
         }
         msg
-    }
-
-    fn reason_histogram(&self) -> Vec<String> {
-        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-        for status in self.statuses.statuses.values() {
-            for reason in status.reasons() {
-                *counts.entry(reason).or_default() += 1;
-            }
-        }
-        let absent = self
-            .num_all_nodes
-            .saturating_sub(self.statuses.statuses.len());
-        if let Some(status) = self.statuses.absent.as_ref().filter(|_| absent > 0) {
-            for reason in status.reasons() {
-                *counts.entry(reason).or_default() += absent;
-            }
-        }
-        let mut lines: Vec<String> = counts
-            .into_iter()
-            .map(|(r, n)| format!("{n} {r}"))
-            .collect();
-        lines.sort();
-        lines
     }
 }
 

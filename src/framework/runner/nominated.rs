@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use crate::cluster::{NodeInfo, PodInfo};
-use crate::framework::{CycleState, ExtensionPoint, FilterPlugin, FilterRunner, Status};
+use crate::framework::{
+    CycleState, ExtensionPoint, FilterPlugin, FilterRunner, PreFilterExtensions, Status,
+};
 
 use super::{Framework, filter_with};
 
@@ -69,27 +71,9 @@ impl Framework {
         added: &PodInfo,
         node: &NodeInfo,
     ) -> Status {
-        for plugin in self.plugins(ExtensionPoint::PreFilter) {
-            if state.skips_filter(plugin.name()) {
-                continue;
-            }
-            let Some(extensions) = plugin
-                .as_pre_filter()
-                .and_then(|p| p.pre_filter_extensions())
-            else {
-                continue;
-            };
-            let status = extensions.add_pod(state, pod, added, node);
-            if !status.is_success() {
-                return Status::error(format!(
-                    "running AddPod on PreFilter plugin {:?}: {}",
-                    plugin.name(),
-                    status.message()
-                ))
-                .with_plugin(plugin.name());
-            }
-        }
-        Status::success()
+        self.run_pre_filter_extension(state, "AddPod", |extensions, state| {
+            extensions.add_pod(state, pod, added, node)
+        })
     }
 
     /// Upstream `RunPreFilterExtensionRemovePod`: tells every PreFilter plugin whose
@@ -101,6 +85,19 @@ impl Framework {
         removed: &PodInfo,
         node: &NodeInfo,
     ) -> Status {
+        self.run_pre_filter_extension(state, "RemovePod", |extensions, state| {
+            extensions.remove_pod(state, pod, removed, node)
+        })
+    }
+
+    /// Calls `call` on the PreFilter extensions of every plugin whose Filter runs this
+    /// cycle; the first failure is an Error naming the extension (`what`) and the plugin.
+    fn run_pre_filter_extension(
+        &self,
+        state: &mut CycleState,
+        what: &str,
+        call: impl Fn(&dyn PreFilterExtensions, &mut CycleState) -> Status,
+    ) -> Status {
         for plugin in self.plugins(ExtensionPoint::PreFilter) {
             if state.skips_filter(plugin.name()) {
                 continue;
@@ -111,10 +108,10 @@ impl Framework {
             else {
                 continue;
             };
-            let status = extensions.remove_pod(state, pod, removed, node);
+            let status = call(extensions, state);
             if !status.is_success() {
                 return Status::error(format!(
-                    "running RemovePod on PreFilter plugin {:?}: {}",
+                    "running {what} on PreFilter plugin {:?}: {}",
                     plugin.name(),
                     status.message()
                 ))

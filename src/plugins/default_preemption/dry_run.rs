@@ -9,7 +9,6 @@
 //! RemovePod/AddPod keep the plugins' per-cycle state in step with the pods removed and
 //! given back.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -176,23 +175,12 @@ pub fn potential_nodes(snapshot: &Snapshot, statuses: &NodeToStatus) -> Vec<Arc<
 /// upstream's FitError message over `num_all_nodes`: the reasons of the nodes in
 /// `statuses`, the others counted as [`NOT_HELPFUL`].
 pub fn fit_error_message(num_all_nodes: usize, statuses: &NodeToStatus) -> String {
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for status in statuses.statuses.values() {
-        for reason in status.reasons() {
-            *counts.entry(reason.clone()).or_default() += 1;
-        }
-    }
-    let absent = num_all_nodes.saturating_sub(statuses.statuses.len());
-    if absent > 0 {
-        *counts.entry(NOT_HELPFUL.to_string()).or_default() += absent;
-    }
-    let mut parts: Vec<String> = counts
-        .into_iter()
-        .map(|(reason, n)| format!("{n} {reason}"))
-        .collect();
-    parts.sort();
+    let statuses = NodeToStatus {
+        statuses: statuses.statuses.clone(),
+        absent: Some(Status::unresolvable(NOT_HELPFUL)),
+    };
     format!(
         "0/{num_all_nodes} nodes are available: {}.",
-        parts.join(", ")
+        statuses.reason_histogram(num_all_nodes).join(", ")
     )
 }
