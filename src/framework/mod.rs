@@ -38,6 +38,6 @@ pub use runner::{Framework, MAX_PERMIT_TIMEOUT, implements};
 pub use status::{Code, Status};
 pub use types::{
     NodeScoreDetail, NodeToStatus, PodsToActivate, PostFilterResult, PreFilterOutcome,
-    PreFilterResult, QueuedPodInfo, RetryAfterBackoff, ScoredNode,
+    PreFilterResult, Preemption, QueuedPodInfo, RetryAfterBackoff, ScoredNode, Victim,
 };
 pub use waiting_pods::{WaitingPod, WaitingPods, format_duration};

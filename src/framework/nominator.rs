@@ -9,9 +9,16 @@
 //! survives a restart of the scheduler), or from preemption's PostFilter result, which
 //! overrides what the pod object says until the status update arrives. Pods are keyed as
 //! the cache keys them (uid, else `namespace/name`).
+//!
+//! It also tracks the preemptions whose evictions are under way (upstream's executor
+//! keeps them): while a preemptor's victims are being evicted, DefaultPreemption's
+//! PreEnqueue keeps the preemptor out of activeQ, so it is not retried against a node
+//! that still holds them. A preemption runs until the adapter reports its end, or until
+//! its last victim is seen deleted or terminating, whichever comes first: the last
+//! victim's deletion is the event that brings the preemptor back.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use k8s_openapi::api::core::v1::Pod;
 
@@ -25,10 +32,21 @@ struct Inner {
     node_of: HashMap<String, String>,
 }
 
-/// The nominations of one scheduler.
+/// A preemption whose evictions are under way.
+#[derive(Debug, Clone)]
+struct Running {
+    /// The victim evicted last (none when every victim was held at Permit).
+    last_victim: Option<String>,
+    /// The last victim was seen deleted or terminating.
+    last_victim_left: bool,
+}
+
+/// The nominations of one scheduler, and its preemptions under way.
 #[derive(Debug, Default)]
 pub struct Nominator {
     inner: RwLock<Inner>,
+    /// By preemptor key.
+    running: Mutex<HashMap<String, Running>>,
 }
 
 /// The node a pod's status nominates it to, if any.
@@ -110,6 +128,46 @@ impl Nominator {
     /// The pods nominated to `node`, in the order they were nominated.
     pub fn pods_for_node(&self, node: &str) -> Vec<Arc<PodInfo>> {
         self.read().by_node.get(node).cloned().unwrap_or_default()
+    }
+
+    /// The evictions of `preemptor`'s preemption have started; `last_victim` is the key of
+    /// the victim evicted last.
+    pub fn start_preemption(&self, preemptor: &str, last_victim: Option<String>) {
+        self.running_preemptions().insert(
+            preemptor.to_string(),
+            Running {
+                last_victim,
+                last_victim_left: false,
+            },
+        );
+    }
+
+    /// The adapter finished `preemptor`'s evictions (successfully or not).
+    pub fn finish_preemption(&self, preemptor: &str) {
+        self.running_preemptions().remove(preemptor);
+    }
+
+    /// A bound pod was deleted or started terminating: if it is the last victim of a
+    /// preemption, that preemption no longer holds its preemptor back.
+    pub fn victim_left(&self, victim: &str) {
+        for running in self.running_preemptions().values_mut() {
+            if running.last_victim.as_deref() == Some(victim) {
+                running.last_victim_left = true;
+            }
+        }
+    }
+
+    /// Whether `preemptor`'s evictions are still under way (upstream
+    /// `IsPodRunningPreemption`): started, not finished, and its last victim not yet seen
+    /// leaving.
+    pub fn is_running_preemption(&self, preemptor: &str) -> bool {
+        self.running_preemptions()
+            .get(preemptor)
+            .is_some_and(|r| !r.last_victim_left)
+    }
+
+    fn running_preemptions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether any pod is nominated anywhere (the common case is none, and Filter then

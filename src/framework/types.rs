@@ -3,6 +3,8 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::Pod;
+
 use crate::cluster::{NodeInfo, PodInfo};
 
 use super::Status;
@@ -104,10 +106,50 @@ impl NodeToStatus {
     }
 }
 
-/// What PostFilter can return: a node the pod was nominated to after preemption.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What PostFilter can return: a node the pod was nominated to after preemption, and the
+/// evictions that make room for it there.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PostFilterResult {
     pub nominated_node_name: Option<String>,
+    /// What to evict, when the plugin decided a preemption with victims to evict.
+    pub preemption: Option<Preemption>,
+}
+
+/// A pod a preemption evicts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Victim {
+    /// The pod as the scheduler last saw it.
+    pub pod: Arc<Pod>,
+    /// The pod was held at Permit, not bound: DefaultPreemption rejected it in memory, and
+    /// only the `Preempted` event is left to write (upstream deletes no waiting pod).
+    pub waiting: bool,
+}
+
+/// Evictions a PostFilter decided so that `preemptor` fits `node` (upstream's chosen
+/// candidate, handed to its executor).
+///
+/// The scheduler returns it with the attempt's report; the adapter carries it out off the
+/// scheduling loop (upstream's asynchronous preemption) and reports the end through
+/// `Scheduler::complete_preemption`. Until then, the preemptor is kept out of activeQ.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preemption {
+    pub preemptor: Arc<Pod>,
+    /// The node the preemptor is nominated to.
+    pub node: String,
+    /// In importance order (the most important first); the adapter evicts the last one
+    /// only after all the others are gone.
+    pub victims: Vec<Victim>,
+    /// Pods of lower priority nominated to `node`: the scheduler has dropped their
+    /// nominations (they must look for room elsewhere), and the adapter clears their
+    /// `status.nominatedNodeName`.
+    pub cleared_nominations: Vec<Arc<Pod>>,
+}
+
+impl Preemption {
+    /// The key of the preemptor, as the scheduler keys pods.
+    pub fn preemptor_key(&self) -> String {
+        crate::cluster::pod_key(&self.preemptor)
+    }
 }
 
 /// CycleState entry: pods a plugin wants moved to activeQ when this scheduling cycle ends

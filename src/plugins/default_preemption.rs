@@ -26,9 +26,15 @@
 //!   node, and upstream's messages (`preemption: 0/3 nodes are available: ...`); a result
 //!   that nominates the chosen node, or clears the nomination when no node can help.
 //!
-//! Not built yet, so DefaultPreemption is not in the default set: acting on the decision
-//! (the victims' `DisruptionTarget` condition, their eviction, the `Preempted` event, the
-//! preemptor's `nominatedNodeName` written back), live and in `berth simulate`.
+//! The plugin decides; it does not evict. Its result names the node and carries a
+//! [`Preemption`]: the victims (pods held at Permit are rejected here, in memory, as
+//! upstream does) and the lower-priority pods nominated to that node, whose nominations
+//! the preemptor takes over. The scheduler hands the preemption to its adapter, which
+//! carries it out off the scheduling loop (upstream's asynchronous preemption: the
+//! `DisruptionTarget` condition, the deletion, the `Preempted` event live; an in-memory
+//! eviction in `berth simulate`). Until the adapter reports the end, or the last victim
+//! is seen leaving, the plugin's PreEnqueue keeps the preemptor out of activeQ with
+//! upstream's `waiting for the preemption for this pod to be finished`.
 
 pub mod dry_run;
 pub mod eligibility;
@@ -43,11 +49,12 @@ use rand_chacha::ChaCha8Rng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::{DisruptionBudgets, PodInfo, Snapshot};
+use crate::cluster::{DisruptionBudgets, PodInfo, Snapshot, pod_key};
 use crate::framework::nominator::status_nominated_node;
 use crate::framework::{
-    Code, CycleState, FieldError, FilterRunner, Handle, NodeToStatus, Nominator, PluginArgs,
-    PluginError, PostFilterPlugin, PostFilterResult, Status,
+    ActionType, ClusterEvent, Code, CycleState, EventResource, FieldError, FilterRunner, Handle,
+    NodeToStatus, Nominator, PluginArgs, PluginError, PostFilterPlugin, PostFilterResult,
+    PreEnqueuePlugin, Preemption, Status, Victim, WaitingPods,
 };
 
 pub use eligibility::{
@@ -204,12 +211,19 @@ mod post_filter_tests;
 #[cfg(test)]
 mod dry_run_tests;
 
-/// The DefaultPreemption plugin: PostFilter. Not in the default set yet: it chooses the
-/// node and its victims, but nothing evicts them yet.
+/// upstream's PreEnqueue message for a preemptor whose victims are still being evicted.
+pub const WAITING_FOR_PREEMPTION: &str = "waiting for the preemption for this pod to be finished";
+
+/// The message a victim held at Permit is rejected with (upstream's).
+pub const PREEMPTED: &str = "preempted";
+
+/// The DefaultPreemption plugin: PostFilter, and PreEnqueue for preemptors whose
+/// evictions are under way.
 pub struct DefaultPreemption {
     args: DefaultPreemptionArgs,
     budgets: Arc<DisruptionBudgets>,
     nominator: Arc<Nominator>,
+    waiting_pods: Arc<WaitingPods>,
     /// Where each dry run starts among the potential nodes: random, as upstream, from a
     /// fixed seed so that simulations repeat.
     offsets: Mutex<ChaCha8Rng>,
@@ -218,7 +232,18 @@ pub struct DefaultPreemption {
 crate::plugin! {
     DefaultPreemption {
         name: "DefaultPreemption",
-        points: [PostFilter],
+        points: [PreEnqueue, PostFilter],
+    }
+
+    impl Plugin {
+        /// A preemptor held back by PreEnqueue is looked at again when a bound pod is
+        /// deleted or updated (its last victim leaving).
+        fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
+            Some(vec![ClusterEvent::new(
+                EventResource::AssignedPod,
+                ActionType::DELETE | ActionType::UPDATE,
+            )])
+        }
     }
 
     impl PluginFactory {
@@ -230,6 +255,7 @@ crate::plugin! {
                 args,
                 budgets: handle.disruption_budgets.clone(),
                 nominator: handle.nominator.clone(),
+                waiting_pods: handle.waiting_pods.clone(),
                 offsets: Mutex::new(ChaCha8Rng::seed_from_u64(0)),
             })
         }
@@ -281,6 +307,7 @@ impl DefaultPreemption {
         }
         let clear = Some(PostFilterResult {
             nominated_node_name: Some(String::new()),
+            preemption: None,
         });
         let potential = dry_run::potential_nodes(snapshot, statuses);
         if potential.is_empty() {
@@ -301,6 +328,7 @@ impl DefaultPreemption {
             Some(best) if !best.node.is_empty() => (
                 Some(PostFilterResult {
                     nominated_node_name: Some(best.node.clone()),
+                    preemption: self.prepare(pod, best),
                 }),
                 Status::success(),
             ),
@@ -309,6 +337,59 @@ impl DefaultPreemption {
                 Status::unschedulable("no candidate node for preemption"),
             ),
         }
+    }
+}
+
+impl DefaultPreemption {
+    /// What is left to do for the chosen candidate (upstream's `prepareCandidateAsync`
+    /// up to its goroutine): victims already terminating need nothing; victims held at
+    /// Permit are rejected now; the lower-priority pods nominated to the node lose their
+    /// nominations. `None` when no victim is left to evict.
+    fn prepare(&self, pod: &PodInfo, best: &Candidate) -> Option<Preemption> {
+        let victims: Vec<Victim> = best
+            .victims
+            .iter()
+            .filter(|victim| victim.metadata.deletion_timestamp.is_none())
+            .map(|victim| {
+                let waiting = self.waiting_pods.get(&pod_key(victim));
+                if let Some(waiting) = &waiting {
+                    waiting.reject(NAME, PREEMPTED);
+                }
+                Victim {
+                    pod: victim.clone(),
+                    waiting: waiting.is_some(),
+                }
+            })
+            .collect();
+        if victims.is_empty() {
+            return None;
+        }
+        let priority = pod_priority(&pod.pod);
+        let cleared_nominations = self
+            .nominator
+            .pods_for_node(&best.node)
+            .into_iter()
+            .filter(|nominee| nominee.key() != pod.key() && pod_priority(&nominee.pod) < priority)
+            .map(|nominee| nominee.pod.clone())
+            .collect();
+        Some(Preemption {
+            preemptor: pod.pod.clone(),
+            node: best.node.clone(),
+            victims,
+            cleared_nominations,
+        })
+    }
+}
+
+impl PreEnqueuePlugin for DefaultPreemption {
+    /// Keeps a preemptor out of activeQ while its victims are being evicted (upstream's
+    /// asynchronous preemption), so that it is not tried against a node that still
+    /// holds them.
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        if self.nominator.is_running_preemption(pod.key()) {
+            return Status::unresolvable(WAITING_FOR_PREEMPTION);
+        }
+        Status::success()
     }
 }
 

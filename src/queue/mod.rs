@@ -411,24 +411,39 @@ impl SchedulingQueue {
         moved
     }
 
-    /// Upstream `Activate`: moves the pods with these keys from the unschedulable set or
-    /// backoffQ through PreEnqueue to activeQ, backoff or not (a plugin knows they can
-    /// make progress now, e.g. a gang member's siblings). Pods elsewhere, or in flight,
-    /// are left alone; an in-flight pod missed nothing, it is being scheduled. Returns how
-    /// many moved.
+    /// Upstream `Activate`: moves the pods with these keys from the unschedulable set,
+    /// backoffQ or the gated set through PreEnqueue to activeQ, backoff or not (a plugin knows they can
+    /// make progress now, e.g. a gang member's siblings); a gated pod stays gated if its
+    /// PreEnqueue plugin still says so. Pods elsewhere, or in flight, are left alone; an
+    /// in-flight pod missed nothing, it is being scheduled. Returns how many reached
+    /// activeQ.
     pub fn activate<'k>(&mut self, keys: impl IntoIterator<Item = &'k str>, now: Instant) -> usize {
         let mut moved = 0;
         for key in keys {
             let queued = self
                 .unschedulable
                 .remove(key)
-                .or_else(|| self.backoff.remove(key));
-            if let Some(queued) = queued {
-                self.admit(queued, now);
+                .or_else(|| self.backoff.remove(key))
+                .or_else(|| self.gated.remove(key));
+            if let Some(queued) = queued
+                && self.admit(queued, now) != Placement::Gated
+            {
                 moved += 1;
             }
         }
         moved
+    }
+
+    /// Runs PreEnqueue again for the gated pod `key`, if it is gated (its gate may have
+    /// lifted without an event, e.g. a preemption ended). Returns whether it was gated.
+    pub fn recheck_gate(&mut self, key: &str, now: Instant) -> bool {
+        match self.gated.remove(key) {
+            Some(queued) => {
+                self.readmit_gated(queued, now);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Moves backoffQ pods whose backoff expired at or before `now` through PreEnqueue to

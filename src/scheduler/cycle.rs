@@ -225,16 +225,19 @@ async fn post_filter(
     mut fit: FitError,
     diagnosis: Option<CycleDiagnosis>,
 ) -> Failure {
-    let mut nominating = None;
+    let mut result = None;
     if fwk.has_post_filter_plugins() {
-        let (result, status) = fwk
+        let (decided, status) = fwk
             .run_post_filter(state, pod, snapshot, &fit.statuses)
             .await;
         fit.post_filter_msg = Some(status.message());
-        nominating = result.and_then(|r| r.nominated_node_name);
+        result = decided;
     }
     let mut failure = Failure::fit(&fit).with_diagnosis(diagnosis);
-    failure.nominating = nominating;
+    if let Some(result) = result {
+        failure.nominating = result.nominated_node_name;
+        failure.preemption = result.preemption;
+    }
     failure
 }
 

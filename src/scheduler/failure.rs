@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 
-use crate::framework::{Code, NodeToStatus, Status};
+use crate::framework::{Code, NodeToStatus, Preemption, Status};
 
 use super::{CycleDiagnosis, Outcome};
 
@@ -40,7 +40,8 @@ impl FitError {
             }
         }
         if let Some(post) = self.post_filter_msg.as_ref().filter(|m| !m.is_empty()) {
-            msg.push_str(&format!(" {post}."));
+            msg.push(' ');
+            msg.push_str(post);
         }
         msg
     }
@@ -63,6 +64,8 @@ pub struct Failure {
     /// What PostFilter decided about the pod's nomination: a node (preemption made room
     /// there), "" (clear it), or `None` to leave it as it is.
     pub nominating: Option<String>,
+    /// The evictions PostFilter decided, for the adapter to carry out.
+    pub preemption: Option<Preemption>,
 }
 
 impl Failure {
@@ -76,6 +79,7 @@ impl Failure {
             diagnosis: None,
             retry_after_backoff: false,
             nominating: None,
+            preemption: None,
         }
     }
 
@@ -105,6 +109,7 @@ impl Failure {
             diagnosis: None,
             retry_after_backoff: false,
             nominating: None,
+            preemption: None,
         }
     }
 
@@ -180,7 +185,7 @@ mod tests {
             statuses,
             pre_filter_msg: None,
             post_filter_msg: Some(
-                "preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling"
+                "preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
                     .into(),
             ),
         };

@@ -28,7 +28,7 @@ use crate::cluster::{Cache, CacheError, PodInfo, QuantityError, Snapshot, pod_ke
 use crate::framework::clock::{Clock, Instant, RuntimeClock};
 use crate::framework::{
     ActionType, ClusterEvent, CycleState, EventResource, Framework, Nominator, Parallelizer,
-    PodsToActivate, QueuedPodInfo, RetryAfterBackoff, ScoredNode, Status,
+    PodsToActivate, Preemption, QueuedPodInfo, RetryAfterBackoff, ScoredNode, Status,
 };
 use crate::queue::{QueueConfig, SchedulingQueue};
 
@@ -116,6 +116,12 @@ pub struct AttemptReport {
     pub attempts: u32,
     pub outcome: Outcome,
     pub diagnosis: Option<CycleDiagnosis>,
+    /// What PostFilter decided about the pod's nomination, for its
+    /// `status.nominatedNodeName`: a node, "" (clear it), or `None` (leave it).
+    pub nominating: Option<String>,
+    /// Evictions to carry out (preemption); the adapter reports their end through
+    /// [`Scheduler::complete_preemption`].
+    pub preemption: Option<Preemption>,
 }
 
 /// What [`Scheduler::schedule_one`] produced.
@@ -357,6 +363,9 @@ impl Scheduler {
                 ));
             }
             (true, _) => {
+                if info.pod.metadata.deletion_timestamp.is_some() {
+                    self.nominator.victim_left(&key);
+                }
                 self.cache.update_pod(old, info.pod.as_ref().clone());
                 self.broadcast(ClusterEvent::new(
                     EventResource::AssignedPod,
@@ -384,6 +393,7 @@ impl Scheduler {
             .and_then(|s| s.node_name.as_deref())
             .is_some_and(|n| !n.is_empty());
         if assigned {
+            self.nominator.victim_left(&key);
             self.cache.remove_pod(pod);
             self.broadcast(ClusterEvent::new(
                 EventResource::AssignedPod,
@@ -495,6 +505,8 @@ impl Scheduler {
                     attempts: result.queued.attempts,
                     outcome: Outcome::Scheduled { node: result.node },
                     diagnosis: result.diagnosis,
+                    nominating: None,
+                    preemption: None,
                 }
             }
             Err(failure) => {
@@ -518,6 +530,8 @@ impl Scheduler {
                         attempts: result.queued.attempts,
                         outcome: failure.outcome(),
                         diagnosis: result.diagnosis,
+                        nominating: None,
+                        preemption: None,
                     },
                 }
             }
@@ -552,17 +566,23 @@ impl Scheduler {
             queued.pending_plugins = failure.pending_plugins.clone();
         }
         queued.timestamp = now;
-        let report = AttemptReport {
-            pod: queued.pod_info.clone(),
-            scheduler_name: self.profiles[index].scheduler_name.clone(),
-            attempts: queued.attempts,
-            outcome: failure.outcome(),
-            diagnosis: failure.diagnosis,
-        };
+        let outcome = failure.outcome();
         let key = queued.pod_info.key().to_string();
         if let Some(node) = &failure.nominating {
             self.nominator.nominate(queued.pod_info.clone(), node);
         }
+        if let Some(preemption) = &failure.preemption {
+            self.start_preemption(&key, preemption, now);
+        }
+        let report = AttemptReport {
+            pod: queued.pod_info.clone(),
+            scheduler_name: self.profiles[index].scheduler_name.clone(),
+            attempts: queued.attempts,
+            outcome,
+            diagnosis: failure.diagnosis,
+            nominating: failure.nominating,
+            preemption: failure.preemption,
+        };
         // A pod bound meanwhile (it is in the cache) is not requeued; the queue itself
         // drops pods deleted while they were being scheduled.
         let queue = &mut self.profiles[index].queue;
@@ -572,6 +592,46 @@ impl Scheduler {
             queue.done(&key);
         }
         report
+    }
+}
+
+impl Scheduler {
+    /// A preemption was decided: its preemptor is held out of activeQ until the evictions
+    /// end, and the lower-priority pods nominated to its node lose their nominations and
+    /// are tried again at once, to find room elsewhere (upstream clears their
+    /// `nominatedNodeName`, and the update moves them to activeQ).
+    fn start_preemption(&mut self, preemptor: &str, preemption: &Preemption, now: Instant) {
+        let last_victim = preemption.victims.last().map(|v| pod_key(&v.pod));
+        self.nominator.start_preemption(preemptor, last_victim);
+        let cleared: Vec<String> = preemption
+            .cleared_nominations
+            .iter()
+            .map(|pod| pod_key(pod))
+            .collect();
+        for key in &cleared {
+            self.nominator.delete(key);
+        }
+        for profile in &mut self.profiles {
+            profile
+                .queue
+                .activate(cleared.iter().map(String::as_str), now);
+        }
+    }
+
+    /// The adapter finished carrying out the preemption of `preemptor` (the key of
+    /// [`Preemption::preemptor`]). On failure the preemptor is tried again at once
+    /// (upstream activates it); either way, if DefaultPreemption's PreEnqueue held it, it
+    /// is admitted again if the hold is over.
+    pub fn complete_preemption(&mut self, preemptor: &str, succeeded: bool) {
+        self.nominator.finish_preemption(preemptor);
+        let now = self.now();
+        for profile in &mut self.profiles {
+            if succeeded {
+                profile.queue.recheck_gate(preemptor, now);
+            } else {
+                profile.queue.activate([preemptor], now);
+            }
+        }
     }
 }
 

@@ -136,3 +136,83 @@ fn an_update_keeps_a_nomination_whose_status_has_not_arrived_and_follows_one_tha
         );
     }
 }
+
+/// Upstream's TestIsPodRunningPreemption: the set of preemptions under way, the last
+/// victim each registered, and whether that victim was seen leaving (deleted, or
+/// terminating: upstream looks it up in its pod lister).
+#[test]
+fn a_preemption_runs_until_finished_or_its_last_victim_leaves() {
+    struct Case {
+        name: &'static str,
+        /// (preemptor, last victim)
+        started: &'static [(&'static str, Option<&'static str>)],
+        /// Victims seen deleted or terminating.
+        left: &'static [&'static str],
+        want: bool,
+    }
+    let cases = [
+        Case {
+            name: "preemptor not in preemptingSet",
+            started: &[],
+            left: &[],
+            want: false,
+        },
+        Case {
+            name: "preemptor not in preemptingSet, lastVictimSet not empty",
+            started: &[("otherPod", Some("ns/victim1"))],
+            left: &[],
+            want: false,
+        },
+        Case {
+            name: "preemptor in preemptingSet, no lastVictim for preemptor",
+            started: &[("preemptor", None), ("otherPod", Some("ns/victim1"))],
+            left: &[],
+            want: true,
+        },
+        Case {
+            name: "preemptor in preemptingSet, victim in lastVictimSet, not in PodLister",
+            started: &[("preemptor", Some("ns/victim1"))],
+            left: &["ns/victim1"],
+            want: false,
+        },
+        Case {
+            name: "preemptor in preemptingSet, victim in lastVictimSet and in PodLister",
+            started: &[("preemptor", Some("ns/victim1"))],
+            left: &[],
+            want: true,
+        },
+        Case {
+            name: "preemptor in preemptingSet, victim in lastVictimSet and in PodLister with deletion timestamp",
+            started: &[("preemptor", Some("ns/victim-deleted"))],
+            left: &["ns/victim-deleted"],
+            want: false,
+        },
+        Case {
+            name: "another pod leaving does not end the preemption",
+            started: &[("preemptor", Some("ns/victim1"))],
+            left: &["ns/victim2"],
+            want: true,
+        },
+    ];
+    for case in cases {
+        let nominator = Nominator::new();
+        for (preemptor, victim) in case.started {
+            nominator.start_preemption(preemptor, victim.map(str::to_string));
+        }
+        for victim in case.left {
+            nominator.victim_left(victim);
+        }
+        assert_eq!(
+            nominator.is_running_preemption("preemptor"),
+            case.want,
+            "{}",
+            case.name
+        );
+        nominator.finish_preemption("preemptor");
+        assert!(
+            !nominator.is_running_preemption("preemptor"),
+            "{}: a finished preemption no longer runs",
+            case.name
+        );
+    }
+}
