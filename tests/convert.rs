@@ -97,7 +97,7 @@ fn weighted(list: &[(&str, i32)]) -> Vec<WeightedPlugin> {
 /// berth's default registry has: the default multiPoint list expanded at each point.
 fn upstream_defaults() -> EffectivePlugins {
     EffectivePlugins {
-        pre_enqueue: names(&["SchedulingGates"]),
+        pre_enqueue: names(&["SchedulingGates", "DefaultPreemption"]),
         queue_sort: names(&["PrioritySort"]),
         pre_filter: names(&[
             "NodeAffinity",
@@ -124,6 +124,7 @@ fn upstream_defaults() -> EffectivePlugins {
             "PodTopologySpread",
             "InterPodAffinity",
         ]),
+        post_filter: names(&["DefaultPreemption"]),
         pre_score: names(&[
             "TaintToleration",
             "NodeAffinity",
@@ -369,7 +370,7 @@ fn skip_unsupported_drops_them_and_writes_the_rest() {
     assert_eq!(gang.scheduler_name(), "gang");
     assert_eq!(
         gang.spec.plugins, None,
-        "CapacityScheduling and DefaultPreemption are gone"
+        "CapacityScheduling and DynamicResources are gone"
     );
     assert_eq!(
         gang.spec.plugin_config["nodeResourcesFit"],
@@ -979,7 +980,7 @@ fn process_settings_are_notes_naming_berths_flag_or_helm_value() {
             "v1alpha2",
             "disablePreemption",
             json!(true),
-            "does not preempt",
+            "copied into spec.plugins.postFilter.disabled of every profile (DefaultPreemption)",
         ),
         (
             "v1",
@@ -1670,5 +1671,28 @@ fn the_binary_converts_every_version_fixture() {
                 .all(|l| l.starts_with(&format!("note: {path}: document 0: "))),
             "{version}: {notes}"
         );
+    }
+}
+
+/// The alpha versions preempted without a plugin; `disablePreemption: true` turned that
+/// off, and kube-scheduler 1.19 converted it to DefaultPreemption disabled at PostFilter
+/// in every profile. Without it, the profiles preempt as v1's do.
+#[test]
+fn the_alpha_disable_preemption_disables_default_preemption() {
+    let registry = default_registry();
+    for (disable, want) in [(true, vec![]), (false, names(&["DefaultPreemption"]))] {
+        let conversion = convert_with(
+            &registry,
+            &config("v1alpha2", json!({"disablePreemption": disable})),
+        );
+        assert_eq!(conversion.unsupported, []);
+        assert_eq!(conversion.profiles.len(), 1);
+        for profile in &conversion.profiles {
+            assert_eq!(
+                effective(profile, &registry).post_filter,
+                want,
+                "disablePreemption: {disable}"
+            );
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! The default profile (`spec: {}`) resolves to upstream kube-scheduler's default plugin
-//! list (v1.31+, `getDefaultPlugins` expanded per extension point), minus the plugin berth
-//! leaves for later: DefaultPreemption.
+//! list (v1.31+, `getDefaultPlugins` expanded per extension point). DefaultPreemption is
+//! at PreEnqueue too, as upstream's asynchronous preemption enables it there.
 
 use berth::api::SchedulerProfileSpec;
 use berth::framework::{ExtensionPoint, resolve};
@@ -14,7 +14,10 @@ fn default_profile_matches_upstream_defaults() {
     let registry = berth::plugins::default_registry();
     let resolved = resolve(&SchedulerProfileSpec::default(), &registry).expect("spec: {} is valid");
     let at = |p| resolved.plugins_at(p).to_vec();
-    assert_eq!(at(ExtensionPoint::PreEnqueue), names(&["SchedulingGates"]));
+    assert_eq!(
+        at(ExtensionPoint::PreEnqueue),
+        names(&["SchedulingGates", "DefaultPreemption"])
+    );
     assert_eq!(at(ExtensionPoint::QueueSort), names(&["PrioritySort"]));
     assert_eq!(
         at(ExtensionPoint::PreFilter),
@@ -80,9 +83,9 @@ fn default_profile_matches_upstream_defaults() {
     .collect();
     assert_eq!(score, expected);
     assert_eq!(at(ExtensionPoint::Bind), names(&["DefaultBinder"]));
-    assert!(
-        at(ExtensionPoint::PostFilter).is_empty(),
-        "DefaultPreemption comes later"
+    assert_eq!(
+        at(ExtensionPoint::PostFilter),
+        names(&["DefaultPreemption"])
     );
     assert_eq!(at(ExtensionPoint::Reserve), names(&["VolumeBinding"]));
     assert_eq!(at(ExtensionPoint::PreBind), names(&["VolumeBinding"]));

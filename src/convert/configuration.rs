@@ -9,7 +9,7 @@ use super::*;
 
 /// Top-level fields that configure the kube-scheduler process rather than a profile, and
 /// what configures the same thing in berth: `berth run` flags and the chart's values.
-pub(super) const PROCESS_SETTINGS: [(&str, &str); 9] = [
+pub(super) const PROCESS_SETTINGS: [(&str, &str); 8] = [
     (
         "parallelism",
         "set `berth run --parallelism` (Helm value `parallelism`)",
@@ -46,15 +46,7 @@ pub(super) const PROCESS_SETTINGS: [(&str, &str); 9] = [
         "delayCacheUntilActive",
         "berth's followers always keep their caches warm; nothing to set",
     ),
-    (
-        "disablePreemption",
-        "berth does not preempt pods; nothing to set",
-    ),
 ];
-
-/// Process settings only v1alpha1 and v1alpha2 have (their `bindTimeoutSeconds` is
-/// VolumeBinding's, see [`Converter::bind_timeout`]).
-pub(super) const ALPHA_ONLY_FIELDS: [&str; 1] = ["disablePreemption"];
 
 /// Fields only v1alpha1 has: its one scheduler is configured at the top level.
 pub(super) const V1ALPHA1_FIELDS: [&str; 5] = [
@@ -163,6 +155,9 @@ impl Converter<'_> {
                 "bindTimeoutSeconds" if self.version <= Version::V1alpha2 => {
                     globals.bind_timeout_seconds = self.bind_timeout(value);
                 }
+                "disablePreemption" if self.version <= Version::V1alpha2 => {
+                    globals.disable_preemption = self.disable_preemption(value);
+                }
                 "extenders" if !single => self.extenders(value),
                 "algorithmSource" if single => self.algorithm_source(value),
                 "hardPodAffinitySymmetricWeight" if single => {
@@ -221,6 +216,28 @@ impl Converter<'_> {
                 key,
                 format!("copied into {target}: berth has no process-wide setting for it"),
             );
+        }
+    }
+
+    /// The top-level `disablePreemption` of v1alpha1 and v1alpha2: `true` disables
+    /// DefaultPreemption at PostFilter in every profile, as kube-scheduler 1.19's
+    /// conversion did.
+    pub(super) fn disable_preemption(&mut self, value: &Value) -> bool {
+        const KEY: &str = "disablePreemption";
+        match value {
+            Value::Bool(true) => {
+                self.note(
+                    KEY,
+                    "copied into spec.plugins.postFilter.disabled of every profile (DefaultPreemption): \
+                     berth has no process-wide setting for it",
+                );
+                true
+            }
+            Value::Bool(false) | Value::Null => false,
+            _ => {
+                self.invalid(KEY, value, "a boolean");
+                false
+            }
         }
     }
 
@@ -301,11 +318,7 @@ impl Converter<'_> {
         if is_empty(value) {
             return;
         }
-        let alpha = self.version <= Version::V1alpha2;
-        let setting = PROCESS_SETTINGS
-            .iter()
-            .find(|(name, _)| *name == key)
-            .filter(|(name, _)| alpha || !ALPHA_ONLY_FIELDS.contains(name));
+        let setting = PROCESS_SETTINGS.iter().find(|(name, _)| *name == key);
         if let Some((_, instead)) = setting {
             self.note(
                 key,

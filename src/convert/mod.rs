@@ -206,6 +206,8 @@ struct Globals {
     pod_max_backoff_seconds: Option<i64>,
     /// v1alpha1's and v1alpha2's `bindTimeoutSeconds`, for VolumeBinding's args.
     bind_timeout_seconds: Option<i64>,
+    /// v1alpha1's and v1alpha2's `disablePreemption: true`.
+    disable_preemption: bool,
 }
 
 /// The plugin whose args the alpha versions' top-level `bindTimeoutSeconds` became.

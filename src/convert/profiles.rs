@@ -64,6 +64,9 @@ impl Converter<'_> {
         if let Some(seconds) = globals.bind_timeout_seconds {
             self.carry_bind_timeout(&mut spec, seconds);
         }
+        if globals.disable_preemption {
+            disable_preemption(&mut spec);
+        }
         let name_path = section("schedulerName");
         if !is_dns1123_subdomain(&name) {
             self.unsupported(
@@ -353,3 +356,22 @@ impl Converter<'_> {
         Some(weight)
     }
 }
+
+/// Disables DefaultPreemption at PostFilter (the alpha versions' `disablePreemption`).
+fn disable_preemption(spec: &mut SchedulerProfileSpec) {
+    let plugins = spec.plugins.get_or_insert_with(Default::default);
+    let set = plugins.post_filter.get_or_insert_with(Default::default);
+    if !set
+        .disabled
+        .iter()
+        .any(|p| p.name == DEFAULT_PREEMPTION || p.name == "*")
+    {
+        set.disabled.push(crate::api::PluginRef {
+            name: DEFAULT_PREEMPTION.to_string(),
+            weight: None,
+        });
+    }
+}
+
+/// The plugin the alpha versions' `disablePreemption` turned off.
+const DEFAULT_PREEMPTION: &str = "DefaultPreemption";

@@ -102,7 +102,7 @@ fn disabled_plugins_berth_lacks_are_dropped_with_a_note() {
     let conversion = run(json!({
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "profiles": [{"plugins": {"score": {"disabled": [{"name": "DefaultPreemption"}, {"name": "TaintToleration"}]}}}],
+        "profiles": [{"plugins": {"score": {"disabled": [{"name": "DynamicResources"}, {"name": "TaintToleration"}]}}}],
     }));
     assert_eq!(conversion.unsupported, []);
     let plugins = conversion.profiles[0]

@@ -138,7 +138,8 @@ impl Version {
                 ("PodTopologySpread", 0),
                 ("InterPodAffinity", 0),
             ],
-            PostFilter if alpha => &[],
+            // The alpha versions preempted without a plugin (`disablePreemption` turned it
+            // off); 1.19 made that DefaultPreemption.
             PostFilter => &[("DefaultPreemption", 0)],
             PreScore => match self {
                 Version::V1alpha1 | Version::V1alpha2 => &[

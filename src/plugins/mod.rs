@@ -29,6 +29,7 @@ use crate::framework::Registry;
 
 pub use coscheduling::Coscheduling;
 pub use default_binder::DefaultBinder;
+pub use default_preemption::DefaultPreemption;
 pub use image_locality::ImageLocality;
 pub use inter_pod_affinity::InterPodAffinity;
 pub use node_affinity::NodeAffinity;
@@ -49,7 +50,7 @@ pub use volume_restrictions::VolumeRestrictions;
 pub use volume_zone::VolumeZone;
 
 /// Every built-in plugin, with the default plugin set: names, order and weights as
-/// upstream v1.31+, without the volume plugins and DefaultPreemption (not built yet).
+/// upstream v1.31+.
 /// `register_default` adds a plugin to the default set in the order written here;
 /// Coscheduling, QOSSort, NetworkTraffic and MetricsScore are registered but not in the
 /// default set: profiles enable them. Adding a plugin is its module and one line here.
@@ -70,6 +71,7 @@ pub fn default_registry() -> Registry {
         .register_default::<VolumeZone>()
         .register_default_weighted::<PodTopologySpread>(2)
         .register_default_weighted::<InterPodAffinity>(2)
+        .register_default::<DefaultPreemption>()
         .register_default_weighted::<NodeResourcesBalancedAllocation>(1)
         .register_default_weighted::<ImageLocality>(1)
         .register_default::<DefaultBinder>()
