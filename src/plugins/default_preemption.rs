@@ -204,6 +204,9 @@ mod post_filter_tests;
 #[cfg(test)]
 mod dry_run_tests;
 
+#[cfg(test)]
+mod preempt_tests;
+
 /// The DefaultPreemption plugin: PostFilter. Not in the default set yet: it chooses the
 /// node and its victims, but nothing evicts them yet.
 pub struct DefaultPreemption {

@@ -137,6 +137,9 @@ const OFFSETS: [usize; 3] = [4, 1, 3];
 /// (node, victims, PDB violations).
 type Want = Vec<(&'static str, Vec<&'static str>, i64)>;
 
+/// [`Want`] as the dry run gives it.
+type Got = Vec<(String, Vec<String>, i64)>;
+
 struct Case {
     name: &'static str,
     nodes: &'static [&'static str],
@@ -186,7 +189,7 @@ fn run(
     budgets: &[PodDisruptionBudget],
     args: &DefaultPreemptionArgs,
     preemptors: &[(Pod, usize)],
-) -> Vec<(Vec<(String, Vec<String>, i64)>, usize)> {
+) -> Vec<(Got, usize)> {
     let framework = framework(budgets.to_vec());
     let counting = Counting {
         framework: &framework,
@@ -203,7 +206,7 @@ fn run(
         assert!(pre.status.is_success(), "{name}: {:?}", pre.status);
         let before = counting.filters.load(Ordering::Relaxed);
         let run = dry_run::dry_run(&counting, &state, &pod, &potential, budgets, args, *offset);
-        let mut got: Vec<(String, Vec<String>, i64)> = run
+        let mut got: Got = run
             .candidates
             .iter()
             .map(|c| {
@@ -222,7 +225,7 @@ fn run(
     cycles
 }
 
-fn owned(want: &Want) -> Vec<(String, Vec<String>, i64)> {
+fn owned(want: &Want) -> Got {
     want.iter()
         .map(|(n, v, k)| (n.to_string(), v.iter().map(|s| s.to_string()).collect(), *k))
         .collect()
