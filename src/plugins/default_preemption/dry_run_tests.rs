@@ -4,10 +4,10 @@
 //! seeded source gives (4, then 1, then 3): the candidates (node and victims, sorted by
 //! name, as upstream compares them), their PodDisruptionBudget violations, and how many
 //! times Filter ran (upstream counts its FakeFilter's calls: one run after removing every
-//! lower-priority pod, one per pod it tries to give back). The rows with fake Filter
-//! plugins (FalseFilter, MatchFilter, a FakeFilter that rejects) are upstream's
-//! machinery, not scheduling behaviour. Nodes hold 500m cpu and 32 pods; a node named
-//! `a/b` is `a` with labels `hostname: a` and `zone: b`.
+//! lower-priority pod, one per pod it tries to give back). upstream's rows whose fake
+//! Filter plugins (FalseFilter, or a FakeFilter returning Unschedulable) reject every node
+//! whatever is removed run with a Filter that does just that. Nodes hold 500m cpu and 32
+//! pods; a node named `a/b` is `a` with labels `hostname: a` and `zone: b`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -90,10 +90,13 @@ fn foo_budget(allowed: i32, disrupted: &[&str]) -> PodDisruptionBudget {
     budget
 }
 
-/// The framework, counting Filter runs as upstream's FakeFilter does.
+/// The framework, counting Filter runs as upstream's FakeFilter does; when `rejects`,
+/// Filter rejects every node as Unschedulable, as upstream's FalseFilter and a FakeFilter
+/// returning Unschedulable do.
 struct Counting<'a> {
     framework: &'a Framework,
     filters: AtomicUsize,
+    rejects: bool,
 }
 
 impl FilterRunner for Counting<'_> {
@@ -104,6 +107,9 @@ impl FilterRunner for Counting<'_> {
         node: &NodeInfo,
     ) -> Status {
         self.filters.fetch_add(1, Ordering::Relaxed);
+        if self.rejects {
+            return Status::unschedulable("rejected");
+        }
         self.framework.filter_with_nominated_pods(state, pod, node)
     }
 
@@ -189,11 +195,13 @@ fn run(
     budgets: &[PodDisruptionBudget],
     args: &DefaultPreemptionArgs,
     preemptors: &[(Pod, usize)],
+    rejects: bool,
 ) -> Vec<(Got, usize)> {
     let framework = framework(budgets.to_vec());
     let counting = Counting {
         framework: &framework,
         filters: AtomicUsize::new(0),
+        rejects,
     };
     let mut potential = snapshot.nodes().to_vec();
     potential.sort_by(|a, b| a.name().cmp(b.name()));
@@ -463,7 +471,14 @@ fn dry_run_table() {
     for case in cases {
         let snapshot = snapshot(case.nodes, &case.pods);
         let preemptors = [(case.preemptor, OFFSETS[0])];
-        let got = run(case.name, &snapshot, &case.budgets, &case.args, &preemptors);
+        let got = run(
+            case.name,
+            &snapshot,
+            &case.budgets,
+            &case.args,
+            &preemptors,
+            false,
+        );
         assert_eq!(
             got,
             vec![(owned(&case.want), case.filter_calls)],
@@ -491,6 +506,7 @@ fn dry_run_offset_across_cycles() {
         &[],
         &limited(40, 1),
         &preemptors,
+        false,
     );
     let want: Vec<Want> = vec![
         vec![("node1", vec!["p1"], 0), ("node5", vec!["p5"], 0)],
@@ -499,4 +515,57 @@ fn dry_run_offset_across_cycles() {
     ];
     let want: Vec<_> = want.iter().map(|w| (owned(w), 4)).collect();
     assert_eq!(got, want);
+}
+
+#[test]
+fn dry_run_when_filter_rejects() {
+    // Filter rejects both nodes even with their lower-priority pod removed: no candidate,
+    // and one Filter run per node (nothing is given back).
+    let cases = [
+        (
+            "a pod that does not fit on any node",
+            pod("p", 1000, "", None),
+            vec![
+                pod("p1", 100, "", Some("node1")),
+                pod("p2", 100, "", Some("node2")),
+            ],
+        ),
+        (
+            "a pod that fits with no preemption",
+            pod("p", 1000, "", None),
+            vec![
+                pod("p1", 100, "", Some("node1")),
+                pod("p2", 100, "", Some("node2")),
+            ],
+        ),
+        (
+            "a pod that fits on one node with no preemption",
+            pod("node1", 1000, "", None),
+            vec![
+                pod("p1", 100, "", Some("node1")),
+                pod("p2", 100, "", Some("node2")),
+            ],
+        ),
+        (
+            "get Unschedulable in the preemption phase when the filter plugins filtering the nodes",
+            pod("p", 1000, "300m", None),
+            vec![
+                pod("p1", 100, "300m", Some("node1")),
+                pod("p2", 100, "300m", Some("node2")),
+            ],
+        ),
+    ];
+    for (name, preemptor, pods) in cases {
+        let snapshot = snapshot(&["node1", "node2"], &pods);
+        let args = DefaultPreemptionArgs::default();
+        let got = run(
+            name,
+            &snapshot,
+            &[],
+            &args,
+            &[(preemptor, OFFSETS[0])],
+            true,
+        );
+        assert_eq!(got, vec![(vec![], 2)], "{name}: candidates and Filter runs");
+    }
 }
