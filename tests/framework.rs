@@ -44,6 +44,7 @@ struct ProbeArgs {
     pre_filter_nodes: Option<Vec<String>>,
     /// Nodes Filter rejects (Unschedulable).
     reject_nodes: Vec<String>,
+    post_filter: Option<String>,
     pre_score: Option<String>,
     /// Raw score per node (0 when absent).
     scores: HashMap<String, i64>,
@@ -96,6 +97,9 @@ macro_rules! probe {
             fn as_filter(&self) -> Option<&dyn FilterPlugin> {
                 Some(self)
             }
+            fn as_post_filter(&self) -> Option<&dyn PostFilterPlugin> {
+                Some(self)
+            }
             fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
                 Some(self)
             }
@@ -121,6 +125,7 @@ macro_rules! probe {
             const POINTS: &'static [ExtensionPoint] = &[
                 ExtensionPoint::PreFilter,
                 ExtensionPoint::Filter,
+                ExtensionPoint::PostFilter,
                 ExtensionPoint::PreScore,
                 ExtensionPoint::Score,
                 ExtensionPoint::Reserve,
@@ -162,6 +167,21 @@ macro_rules! probe {
                 } else {
                     Status::success()
                 }
+            }
+        }
+
+        #[async_trait]
+        impl PostFilterPlugin for $ty {
+            async fn post_filter(
+                &self,
+                _: &dyn FilterRunner,
+                _: &CycleState,
+                _: &PodInfo,
+                _: &Snapshot,
+                _: &NodeToStatus,
+            ) -> (Option<PostFilterResult>, Status) {
+                self.log("PostFilter");
+                (None, status(&self.0.post_filter, "PostFilter"))
             }
         }
 
@@ -409,6 +429,49 @@ async fn all_nodes_rejected_gives_the_upstream_message() {
             message: "0/2 nodes are available: 2 Probe1 says no.".into()
         }
     );
+}
+
+/// upstream's RunPostFilterPlugins: an Unschedulable plugin lets the next one try and
+/// adds its reasons; Success, UnschedulableAndUnresolvable and Error end PostFilter, and
+/// an error's message is passed on as it is.
+#[tokio::test]
+async fn postfilter_plugins_run_until_one_decides() {
+    let cases = [
+        (
+            "Unschedulable",
+            true,
+            " PostFilter rejected, PostFilter rejected",
+        ),
+        (
+            "UnschedulableAndUnresolvable",
+            false,
+            " PostFilter rejected",
+        ),
+        ("Error", false, " PostFilter failed"),
+        ("Success", false, ""),
+    ];
+    for (first, second_runs, suffix) in cases {
+        let test = format!("post-filter-{first}");
+        let (mut s, _) = scheduler(
+            &test,
+            serde_json::json!({"rejectNodes": ["n1"], "postFilter": first}),
+            serde_json::json!({"postFilter": "Unschedulable"}),
+            &["n1"],
+        );
+        let report = attempt(&mut s).await;
+        assert_eq!(
+            report.outcome,
+            Outcome::Unschedulable {
+                message: format!("0/1 nodes are available: 1 Probe1 says no.{suffix}")
+            },
+            "{first}"
+        );
+        assert_eq!(
+            has(&calls(&test), "Probe2.PostFilter"),
+            second_runs,
+            "{first}"
+        );
+    }
 }
 
 /// Each node of the attempt's diagnosis with its reasons, in diagnosis order.

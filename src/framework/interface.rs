@@ -153,7 +153,8 @@ pub trait FilterPlugin: Plugin {
 ///
 /// - Success with a nominated node: the pod is requeued to try that node.
 /// - Unschedulable: this plugin could not help; the next PostFilter plugin is tried.
-/// - Error: stop running PostFilter plugins.
+/// - UnschedulableAndUnresolvable or Error: stop running PostFilter plugins; the
+///   message becomes the fit error's PostFilter message.
 #[async_trait]
 pub trait PostFilterPlugin: Plugin {
     async fn post_filter(

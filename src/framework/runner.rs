@@ -459,11 +459,16 @@ impl Framework {
                 continue;
             };
             let (result, status) = pf.post_filter(self, state, pod, snapshot, statuses).await;
-            if status.is_success() {
+            if status.is_success() || status.code() == Code::UnschedulableAndUnresolvable {
                 return (result, status.with_plugin(plugin.name()));
             }
             if !status.is_rejected() {
-                return (None, wrap_error("PostFilter", plugin.name(), &status));
+                // Upstream passes a PostFilter error on as it is, only naming the plugin:
+                // it becomes the fit error's PostFilter message.
+                return (
+                    None,
+                    Status::error(status.message()).with_plugin(plugin.name()),
+                );
             }
             if result
                 .as_ref()

@@ -211,6 +211,9 @@ mod post_filter_tests;
 #[cfg(test)]
 mod dry_run_tests;
 
+#[cfg(test)]
+mod preempt_tests;
+
 /// upstream's PreEnqueue message for a preemptor whose victims are still being evicted.
 pub const WAITING_FOR_PREEMPTION: &str = "waiting for the preemption for this pod to be finished";
 

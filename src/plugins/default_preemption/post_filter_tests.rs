@@ -1,12 +1,15 @@
 //! upstream's TestPostFilter (defaultpreemption) through berth's framework: the default
 //! profile's Filter plugins with DefaultPreemption as its PostFilter, the Filter statuses
 //! handed to PostFilter as the table gives them, and the nominated node or the message
-//! PostFilter returns. The rows with extenders, a failing test plugin or PodGroup features
-//! are upstream's machinery berth does not have. Nodes of "nodeRes" also allow 110 pods,
-//! so that cpu is what they lack, as the expected messages say.
+//! PostFilter returns. upstream's "test-plugin", a PreFilter plugin whose AddPod and
+//! RemovePod fail on nodes labelled `error: "true"`, is registered for the rows about
+//! errors in the dry run; the rows with extenders or PodGroup features are upstream
+//! machinery berth does not have. Nodes of "nodeRes" also allow 110 pods, so that cpu is
+//! what they lack, as the expected messages say.
 
 use std::collections::HashMap;
 
+use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::{
     PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus,
@@ -17,7 +20,10 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::*;
 use crate::api::{PluginRef, PluginSet, Plugins, SchedulerProfileSpec};
 use crate::cluster::Cache;
-use crate::framework::{Framework, resolve};
+use crate::framework::{
+    Framework, NoArgs, PluginFactory, PreFilterExtensions, PreFilterPlugin, PreFilterResult,
+    resolve,
+};
 use crate::testing::executor::complete;
 use crate::testing::{make_node, make_pod};
 
@@ -47,14 +53,25 @@ fn pod(name: &str, priority: i32, node: Option<&str>) -> Pod {
     pod.obj()
 }
 
-/// The preemptor of the cpu rows: 300m, more than a 200m node holds.
+/// The preemptor of the cpu rows (upstream's largeRes): 300m, more than a 200m node holds.
 fn large(name: &str, priority: i32) -> Pod {
     make_pod()
         .name(name)
         .namespace("default")
         .uid(name)
         .priority(priority)
-        .req(&[("cpu", "300m")])
+        .req(&[("cpu", "300m"), ("memory", "300")])
+        .obj()
+}
+
+/// A node of upstream's largeRes (300m, 300 memory), labelled `error: "true"` when
+/// `error`, so that TestPlugin fails there.
+fn large_node(name: &str, error: bool) -> Node {
+    let mut node = make_node().name(name);
+    if error {
+        node = node.label("error", "true");
+    }
+    node.capacity(&[("cpu", "300m"), ("memory", "300"), ("pods", "32")])
         .obj()
 }
 
@@ -85,12 +102,95 @@ pub(super) fn budget(name: &str, label: &str, allowed: i32) -> PodDisruptionBudg
     }
 }
 
+/// upstream's TestPlugin: PreFilter does nothing; AddPod and RemovePod fail on nodes
+/// labelled `error: "true"`, naming the pod being scheduled.
+struct TestPlugin;
+
+crate::plugin! {
+    TestPlugin {
+        name: "test-plugin",
+        points: [PreFilter],
+    }
+
+    impl PluginFactory {
+        type Args = NoArgs;
+
+        fn build(_: NoArgs, _: &Handle) -> Result<Self, PluginError> {
+            Ok(TestPlugin)
+        }
+    }
+}
+
+#[async_trait]
+impl PreFilterPlugin for TestPlugin {
+    async fn pre_filter(
+        &self,
+        _: &mut CycleState,
+        _: &PodInfo,
+        _: &Snapshot,
+    ) -> (Option<PreFilterResult>, Status) {
+        (None, Status::success())
+    }
+
+    fn pre_filter_extensions(&self) -> Option<&dyn PreFilterExtensions> {
+        Some(self)
+    }
+}
+
+impl PreFilterExtensions for TestPlugin {
+    fn add_pod(
+        &self,
+        _: &mut CycleState,
+        pod: &PodInfo,
+        _: &PodInfo,
+        node: &crate::cluster::NodeInfo,
+    ) -> Status {
+        fails_on_error_nodes(node, "add", pod)
+    }
+
+    fn remove_pod(
+        &self,
+        _: &mut CycleState,
+        pod: &PodInfo,
+        _: &PodInfo,
+        node: &crate::cluster::NodeInfo,
+    ) -> Status {
+        fails_on_error_nodes(node, "remove", pod)
+    }
+}
+
+fn fails_on_error_nodes(node: &crate::cluster::NodeInfo, action: &str, pod: &PodInfo) -> Status {
+    let labelled = node
+        .node()
+        .and_then(|n| n.metadata.labels.as_ref())
+        .and_then(|labels| labels.get("error"))
+        .is_some_and(|value| value == "true");
+    if labelled {
+        let name = pod.pod.metadata.name.as_deref().unwrap_or_default();
+        Status::error(format!("failed to {action} pod: {name}"))
+    } else {
+        Status::success()
+    }
+}
+
 /// The default profile with DefaultPreemption as PostFilter.
 pub(super) fn framework(budgets: Vec<PodDisruptionBudget>) -> Framework {
+    build_framework(budgets, false)
+}
+
+/// The default profile with DefaultPreemption as PostFilter and, when `test_plugin`,
+/// upstream's TestPlugin at PreFilter.
+fn build_framework(budgets: Vec<PodDisruptionBudget>, test_plugin: bool) -> Framework {
     let mut registry = crate::plugins::default_registry();
     registry.register::<DefaultPreemption>();
+    registry.register::<TestPlugin>();
+    let pre_filter = test_plugin.then(|| PluginSet {
+        enabled: vec![PluginRef::named("test-plugin")],
+        disabled: vec![],
+    });
     let spec = SchedulerProfileSpec {
         plugins: Some(Plugins {
+            pre_filter,
             post_filter: Some(PluginSet {
                 enabled: vec![PluginRef::named("DefaultPreemption")],
                 disabled: vec![],
@@ -123,8 +223,18 @@ struct Case {
     want: Status,
 }
 
+/// DefaultPreemption on its own: upstream's TestPostFilter calls the plugin's PostFilter
+/// (with the framework for its Filter and PreFilter extensions), not the framework's.
+fn plugin(budgets: Vec<PodDisruptionBudget>) -> DefaultPreemption {
+    let lister = Arc::new(DisruptionBudgets::new());
+    budgets.into_iter().for_each(|b| lister.apply(b));
+    let handle = Handle::builder().disruption_budgets(lister).build();
+    DefaultPreemption::build(DefaultPreemptionArgs::default(), &handle).expect("plugin builds")
+}
+
 fn run(case: Case) -> (Option<String>, Status) {
-    let framework = framework(case.budgets);
+    let framework = build_framework(case.budgets.clone(), true);
+    let plugin = plugin(case.budgets);
     let mut cache = Cache::new(None);
     for node in case.nodes {
         cache.add_node(node).expect("node");
@@ -158,7 +268,8 @@ fn run(case: Case) -> (Option<String>, Status) {
             .collect::<HashMap<_, _>>(),
         absent: Some(Status::unresolvable("rejected")),
     };
-    let (result, status) = complete(framework.run_post_filter(&state, &pod, &snapshot, &statuses));
+    let (result, status) =
+        complete(plugin.post_filter(&framework, &state, &pod, &snapshot, &statuses));
     (result.and_then(|r| r.nominated_node_name), status)
 }
 
@@ -293,6 +404,37 @@ fn post_filter_table() {
             want: Status::unschedulable(
                 "preemption: 0/4 nodes are available: 2 Insufficient cpu, 2 Preemption is not helpful for scheduling.",
             ),
+        },
+        Case {
+            name: "only one node but failed with TestPlugin",
+            preemptor: large("p", 1000),
+            pods: vec![pod("p1", 0, Some("node1"))],
+            nodes: vec![large_node("node1", true)],
+            statuses: vec![("node1", Unschedulable)],
+            budgets: vec![],
+            want_node: None,
+            want: Status::error(
+                "preemption: running RemovePod on PreFilter plugin \"test-plugin\": failed to remove pod: p",
+            ),
+        },
+        Case {
+            name: "one failed with TestPlugin and the other pass",
+            preemptor: large("p", 1000),
+            pods: vec![
+                pod("p1", 0, Some("node1")),
+                make_pod()
+                    .name("p2")
+                    .namespace("default")
+                    .uid("p2")
+                    .req(&[("cpu", "200m"), ("memory", "200")])
+                    .node("node2")
+                    .obj(),
+            ],
+            nodes: vec![large_node("node1", true), large_node("node2", false)],
+            statuses: vec![("node1", Unschedulable), ("node2", Unschedulable)],
+            budgets: vec![],
+            want_node: Some("node2"),
+            want: Status::success(),
         },
     ];
     for case in cases {
