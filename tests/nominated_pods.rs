@@ -190,11 +190,14 @@ async fn a_pod_goes_to_its_nominated_node_when_it_fits_there() {
 #[tokio::test]
 async fn a_lower_priority_pod_does_not_take_a_nominated_pods_room() {
     let mut scheduler = scheduler(&["node-a", "node-b"], &[("busy", "node-a", "800m")]);
-    // The nominee cannot be placed yet (its node selector matches no node), but it was
-    // nominated to node-b and keeps the room there.
+    // The nominee is not tried yet (a scheduling gate holds it; tried and unplaceable,
+    // preemption would clear its nomination), but it was nominated to node-b and keeps
+    // the room there.
     let mut nominee = nominated(pod("nominee", 1000, "800m"), "node-b");
-    nominee.spec.as_mut().expect("spec").node_selector =
-        Some([("disk".to_string(), "ssd".to_string())].into());
+    nominee.spec.as_mut().expect("spec").scheduling_gates =
+        Some(vec![k8s_openapi::api::core::v1::PodSchedulingGate {
+            name: "example.com/wait".into(),
+        }]);
     scheduler.on_pod_add(nominee).expect("nominee");
     scheduler
         .on_pod_add(pod("low", 0, "500m"))
@@ -205,7 +208,9 @@ async fn a_lower_priority_pod_does_not_take_a_nominated_pods_room() {
         .find(|(name, _)| name == "low")
         .expect("low was attempted");
     assert_eq!(
-        low.1, "0/2 nodes are available: 2 Insufficient cpu.",
+        low.1,
+        "0/2 nodes are available: 2 Insufficient cpu. \
+         preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.",
         "node-b's room is the nominee's"
     );
 }
