@@ -107,6 +107,8 @@ pub struct OperatorState {
     pub pod_groups: Arc<crate::cluster::PodGroups>,
     /// Storage objects for the volume plugins, fed by the storage watches.
     pub volumes: Arc<crate::cluster::Volumes>,
+    /// PodDisruptionBudgets fed by the watch, read by DefaultPreemption.
+    pub disruption_budgets: Arc<crate::cluster::DisruptionBudgets>,
 }
 
 impl OperatorState {
