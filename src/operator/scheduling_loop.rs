@@ -379,6 +379,8 @@ impl SchedulingLoop {
             pod: report.pod.pod.clone(),
             scheduler_name: report.scheduler_name,
             outcome: report.outcome,
+            // from AttemptReport.nominating
+            nominating: None,
         };
         if let Err(error) = self.channels.reports.try_send(message) {
             warn!(%error, "report dropped: the reporter is behind");

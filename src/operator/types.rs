@@ -88,6 +88,10 @@ pub struct SchedulingReport {
     pub pod: Arc<Pod>,
     pub scheduler_name: String,
     pub outcome: Outcome,
+    /// The preemptor's nomination PostFilter decided on a failed attempt, written to
+    /// `status.nominatedNodeName` with the failure: `Some(node)` nominates, `Some("")`
+    /// clears, `None` leaves what the pod has (upstream's Override and Noop modes).
+    pub nominating: Option<String>,
 }
 
 /// State shared by the operator's tasks.
