@@ -13,13 +13,16 @@
 //!    and commands, runs scheduling cycles while this replica leads, and spawns binding
 //!    cycles that bind through [`binder`] (and write volume bindings through
 //!    [`volume_writer`]).
-//! 4. [`reporting`] turns attempt outcomes into pod conditions and events.
+//! 4. [`reporting`] turns attempt outcomes into pod conditions, nominations and events;
+//!    [`preemption`] makes the API calls that carry out a preemption (the victims'
+//!    condition, deletion and events; clearing lower-priority nominations).
 //! 5. [`leader`] elects one active replica with a coordination.k8s.io Lease.
 
 pub mod binder;
 pub mod conditions;
 pub mod leader;
 pub mod podgroups;
+pub mod preemption;
 pub mod profiles;
 pub mod reporting;
 pub mod scheduling_loop;
