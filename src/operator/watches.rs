@@ -367,7 +367,13 @@ mod tests {
         use Event::{Apply, Delete, Init, InitApply, InitDone};
         // (case, watch events, budgets held as namespace/name=minAvailable, first lists
         // the loop is told of)
-        let cases: Vec<(&str, Vec<Event<PodDisruptionBudget>>, Vec<&str>, usize)> = vec![
+        type Case = (
+            &'static str,
+            Vec<Event<PodDisruptionBudget>>,
+            Vec<&'static str>,
+            usize,
+        );
+        let cases: Vec<Case> = vec![
             (
                 "the first list fills the lister and is reported once",
                 vec![
