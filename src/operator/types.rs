@@ -39,8 +39,9 @@ pub enum ClusterChange {
     /// A full list of a resource kind (`"nodes"`, `"pods"`) was delivered, at start-up or
     /// after the watch had to relist (410 Gone): objects of that kind whose key is not in
     /// `keys` are gone. The first one for a kind means its cache is synced. The storage
-    /// watches forget what a relist no longer has themselves; they send their first list
-    /// only, with no keys (see [`super::storage`]).
+    /// and PodDisruptionBudget watches forget what a relist no longer has themselves;
+    /// they send their first list only, with no keys (see [`super::storage`] and
+    /// [`super::watches::spawn_disruption_budgets`]).
     Listed {
         kind: &'static str,
         keys: std::collections::HashSet<String>,

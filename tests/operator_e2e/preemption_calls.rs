@@ -394,9 +394,18 @@ async fn run_preemption_clears_lower_nominations_and_leaves_waiting_victims_to_t
         },
     ];
 
-    let succeeded = executor
-        .run_preemption(&preemptor, NODE, &victims, &[Arc::new(nominee)])
-        .await;
+    // As the scheduling loop runs it: spawned, owning what it needs.
+    let task = {
+        let (executor, preemptor) = (executor.clone(), preemptor.clone());
+        tokio::spawn(async move {
+            executor
+                .run_preemption(&preemptor, NODE, &victims, &[Arc::new(nominee)])
+                .await
+        })
+    };
+    let succeeded = within("the preemption task", WAIT, task)
+        .await
+        .expect("the preemption task does not panic");
 
     assert!(succeeded);
     assert_eq!(calls_on(&cluster, "nominee"), ["patch status 200"]);
@@ -473,7 +482,10 @@ async fn berth_watches_pod_disruption_budgets_before_it_is_ready() {
         berth_requests(&cluster)
             .into_iter()
             .filter(|r| {
-                r.group == "policy" && r.resource == "poddisruptionbudgets" && r.verb == verb
+                r.group == "policy"
+                    && r.resource == "poddisruptionbudgets"
+                    && r.verb == verb
+                    && r.status == 200
             })
             .count()
     };
