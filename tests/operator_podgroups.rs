@@ -44,6 +44,7 @@ impl Harness {
             workloads: Default::default(),
             pod_groups: Default::default(),
             volumes: Default::default(),
+            disruption_budgets: Default::default(),
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(podgroups::run(

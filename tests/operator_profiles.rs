@@ -78,6 +78,7 @@ impl Harness {
                 workloads: Default::default(),
                 pod_groups: Default::default(),
                 volumes: Default::default(),
+                disruption_budgets: Default::default(),
             },
             binder: Arc::new(NoBinder),
             observer: None,

@@ -138,6 +138,7 @@ fn report(pod: &Pod, outcome: Outcome) -> SchedulingReport {
         pod: Arc::new(pod.clone()),
         scheduler_name: SCHEDULER.into(),
         outcome,
+        nominating: None,
     }
 }
 
@@ -503,6 +504,131 @@ async fn an_identical_failure_after_the_memory_window_is_counted_in_the_series()
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].series.as_ref().map(|s| s.count), Some(2));
     server.shutdown().await;
+}
+
+fn nomination(pod: &Pod) -> Option<String> {
+    pod.status
+        .as_ref()
+        .and_then(|status| status.nominated_node_name.clone())
+}
+
+#[tokio::test]
+async fn a_decided_nomination_is_patched_with_the_failure() {
+    // Upstream's updatePod on a failure: nominatedNodeName is written with the
+    // PodScheduled condition when preemption decided it (Override; "" clears) and differs
+    // from the pod's; nothing is patched when neither changes.
+    let message = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.";
+    // (case, the pod's nomination, the pod already has the condition, the decision,
+    // status patches, the nomination after)
+    type Case = (
+        &'static str,
+        Option<&'static str>,
+        bool,
+        Option<&'static str>,
+        usize,
+        Option<&'static str>,
+    );
+    let cases: [Case; 7] = [
+        (
+            "nominating sets the node with the condition",
+            None,
+            false,
+            Some("node-a"),
+            1,
+            Some("node-a"),
+        ),
+        (
+            "nominating another node",
+            Some("node-a"),
+            false,
+            Some("node-b"),
+            1,
+            Some("node-b"),
+        ),
+        (
+            "an empty nomination clears it",
+            Some("node-a"),
+            false,
+            Some(""),
+            1,
+            None,
+        ),
+        (
+            "no decision leaves the nomination",
+            Some("node-a"),
+            false,
+            None,
+            1,
+            Some("node-a"),
+        ),
+        (
+            "only the nomination changed",
+            Some("node-a"),
+            true,
+            Some("node-b"),
+            1,
+            Some("node-b"),
+        ),
+        (
+            "only the clearing changed",
+            Some("node-a"),
+            true,
+            Some(""),
+            1,
+            None,
+        ),
+        (
+            "neither changed: no patch",
+            Some("node-a"),
+            true,
+            Some("node-a"),
+            0,
+            Some("node-a"),
+        ),
+    ];
+    for (name, before, has_condition, decided, want_patches, want_after) in cases {
+        let (server, client) = start().await;
+        create_pod(&client, "web-1").await;
+        let mut status = json!({"nominatedNodeName": before});
+        if has_condition {
+            status["conditions"] = json!([{
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": message, "lastTransitionTime": "2026-01-02T03:04:05Z",
+            }]);
+        }
+        Api::<Pod>::namespaced(client.clone(), "default")
+            .patch_status(
+                "web-1",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Strategic(json!({ "status": status })),
+            )
+            .await
+            .expect("the pod's status is written");
+        let pod = get_pod(&client, "web-1").await;
+        server.clear_requests();
+
+        let mut failure = report(&pod, unschedulable(message));
+        failure.nominating = decided.map(str::to_string);
+        run_reporting(&client, vec![failure]).await;
+
+        assert_eq!(
+            requests(&server, "patch", "pods", Some("status")).len(),
+            want_patches,
+            "case {name}"
+        );
+        let after = get_pod(&client, "web-1").await;
+        assert_eq!(nomination(&after).as_deref(), want_after, "case {name}");
+        let condition = pod_scheduled(&after).expect("PodScheduled");
+        assert_eq!(condition.message.as_deref(), Some(message), "case {name}");
+        if has_condition {
+            assert_eq!(
+                condition.last_transition_time.map(|t| t.0.to_string()),
+                Some("2026-01-02T03:04:05Z".to_string()),
+                "case {name}: the condition was not rewritten"
+            );
+        }
+        server.shutdown().await;
+    }
 }
 
 #[tokio::test]

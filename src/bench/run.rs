@@ -71,6 +71,7 @@ pub async fn run_workload(
         workloads: Arc::new(Workloads::new()),
         pod_groups: Arc::new(PodGroups::new()),
         volumes: Arc::new(Volumes::new()),
+        disruption_budgets: Default::default(),
         observer: None,
     };
     add_profiles(&mut scheduler, vec![profile.clone()], registry, &services)?;

@@ -4,7 +4,8 @@
 //! instead of an in-memory binder:
 //!
 //! 1. [`watches`] turn Node and Pod watches (kube-runtime watchers, no polling) into
-//!    [`types::ClusterChange`]s for the scheduling loop; [`storage`] keeps the storage
+//!    [`types::ClusterChange`]s for the scheduling loop and keep the listers plugins read
+//!    (workloads, PodGroups, PodDisruptionBudgets); [`storage`] keeps the storage
 //!    objects the volume plugins read current and tells the loop of each change.
 //! 2. [`profiles`] is the SchedulerProfile controller: validation, instantiation,
 //!    status conditions; it sends [`types::ProfileCommand`]s to the loop.
@@ -12,13 +13,16 @@
 //!    and commands, runs scheduling cycles while this replica leads, and spawns binding
 //!    cycles that bind through [`binder`] (and write volume bindings through
 //!    [`volume_writer`]).
-//! 4. [`reporting`] turns attempt outcomes into pod conditions and events.
+//! 4. [`reporting`] turns attempt outcomes into pod conditions, nominations and events;
+//!    [`preemption`] makes the API calls that carry out a preemption (the victims'
+//!    condition, deletion and events; clearing lower-priority nominations).
 //! 5. [`leader`] elects one active replica with a coordination.k8s.io Lease.
 
 pub mod binder;
 pub mod conditions;
 pub mod leader;
 pub mod podgroups;
+pub mod preemption;
 pub mod profiles;
 pub mod reporting;
 pub mod scheduling_loop;
@@ -131,6 +135,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         workloads: Default::default(),
         pod_groups: Default::default(),
         volumes: Default::default(),
+        disruption_budgets: Default::default(),
     };
 
     let listener = tokio::net::TcpListener::bind(config.metrics_bind_address)
@@ -164,6 +169,11 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
     watch_tasks.push(watches::spawn_pod_groups(
         client.clone(),
         state.pod_groups.clone(),
+        loop_tx.clone(),
+    ));
+    watch_tasks.push(watches::spawn_disruption_budgets(
+        client.clone(),
+        state.disruption_budgets.clone(),
         loop_tx.clone(),
     ));
     watch_tasks.extend(storage::spawn(

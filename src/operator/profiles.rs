@@ -482,6 +482,7 @@ impl Planner<'_> {
             workloads: self.ctx.state.workloads.clone(),
             pod_groups: self.ctx.state.pod_groups.clone(),
             volumes: self.ctx.state.volumes.clone(),
+            disruption_budgets: self.ctx.state.disruption_budgets.clone(),
             observer: self.ctx.observer.clone(),
         };
         // A change of plugin health is a change of the profile's status.

@@ -8,6 +8,11 @@
 //! | Unschedulable | `PodScheduled=False`, reason `Unschedulable`, the message | Warning `FailedScheduling`, action `Scheduling`, the message |
 //! | Error | `PodScheduled=False`, reason `SchedulerError`, the message | the same Warning |
 //!
+//! When preemption decided the pod's nomination on a failed attempt
+//! ([`SchedulingReport::nominating`]), the same status patch sets
+//! `status.nominatedNodeName` (or clears it), as upstream's failure handler does; it is
+//! left out when the pod already has that nomination.
+//!
 //! As upstream, events are reported by the profile: `reportingController` is the
 //! scheduler name and `reportingInstance` is `<schedulerName>-<instance>`, where
 //! `instance` identifies this replica (upstream uses the hostname). Event notes are cut
@@ -21,10 +26,12 @@
 //!
 //! 1. **The condition is patched only when it changes.** As upstream's `updatePod`, no
 //!    patch is sent when the pod already has `PodScheduled=False` with the same reason
-//!    and message. What the pod has is what this task wrote within the last
-//!    [`FAILURE_MEMORY`] (the pod in a report can predate our own patch), else what the
-//!    pod in the report shows. `lastTransitionTime` moves only when the condition's
-//!    status flips; `lastProbeTime` is left unset, as upstream.
+//!    and message and, when a nomination was decided, that nomination. What the pod has
+//!    is what this task wrote within the last [`FAILURE_MEMORY`] (the pod in a report
+//!    can predate our own patch), else what the pod in the report shows; the nomination
+//!    is compared with the pod in the report only, since preemption also clears
+//!    nominations. `lastTransitionTime` moves only when the condition's status flips;
+//!    `lastProbeTime` is left unset, as upstream.
 //! 2. **An identical `FailedScheduling` is published at most once per
 //!    [`FAILURE_MEMORY`] per pod.** A different message is published at once.
 //! 3. **Published repeats become one Event.** kube-runtime's [`Recorder`] keeps one
@@ -168,7 +175,8 @@ impl PodReporter {
         message: &str,
     ) {
         let pod = &report.pod;
-        if !self.set_condition(pod, reason, message).await {
+        let nominating = report.nominating.as_deref();
+        if !self.set_status(pod, reason, message, nominating).await {
             return;
         }
         let now = Instant::now();
@@ -193,10 +201,17 @@ impl PodReporter {
         }
     }
 
-    /// Sets `PodScheduled=False` with `reason` and `message` unless the pod has it.
-    /// Returns false when the pod is gone (404); other errors are logged and the pod is
-    /// taken to exist.
-    async fn set_condition(&mut self, pod: &Pod, reason: &'static str, message: &str) -> bool {
+    /// Sets `PodScheduled=False` with `reason` and `message` unless the pod has it, and
+    /// in the same patch `status.nominatedNodeName` as `nominating` says (see
+    /// [`nomination_change`]). Returns false when the pod is gone (404); other errors are
+    /// logged and the pod is taken to exist.
+    async fn set_status(
+        &mut self,
+        pod: &Pod,
+        reason: &'static str,
+        message: &str,
+        nominating: Option<&str>,
+    ) -> bool {
         let existing = pod
             .status
             .as_ref()
@@ -216,8 +231,9 @@ impl PodReporter {
                     && c.message.as_deref() == Some(message)
             }),
         };
-        if unchanged {
-            tracing::debug!("PodScheduled condition unchanged; not patched");
+        let nomination = nomination_change(pod, nominating);
+        if unchanged && nomination.is_none() {
+            tracing::debug!("PodScheduled condition and nomination unchanged; not patched");
             return true;
         }
         // As upstream's UpdatePodCondition: the transition time moves only when the
@@ -228,14 +244,24 @@ impl PodReporter {
             (None, _) => None,
         }
         .unwrap_or_else(|| Time(Timestamp::now()));
-        let patch = json!({"status": {"conditions": [{
-            "type": POD_SCHEDULED,
-            "status": "False",
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": last_transition,
-            "lastProbeTime": null,
-        }]}});
+        let mut status = serde_json::Map::new();
+        if !unchanged {
+            status.insert(
+                "conditions".into(),
+                json!([{
+                    "type": POD_SCHEDULED,
+                    "status": "False",
+                    "reason": reason,
+                    "message": message,
+                    "lastTransitionTime": last_transition,
+                    "lastProbeTime": null,
+                }]),
+            );
+        }
+        if let Some(nominated) = &nomination {
+            status.insert("nominatedNodeName".into(), json!(nominated));
+        }
+        let patch = json!({ "status": status });
         let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
         let name = pod.metadata.name.as_deref().unwrap_or_default();
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
@@ -244,7 +270,7 @@ impl PodReporter {
             .await
         {
             Ok(_) => {
-                tracing::debug!(reason, "PodScheduled=False patched");
+                tracing::debug!(reason, nomination = ?nomination, "pod status patched");
                 self.remember(pod).condition = Some((reason, message.to_string(), last_transition));
                 true
             }
@@ -266,11 +292,10 @@ impl PodReporter {
             .recorders
             .entry(scheduler_name.to_string())
             .or_insert_with(|| {
-                let reporter = Reporter {
-                    controller: scheduler_name.to_string(),
-                    instance: Some(format!("{scheduler_name}-{}", self.instance)),
-                };
-                Recorder::new(self.client.clone(), reporter)
+                Recorder::new(
+                    self.client.clone(),
+                    scheduler_reporter(scheduler_name, &self.instance),
+                )
             });
         match recorder.publish(event, &pod.object_ref(&())).await {
             Ok(()) => true,
@@ -324,6 +349,32 @@ impl PodReporter {
     }
 }
 
+/// The `status.nominatedNodeName` to write, if it changes: `nominating` is PostFilter's
+/// decision (`Some(node)` nominates, `Some("")` clears, `None` leaves the pod as it is),
+/// compared with the pod in the report as upstream's `updatePod` compares with its
+/// cache. `Some(None)` clears (the patch sends null).
+fn nomination_change(pod: &Pod, nominating: Option<&str>) -> Option<Option<String>> {
+    let wanted = nominating?;
+    let current = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.nominated_node_name.as_deref())
+        .unwrap_or_default();
+    if wanted == current {
+        return None;
+    }
+    Some(Some(wanted.to_string()).filter(|n| !n.is_empty()))
+}
+
+/// How the profile serving `scheduler_name` reports its events from replica `instance`
+/// (see the module docs).
+pub(crate) fn scheduler_reporter(scheduler_name: &str, instance: &str) -> Reporter {
+    Reporter {
+        controller: scheduler_name.to_string(),
+        instance: Some(format!("{scheduler_name}-{instance}")),
+    }
+}
+
 fn new_event(type_: EventType, reason: &str, action: &str, note: String) -> Event {
     Event {
         type_,
@@ -365,6 +416,75 @@ fn truncate_note(message: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn nominated(node: Option<&str>) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default"},
+            "status": {"nominatedNodeName": node},
+        }))
+        .expect("a Pod")
+    }
+
+    #[test]
+    fn nomination_is_written_only_when_decided_and_different() {
+        // (case, the pod's nomination, PostFilter's decision, the value to write)
+        type Case = (
+            &'static str,
+            Option<&'static str>,
+            Option<&'static str>,
+            Option<Option<&'static str>>,
+        );
+        let cases: [Case; 8] = [
+            ("no decision leaves no nomination", None, None, None),
+            (
+                "no decision leaves a nomination",
+                Some("node-1"),
+                None,
+                None,
+            ),
+            (
+                "nominating a pod without one",
+                None,
+                Some("node-1"),
+                Some(Some("node-1")),
+            ),
+            (
+                "nominating another node",
+                Some("node-1"),
+                Some("node-2"),
+                Some(Some("node-2")),
+            ),
+            (
+                "the same nomination is not written again",
+                Some("node-1"),
+                Some("node-1"),
+                None,
+            ),
+            (
+                "clearing a nomination writes null",
+                Some("node-1"),
+                Some(""),
+                Some(None),
+            ),
+            (
+                "clearing what is not there writes nothing",
+                None,
+                Some(""),
+                None,
+            ),
+            (
+                "an empty nomination counts as none",
+                Some(""),
+                Some(""),
+                None,
+            ),
+        ];
+        for (name, current, decided, want) in cases {
+            let got = nomination_change(&nominated(current), decided);
+            let want = want.map(|n| n.map(str::to_string));
+            assert_eq!(got, want, "case {name}");
+        }
+    }
 
     #[test]
     fn notes_are_truncated_as_upstream() {

@@ -43,7 +43,12 @@ const UNSCHEDULABLE_FLUSH_INTERVAL: Duration = Duration::from_secs(30);
 const MAX_IDLE: Duration = Duration::from_secs(1);
 /// The kinds whose first list must complete before scheduling starts (the storage kinds
 /// too: [`super::storage::STORAGE_KINDS`]).
-const SYNCED_KINDS: [&str; 3] = ["nodes", "pods", "namespaces"];
+const SYNCED_KINDS: [&str; 4] = [
+    "nodes",
+    "pods",
+    "namespaces",
+    super::watches::DISRUPTION_BUDGETS_KIND,
+];
 
 /// The loop's inputs and outputs.
 pub struct LoopChannels {
@@ -374,6 +379,8 @@ impl SchedulingLoop {
             pod: report.pod.pod.clone(),
             scheduler_name: report.scheduler_name,
             outcome: report.outcome,
+            // from AttemptReport.nominating
+            nominating: None,
         };
         if let Err(error) = self.channels.reports.try_send(message) {
             warn!(%error, "report dropped: the reporter is behind");

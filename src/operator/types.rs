@@ -39,8 +39,9 @@ pub enum ClusterChange {
     /// A full list of a resource kind (`"nodes"`, `"pods"`) was delivered, at start-up or
     /// after the watch had to relist (410 Gone): objects of that kind whose key is not in
     /// `keys` are gone. The first one for a kind means its cache is synced. The storage
-    /// watches forget what a relist no longer has themselves; they send their first list
-    /// only, with no keys (see [`super::storage`]).
+    /// and PodDisruptionBudget watches forget what a relist no longer has themselves;
+    /// they send their first list only, with no keys (see [`super::storage`] and
+    /// [`super::watches::spawn_disruption_budgets`]).
     Listed {
         kind: &'static str,
         keys: std::collections::HashSet<String>,
@@ -88,6 +89,10 @@ pub struct SchedulingReport {
     pub pod: Arc<Pod>,
     pub scheduler_name: String,
     pub outcome: Outcome,
+    /// The preemptor's nomination PostFilter decided on a failed attempt, written to
+    /// `status.nominatedNodeName` with the failure: `Some(node)` nominates, `Some("")`
+    /// clears, `None` leaves what the pod has (upstream's Override and Noop modes).
+    pub nominating: Option<String>,
 }
 
 /// State shared by the operator's tasks.
@@ -107,6 +112,8 @@ pub struct OperatorState {
     pub pod_groups: Arc<crate::cluster::PodGroups>,
     /// Storage objects for the volume plugins, fed by the storage watches.
     pub volumes: Arc<crate::cluster::Volumes>,
+    /// PodDisruptionBudgets fed by the watch, read by DefaultPreemption.
+    pub disruption_budgets: Arc<crate::cluster::DisruptionBudgets>,
 }
 
 impl OperatorState {

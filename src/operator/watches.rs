@@ -1,4 +1,5 @@
-//! Node, Pod and Namespace watches feeding the scheduling loop.
+//! Node, Pod and Namespace watches feeding the scheduling loop, and the watches that keep
+//! the listers plugins read (workloads, PodGroups, PodDisruptionBudgets).
 //!
 //! Each watch is a kube-runtime watcher (list, then watch from the list's
 //! resourceVersion, relist on 410 Gone, reconnect with backoff): no polling. Objects are
@@ -13,6 +14,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, Resource};
@@ -20,7 +22,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tracing::{debug, warn};
 
 use crate::api::PodGroup;
-use crate::cluster::{PodGroups, Workloads, pod_key};
+use crate::cluster::{DisruptionBudgets, PodGroups, Workloads, pod_key};
 
 use super::types::{ClusterChange, LoopMessage};
 
@@ -135,6 +137,105 @@ pub fn spawn_pod_groups(
     })
 }
 
+/// The kind the PodDisruptionBudget watch names in [`ClusterChange::Listed`]; scheduling
+/// waits for its first list, as upstream waits for its informers to sync, so no
+/// preemption picks victims before the budgets protecting them are known.
+pub const DISRUPTION_BUDGETS_KIND: &str = "poddisruptionbudgets";
+
+/// Starts the policy/v1 PodDisruptionBudget watch (all namespaces) that keeps `budgets`
+/// current for DefaultPreemption. Budget changes requeue no pod (upstream's preemption
+/// registers no PodDisruptionBudget event); the loop hears of the first list only.
+pub fn spawn_disruption_budgets(
+    client: Client,
+    budgets: Arc<DisruptionBudgets>,
+    tx: UnboundedSender<LoopMessage>,
+) -> tokio::task::JoinHandle<()> {
+    let stream = watcher(
+        Api::<PodDisruptionBudget>::all(client),
+        watcher::Config::default(),
+    );
+    tokio::spawn(keep_disruption_budgets(stream, budgets, tx))
+}
+
+/// Applies the PodDisruptionBudget watch to `budgets`: a relist replaces what the watch
+/// knew (budgets it no longer has were deleted while the watch was down), a delete
+/// forgets. Returns when the loop is gone.
+async fn keep_disruption_budgets(
+    stream: impl Stream<Item = Result<Event<PodDisruptionBudget>, watcher::Error>> + Send,
+    budgets: Arc<DisruptionBudgets>,
+    tx: UnboundedSender<LoopMessage>,
+) {
+    // `namespace/name` -> a stub standing for the budget in a delete.
+    let mut known: HashMap<String, PodDisruptionBudget> = HashMap::new();
+    let mut listing: Option<HashMap<String, PodDisruptionBudget>> = None;
+    let mut synced = false;
+    let mut stream = std::pin::pin!(stream);
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(Event::Init) => listing = Some(HashMap::new()),
+            Ok(Event::InitApply(budget)) => {
+                if let Some(listed) = listing.as_mut() {
+                    listed.insert(object_key(&budget), stub(&budget));
+                }
+                budgets.apply(budget);
+            }
+            Ok(Event::InitDone) => {
+                let listed = listing.take().unwrap_or_default();
+                known
+                    .iter()
+                    .filter(|(key, _)| !listed.contains_key(*key))
+                    .for_each(|(_, gone)| budgets.delete(gone));
+                debug!(
+                    kind = DISRUPTION_BUDGETS_KIND,
+                    budgets = listed.len(),
+                    "listed"
+                );
+                known = listed;
+                if !synced {
+                    synced = true;
+                    let change = ClusterChange::Listed {
+                        kind: DISRUPTION_BUDGETS_KIND,
+                        keys: HashSet::new(),
+                    };
+                    if tx.send(LoopMessage::Cluster(change)).is_err() {
+                        return;
+                    }
+                }
+            }
+            Ok(Event::Apply(budget)) => {
+                known.insert(object_key(&budget), stub(&budget));
+                budgets.apply(budget);
+            }
+            Ok(Event::Delete(budget)) => {
+                known.remove(&object_key(&budget));
+                budgets.delete(&budget);
+            }
+            Err(error) => warn!(%error, "PodDisruptionBudget watch failed; retrying"),
+        }
+        if tx.is_closed() {
+            return;
+        }
+    }
+}
+
+/// `namespace/name` of a namespaced object.
+fn object_key<K: Resource>(object: &K) -> String {
+    format!(
+        "{}/{}",
+        object.meta().namespace.as_deref().unwrap_or_default(),
+        object.meta().name.as_deref().unwrap_or_default()
+    )
+}
+
+/// The name and namespace of `budget`, all [`DisruptionBudgets::delete`] needs: a relist
+/// need not keep whole copies of what it saw.
+fn stub(budget: &PodDisruptionBudget) -> PodDisruptionBudget {
+    let mut stub = PodDisruptionBudget::default();
+    stub.metadata.namespace = budget.metadata.namespace.clone();
+    stub.metadata.name = budget.metadata.name.clone();
+    stub
+}
+
 /// Applies one workload watch to `workloads`. Objects deleted while the watch was down
 /// are removed when the relist completes.
 async fn keep<K: kube::Resource + Clone>(
@@ -143,13 +244,7 @@ async fn keep<K: kube::Resource + Clone>(
     apply: fn(&Workloads, &K),
     delete: fn(&Workloads, &K),
 ) {
-    let key = |o: &K| {
-        format!(
-            "{}/{}",
-            o.meta().namespace.as_deref().unwrap_or_default(),
-            o.meta().name.as_deref().unwrap_or_default()
-        )
-    };
+    let key = object_key::<K>;
     let mut known: HashMap<String, K> = HashMap::new();
     let mut listing: Option<Vec<K>> = None;
     let mut stream = std::pin::pin!(stream);
@@ -248,6 +343,122 @@ async fn forward<K>(
         };
         if tx.send(LoopMessage::Cluster(change)).is_err() {
             return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::stream;
+    use serde_json::json;
+    use tokio::sync::mpsc;
+
+    fn budget(namespace: &str, name: &str, min_available: i32) -> PodDisruptionBudget {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"minAvailable": min_available},
+        }))
+        .expect("a PodDisruptionBudget")
+    }
+
+    #[tokio::test]
+    async fn disruption_budget_watch_keeps_the_lister() {
+        use Event::{Apply, Delete, Init, InitApply, InitDone};
+        // (case, watch events, budgets held as namespace/name=minAvailable, first lists
+        // the loop is told of)
+        type Case = (
+            &'static str,
+            Vec<Event<PodDisruptionBudget>>,
+            Vec<&'static str>,
+            usize,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "the first list fills the lister and is reported once",
+                vec![
+                    Init,
+                    InitApply(budget("apps", "web", 2)),
+                    InitApply(budget("batch", "jobs", 1)),
+                    InitDone,
+                ],
+                vec!["apps/web=2", "batch/jobs=1"],
+                1,
+            ),
+            (
+                "watch events add, replace and forget budgets",
+                vec![
+                    Init,
+                    InitApply(budget("apps", "web", 2)),
+                    InitDone,
+                    Apply(budget("apps", "db", 1)),
+                    Apply(budget("apps", "web", 3)),
+                    Delete(budget("apps", "db", 1)),
+                ],
+                vec!["apps/web=3"],
+                1,
+            ),
+            (
+                "a relist forgets budgets deleted while the watch was down",
+                vec![
+                    Init,
+                    InitApply(budget("apps", "web", 2)),
+                    InitApply(budget("apps", "db", 1)),
+                    InitDone,
+                    Apply(budget("batch", "jobs", 1)),
+                    Init,
+                    InitApply(budget("apps", "db", 4)),
+                    InitDone,
+                ],
+                vec!["apps/db=4"],
+                1,
+            ),
+            (
+                "a budget with the same name in another namespace is another budget",
+                vec![
+                    Init,
+                    InitApply(budget("apps", "web", 2)),
+                    InitApply(budget("batch", "web", 5)),
+                    InitDone,
+                    Delete(budget("apps", "web", 2)),
+                ],
+                vec!["batch/web=5"],
+                1,
+            ),
+            ("no list yet: not synced", vec![Init], vec![], 0),
+        ];
+        for (name, events, held, lists) in cases {
+            let budgets = Arc::new(DisruptionBudgets::new());
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            keep_disruption_budgets(
+                stream::iter(events.into_iter().map(Ok)),
+                budgets.clone(),
+                tx,
+            )
+            .await;
+            let got: Vec<String> = budgets
+                .list()
+                .iter()
+                .map(|b| {
+                    let min = b.spec.as_ref().and_then(|s| s.min_available.clone());
+                    let min = match min {
+                        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n)) => {
+                            n.to_string()
+                        }
+                        other => format!("{other:?}"),
+                    };
+                    format!("{}={min}", object_key(b.as_ref()))
+                })
+                .collect();
+            assert_eq!(got, held, "{name}");
+            let mut told = Vec::new();
+            while let Ok(message) = rx.try_recv() {
+                told.push(match message {
+                    LoopMessage::Cluster(ClusterChange::Listed { kind, .. }) => kind.to_string(),
+                    other => format!("{other:?}"),
+                });
+            }
+            assert_eq!(told, vec![DISRUPTION_BUDGETS_KIND; lists], "{name}");
         }
     }
 }

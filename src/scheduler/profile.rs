@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::cluster::{PodGroups, Volumes, Workloads};
+use crate::cluster::{DisruptionBudgets, PodGroups, Volumes, Workloads};
 use crate::framework::{
     Binder, Clock, Framework, Handle, Nominator, Observer, Parallelizer, PluginError, PluginHealth,
     Registry, ResolvedProfile, VolumeWriter,
@@ -30,6 +30,8 @@ pub struct ProfileServices {
     pub pod_groups: Arc<PodGroups>,
     /// Storage objects, for the volume plugins.
     pub volumes: Arc<Volumes>,
+    /// PodDisruptionBudgets, for preemption.
+    pub disruption_budgets: Arc<DisruptionBudgets>,
     /// Records extension-point timings of every instance (metrics), if any.
     pub observer: Option<Arc<dyn Observer>>,
 }
@@ -53,6 +55,7 @@ impl ProfileServices {
             .workloads(self.workloads.clone())
             .pod_groups(self.pod_groups.clone())
             .volumes(self.volumes.clone())
+            .disruption_budgets(self.disruption_budgets.clone())
             .health(health)
             .build();
         let framework = Framework::new(scheduler_name, resolved, registry, handle)?;

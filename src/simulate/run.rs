@@ -322,6 +322,7 @@ async fn simulate_on(
         workloads: Arc::new(workloads(&input)),
         pod_groups,
         volumes: volumes.clone(),
+        disruption_budgets: Default::default(),
         observer: None,
     };
     let health = add_profiles(&mut scheduler, profiles, registry, &services)?;
