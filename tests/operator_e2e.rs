@@ -25,6 +25,8 @@ mod leader;
 mod lifecycle;
 #[path = "operator_e2e/metrics.rs"]
 mod metrics;
+#[path = "operator_e2e/preemption.rs"]
+mod preemption;
 #[path = "operator_e2e/preemption_calls.rs"]
 mod preemption_calls;
 #[path = "operator_e2e/scheduling.rs"]

@@ -246,6 +246,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
             shutdown: shutdown_rx,
         },
         metrics,
+        preemption::PreemptionExecutor::new(client.clone(), config.lease.identity.clone()),
     );
     let loop_task = tokio::spawn(scheduling.run());
     info!(identity = %config.lease.identity, leader_elect = config.leader_elect, "berth is running");

@@ -42,6 +42,9 @@ use rand::Rng;
 use serde_json::{Value, json};
 use tracing::Instrument;
 
+use crate::framework::Preemption;
+pub use crate::framework::Victim;
+
 /// The condition upstream sets on a victim before deleting it.
 pub const DISRUPTION_TARGET: &str = "DisruptionTarget";
 /// The reason of that condition.
@@ -71,14 +74,6 @@ pub const DEFAULT_BACKOFF: Backoff = Backoff {
     jitter: 0.1,
 };
 
-/// A pod a preemption removes.
-#[derive(Debug, Clone)]
-pub struct Victim {
-    pub pod: Arc<Pod>,
-    /// Held at Permit: the scheduler rejects it in memory, so no API call is made on it.
-    pub waiting: bool,
-}
-
 /// Makes the API calls of preemptions; cheap to clone (one per spawned preemption).
 #[derive(Clone)]
 pub struct PreemptionExecutor {
@@ -106,6 +101,17 @@ impl PreemptionExecutor {
     pub fn with_backoff(mut self, backoff: Backoff) -> PreemptionExecutor {
         self.backoff = backoff;
         self
+    }
+
+    /// Carries out what the scheduler decided ([`Preemption`]); see [`Self::run_preemption`].
+    pub async fn run(&self, preemption: &Preemption) -> bool {
+        self.run_preemption(
+            &preemption.preemptor,
+            &preemption.node,
+            &preemption.victims,
+            &preemption.cleared_nominations,
+        )
+        .await
     }
 
     /// Upstream's asynchronous preemption for `preemptor` nominated to `node`: clears the

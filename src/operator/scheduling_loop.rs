@@ -15,9 +15,15 @@
 //! plugin calls (metrics queries at PreFilter and PreScore) run as they would anywhere
 //! else; a thread of the loop's own would need a second runtime for them.
 //!
-//! Losing the Lease stops new cycles at once; bindings already in flight finish (the
-//! Binding subresource guarantees a pod is bound at most once). On shutdown the loop
-//! stops scheduling, waits for in-flight bindings and returns.
+//! A preemption decided in a cycle ([`crate::framework::Preemption`]) is carried out by
+//! its own task too ([`PreemptionExecutor`]), off the loop as upstream's asynchronous
+//! preemption; its end is handed back to the scheduler, which retries the preemptor at
+//! once when an API call failed.
+//!
+//! Losing the Lease stops new cycles at once; bindings and preemptions already in flight
+//! finish (the Binding subresource guarantees a pod is bound at most once). On shutdown
+//! the loop stops scheduling, waits for in-flight bindings and returns; a preemption still
+//! running is cut short, and the preemptor keeps its nomination for the next leader.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -34,6 +40,7 @@ use crate::scheduler::{
     AttemptReport, BindingResult, CycleOutput, Outcome, Scheduler, SchedulerOptions,
 };
 
+use super::preemption::PreemptionExecutor;
 use super::storage::STORAGE_KINDS;
 use super::types::{ClusterChange, LoopMessage, ProfileCommand, SchedulingReport};
 
@@ -70,12 +77,21 @@ pub struct SchedulingLoop {
     namespaces: HashSet<String>,
     listed: HashSet<&'static str>,
     bindings: JoinSet<(BindingResult, Instant)>,
+    executor: PreemptionExecutor,
+    /// Preemptions being carried out: the preemptor's key and whether every call
+    /// succeeded.
+    preemptions: JoinSet<(String, bool)>,
     last_unschedulable_flush: Instant,
     last_gauges: Instant,
 }
 
 impl SchedulingLoop {
-    pub fn new(options: SchedulerOptions, channels: LoopChannels, metrics: Arc<Metrics>) -> Self {
+    pub fn new(
+        options: SchedulerOptions,
+        channels: LoopChannels,
+        metrics: Arc<Metrics>,
+        executor: PreemptionExecutor,
+    ) -> Self {
         let now = options.clock.now();
         SchedulingLoop {
             scheduler: Scheduler::new(options),
@@ -86,6 +102,8 @@ impl SchedulingLoop {
             namespaces: HashSet::new(),
             listed: HashSet::new(),
             bindings: JoinSet::new(),
+            executor,
+            preemptions: JoinSet::new(),
             last_unschedulable_flush: now,
             last_gauges: now,
         }
@@ -106,6 +124,9 @@ impl SchedulingLoop {
             }
             while let Some(done) = self.bindings.try_join_next() {
                 self.binding_done(done).await;
+            }
+            while let Some(done) = self.preemptions.try_join_next() {
+                self.preemption_done(done);
             }
             if *self.channels.shutdown.borrow() && self.bindings.is_empty() {
                 info!("scheduling loop stopped");
@@ -150,6 +171,9 @@ impl SchedulingLoop {
             },
             Some(done) = self.bindings.join_next(), if !self.bindings.is_empty() => {
                 self.binding_done(done).await;
+            }
+            Some(done) = self.preemptions.join_next(), if !self.preemptions.is_empty() => {
+                self.preemption_done(done);
             }
             _ = clock.sleep_until(wake) => {
                 let now = clock.now();
@@ -362,7 +386,32 @@ impl SchedulingLoop {
         }
     }
 
-    async fn report(&mut self, report: AttemptReport, start: Instant) {
+    /// A preemption task ended: the scheduler stops holding its preemptor back, and
+    /// retries it at once if a call failed.
+    fn preemption_done(&mut self, done: Result<(String, bool), tokio::task::JoinError>) {
+        match done {
+            Ok((preemptor, succeeded)) => {
+                self.scheduler.complete_preemption(&preemptor, succeeded);
+            }
+            Err(error) => warn!(%error, "preemption task failed"),
+        }
+    }
+
+    async fn report(&mut self, mut report: AttemptReport, start: Instant) {
+        if let Some(preemption) = report.preemption.take() {
+            debug!(
+                pod = %pod_name(&report.pod),
+                node = %preemption.node,
+                victims = preemption.victims.len(),
+                "preempting"
+            );
+            let executor = self.executor.clone();
+            let preemptor = preemption.preemptor_key();
+            self.preemptions.spawn(async move {
+                let succeeded = executor.run(&preemption).await;
+                (preemptor, succeeded)
+            });
+        }
         let result = match &report.outcome {
             Outcome::Scheduled { .. } => AttemptResult::Scheduled,
             Outcome::Unschedulable { .. } => AttemptResult::Unschedulable,
@@ -379,8 +428,7 @@ impl SchedulingLoop {
             pod: report.pod.pod.clone(),
             scheduler_name: report.scheduler_name,
             outcome: report.outcome,
-            // from AttemptReport.nominating
-            nominating: None,
+            nominating: report.nominating,
         };
         if let Err(error) = self.channels.reports.try_send(message) {
             warn!(%error, "report dropped: the reporter is behind");

@@ -1,0 +1,235 @@
+//! Preemption live: `berth run` evicts lower-priority pods for a pending pod that fits
+//! nowhere, nominates it, and binds it once its victim is gone (issue: "victims get
+//! DisruptionTarget and are deleted, the preemptor is nominated and then bound, events are
+//! written, nothing else is deleted; an API failure during eviction leaves no pod bound
+//! twice and the preemptor retried").
+//!
+//! The victims carry a finalizer, as a kubelet's graceful termination would keep them:
+//! a deleted victim stays, terminating, until the test lets it go, so what berth wrote on
+//! it can be read and the preemptor can be seen waiting for it.
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Patch, PatchParams};
+use serde_json::{Value, json};
+use test_apiserver::Fault;
+
+use crate::harness::{Berth, BerthOptions, Cluster, WAIT, eventually, node, profile};
+
+const SCHEDULER: &str = "preempting";
+const FINALIZER: &str = "test.berth.dev/keep";
+
+/// A pod of `priority` requesting `cpu`; bound to `node` when given, kept after deletion
+/// until [`release`].
+fn pod(name: &str, priority: i32, cpu: &str, node: Option<&str>) -> Value {
+    let mut spec = json!({
+        "schedulerName": SCHEDULER,
+        "priority": priority,
+        "containers": [{
+            "name": "main",
+            "image": "registry.k8s.io/pause:3.10",
+            "resources": {"requests": {"cpu": cpu, "memory": "100Mi"}},
+        }],
+    });
+    if let Some(node) = node {
+        spec["nodeName"] = node.into();
+    }
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "finalizers": [FINALIZER]},
+        "spec": spec,
+    })
+}
+
+/// Lets a deleted pod go (the kubelet finished its termination).
+async fn release(cluster: &Cluster, name: &str) {
+    cluster
+        .pods()
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("releasing {name}: {e}"));
+}
+
+fn is_terminating(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+}
+
+fn disruption_target(pod: &Pod) -> Option<(String, String, String)> {
+    let conditions = pod.status.as_ref()?.conditions.as_ref()?;
+    let c = conditions.iter().find(|c| c.type_ == "DisruptionTarget")?;
+    Some((
+        c.status.clone(),
+        c.reason.clone().unwrap_or_default(),
+        c.message.clone().unwrap_or_default(),
+    ))
+}
+
+fn nominated_node(pod: &Pod) -> Option<String> {
+    pod.status.as_ref()?.nominated_node_name.clone()
+}
+
+/// One 2-cpu node full with two priority-0 pods of 1 cpu; the preemptor (priority 1000,
+/// 1 cpu) and a bystander on another full node whose pod has the preemptor's priority.
+async fn full_cluster(cluster: &Cluster) {
+    cluster.create_node(node("node-a", "2", "4Gi")).await;
+    cluster.create_node(node("node-b", "1", "4Gi")).await;
+    for victim in ["low-1", "low-2"] {
+        cluster
+            .create_pod(pod(victim, 0, "1", Some("node-a")))
+            .await;
+    }
+    cluster
+        .create_pod(pod("peer", 1000, "1", Some("node-b")))
+        .await;
+}
+
+/// The victim berth chose: the one of `low-1`, `low-2` that is terminating (exactly one).
+async fn wait_victim(cluster: &Cluster) -> (String, Pod) {
+    eventually("one low-priority pod is being evicted", WAIT, || async {
+        let mut terminating = Vec::new();
+        for name in ["low-1", "low-2", "peer"] {
+            let p = cluster.pod(name).await;
+            if is_terminating(&p) {
+                terminating.push((name.to_string(), p));
+            }
+        }
+        match terminating.len() {
+            1 => Ok(terminating.remove(0)),
+            _ => Err(format!(
+                "terminating: {:?}",
+                terminating.iter().map(|(n, _)| n).collect::<Vec<_>>()
+            )),
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_high_priority_pod_evicts_one_victim_is_nominated_and_binds() {
+    let cluster = Cluster::start().await;
+    full_cluster(&cluster).await;
+    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
+    berth.wait_ready().await;
+    cluster.create_profile(profile(SCHEDULER, json!({}))).await;
+    cluster.wait_profile_ready(SCHEDULER, WAIT).await;
+
+    let preemptor = cluster.create_pod(pod("preemptor", 1000, "1", None)).await;
+    let uid = preemptor.metadata.uid.clone().unwrap_or_default();
+
+    let (victim, terminating) = wait_victim(&cluster).await;
+    assert_eq!(
+        disruption_target(&terminating),
+        Some((
+            "True".to_string(),
+            "PreemptionByScheduler".to_string(),
+            format!("{SCHEDULER}: preempting to accommodate a higher priority pod"),
+        )),
+        "{victim}'s DisruptionTarget condition"
+    );
+    let preempted = eventually("a Preempted event on the victim", WAIT, || async {
+        let events = cluster.events_for(&victim).await;
+        events
+            .iter()
+            .find(|e| e.reason.as_deref() == Some("Preempted"))
+            .cloned()
+            .ok_or_else(|| format!("{events:?}"))
+    })
+    .await;
+    assert_eq!(preempted.type_.as_deref(), Some("Normal"));
+    assert_eq!(preempted.action.as_deref(), Some("Preempting"));
+    assert_eq!(
+        preempted.note.as_deref(),
+        Some(format!("Preempted by pod {uid} on node node-a").as_str())
+    );
+    assert_eq!(
+        preempted.related.as_ref().and_then(|r| r.name.as_deref()),
+        Some("preemptor")
+    );
+
+    // Nominated, and waiting while the victim terminates.
+    let nominated = eventually("the preemptor is nominated", WAIT, || async {
+        let p = cluster.pod("preemptor").await;
+        nominated_node(&p).ok_or_else(|| format!("{:?}", p.status))
+    })
+    .await;
+    assert_eq!(nominated, "node-a");
+    let scheduled = cluster.pod("preemptor").await;
+    let condition = scheduled
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .expect("the preempting attempt is reported");
+    assert_eq!(
+        condition.message.as_deref(),
+        Some("0/2 nodes are available: 2 Insufficient cpu."),
+        "a preemption that succeeded adds nothing to the message"
+    );
+    cluster.assert_stay_unbound(&["preemptor"], WAIT / 10).await;
+
+    release(&cluster, &victim).await;
+    let bound = cluster.wait_bound(&["preemptor"], WAIT).await;
+    assert_eq!(bound["preemptor"], "node-a");
+
+    // Nothing else was deleted, and every pod was bound at most once.
+    let survivor = if victim == "low-1" { "low-2" } else { "low-1" };
+    for name in [survivor, "peer"] {
+        assert!(
+            !is_terminating(&cluster.pod(name).await),
+            "{name} was not a victim"
+        );
+    }
+    assert!(
+        cluster.successful_bindings().values().all(|&n| n == 1),
+        "{:?}",
+        cluster.successful_bindings()
+    );
+    berth.assert_running();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_eviction_retries_the_preemptor_and_binds_it_once() {
+    let cluster = Cluster::start().await;
+    full_cluster(&cluster).await;
+    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
+    berth.wait_ready().await;
+    cluster.create_profile(profile(SCHEDULER, json!({}))).await;
+    cluster.wait_profile_ready(SCHEDULER, WAIT).await;
+
+    // The first two deletions of a pod fail: the first preemption fails, the preemptor
+    // is retried at once and preempts again.
+    cluster.server.inject_fault(Fault {
+        verb: Some("delete".into()),
+        resource: Some("pods".into()),
+        count: 2,
+        status: 500,
+        message: "injected 500".into(),
+    });
+    cluster.create_pod(pod("preemptor", 1000, "1", None)).await;
+
+    let (victim, _) = wait_victim(&cluster).await;
+    let deletes = cluster
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb == "delete" && r.resource == "pods")
+        .count();
+    assert!(
+        deletes >= 3,
+        "two failed deletions, then the one that worked: {deletes}"
+    );
+    release(&cluster, &victim).await;
+    let bound = cluster.wait_bound(&["preemptor"], WAIT).await;
+    assert_eq!(bound["preemptor"], "node-a");
+    assert!(
+        cluster.successful_bindings().values().all(|&n| n == 1),
+        "{:?}",
+        cluster.successful_bindings()
+    );
+    berth.assert_running();
+}
