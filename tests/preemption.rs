@@ -118,7 +118,7 @@ async fn preempting_attempt(scheduler: &mut Scheduler, name: &str) -> Preemption
         Some("node"),
         "{name}"
     );
-    report.preemption.expect("evictions to carry out")
+    *report.preemption.expect("evictions to carry out")
 }
 
 /// upstream "basic: async preemption happens expectedly", and TestPreEnqueue: while the

@@ -121,7 +121,7 @@ pub struct AttemptReport {
     pub nominating: Option<String>,
     /// Evictions to carry out (preemption); the adapter reports their end through
     /// [`Scheduler::complete_preemption`].
-    pub preemption: Option<Preemption>,
+    pub preemption: Option<Box<Preemption>>,
 }
 
 /// What [`Scheduler::schedule_one`] produced.
@@ -581,7 +581,7 @@ impl Scheduler {
             outcome,
             diagnosis: failure.diagnosis,
             nominating: failure.nominating,
-            preemption: failure.preemption,
+            preemption: failure.preemption.map(Box::new),
         };
         // A pod bound meanwhile (it is in the cache) is not requeued; the queue itself
         // drops pods deleted while they were being scheduled.
