@@ -169,7 +169,7 @@ fn metadata_lines_carry_upstream_names_types_and_help() {
     // Families without series are not exported at all, as with upstream's client.
     assert_eq!(
         metrics.encode().matches("# TYPE").count(),
-        2,
+        4,
         "only the unlabelled ones"
     );
     metrics.schedule_attempt("p", AttemptResult::Scheduled, ms(1));
@@ -192,6 +192,10 @@ fn metadata_lines_carry_upstream_names_types_and_help() {
         "# TYPE scheduler_pod_scheduling_sli_duration_seconds histogram",
         "# HELP scheduler_framework_extension_point_duration_seconds Latency for running all plugins of a specific extension point.",
         "# TYPE scheduler_framework_extension_point_duration_seconds histogram",
+        "# HELP scheduler_preemption_attempts Total preemption attempts in the cluster till now.",
+        "# TYPE scheduler_preemption_attempts counter",
+        "# HELP scheduler_preemption_victims Number of selected preemption victims.",
+        "# TYPE scheduler_preemption_victims histogram",
         "# TYPE berth_binding_duration_seconds histogram",
         "# TYPE berth_profile_reconcile counter",
         "# TYPE berth_profile_reconcile_duration_seconds histogram",
@@ -205,6 +209,32 @@ fn metadata_lines_carry_upstream_names_types_and_help() {
         );
     }
     assert!(text.ends_with("# EOF\n"), "OpenMetrics text ends in # EOF");
+}
+
+/// upstream counts a preemption attempt each time PostFilter runs, and observes the
+/// number of victims of each preemption in buckets 1, 2, 4, ..., 64.
+#[test]
+fn preemption_attempts_and_victims() {
+    let metrics = Metrics::new();
+    metrics.extension_point("p", ExtensionPoint::PostFilter, Code::Success, ms(1));
+    metrics.extension_point("p", ExtensionPoint::PostFilter, Code::Unschedulable, ms(1));
+    metrics.extension_point("p", ExtensionPoint::Filter, Code::Unschedulable, ms(1));
+    metrics.preemption_victims(3);
+    let text = metrics.encode();
+    assert_sample(&text, "scheduler_preemption_attempts_total", "2");
+    assert_sample(&text, "scheduler_preemption_victims_count", "1");
+    assert_sample(&text, "scheduler_preemption_victims_sum", "3.0");
+    let bounds: Vec<String> = text
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("scheduler_preemption_victims_bucket{le=\"")?;
+            Some(rest.split_once('"')?.0.to_string())
+        })
+        .collect();
+    assert_eq!(
+        bounds,
+        with_inf(&["1.0", "2.0", "4.0", "8.0", "16.0", "32.0", "64.0"])
+    );
 }
 
 #[test]

@@ -189,6 +189,8 @@ pub struct Metrics {
     reconcile_duration: Histogram,
     profile_condition: Family<ConditionLabels, Gauge>,
     leader: Gauge,
+    preemption_attempts: Counter,
+    preemption_victims: Histogram,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -214,6 +216,11 @@ fn extension_point_buckets() -> Histogram {
 fn binding_buckets() -> Histogram {
     attempt_buckets()
 }
+/// "We think #victims>64 is pretty rare, therefore [64, +Inf) is considered a single
+/// bucket."
+fn victims_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 2.0, 7))
+}
 /// No upstream counterpart; the buckets of kube-rs's controller-rs reconcile histogram.
 fn reconcile_buckets() -> Histogram {
     Histogram::new([0.01, 0.1, 0.25, 0.5, 1.0, 5.0, 15.0, 60.0])
@@ -234,6 +241,8 @@ impl Metrics {
             reconcile_duration: reconcile_buckets(),
             profile_condition: Family::default(),
             leader: Gauge::default(),
+            preemption_attempts: Counter::default(),
+            preemption_victims: victims_buckets(),
         };
         Arc::new(metrics.registered())
     }
@@ -273,6 +282,16 @@ impl Metrics {
             "scheduler_framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point",
             self.extension_point_duration.clone(),
+        );
+        r.register(
+            "scheduler_preemption_attempts",
+            "Total preemption attempts in the cluster till now",
+            self.preemption_attempts.clone(),
+        );
+        r.register(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims",
+            self.preemption_victims.clone(),
         );
         r.register(
             "berth_binding_duration_seconds",
@@ -323,6 +342,11 @@ impl Metrics {
             })
         });
         Arc::clone(entry)
+    }
+
+    /// A preemption chose `victims` pods to evict.
+    pub fn preemption_victims(&self, victims: usize) {
+        self.preemption_victims.observe(victims as f64);
     }
 
     /// One scheduling attempt (scheduling cycle plus, when scheduled, binding), as
@@ -505,6 +529,10 @@ impl Metrics {
 /// name and observes, without allocating.
 impl Observer for Metrics {
     fn extension_point(&self, profile: &str, point: ExtensionPoint, code: Code, elapsed: Duration) {
+        if point == ExtensionPoint::PostFilter {
+            // Upstream counts an attempt each time a fit error runs the PostFilter plugins.
+            self.preemption_attempts.inc();
+        }
         let entry = self.profile(profile);
         let (code_index, status) = code_slot(code);
         let point_index = ExtensionPoint::ALL.iter().position(|p| *p == point);

@@ -405,6 +405,7 @@ impl SchedulingLoop {
                 victims = preemption.victims.len(),
                 "preempting"
             );
+            self.metrics.preemption_victims(preemption.victims.len());
             let executor = self.executor.clone();
             let preemptor = preemption.preemptor_key();
             self.preemptions.spawn(async move {
