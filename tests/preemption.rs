@@ -174,8 +174,8 @@ async fn the_preemptor_waits_for_its_evictions_then_binds_on_the_nominated_node(
     );
 }
 
-/// upstream's executor on an API failure: the preemptor is activated and tried again at
-/// once, and preempts again for the victims still there.
+/// An eviction failed: the preemptor's nomination is cleared and it is tried again at
+/// once (upstream activates it), and preempts again for the victims still there.
 #[tokio::test]
 async fn a_failed_eviction_retries_the_preemptor_at_once() {
     let (mut scheduler, _) = scheduler(&[("victim1", "2"), ("victim2", "2")]);
@@ -188,6 +188,11 @@ async fn a_failed_eviction_retries_the_preemptor_at_once() {
         Some(Placement::Unschedulable)
     );
     scheduler.complete_preemption("preemptor", false);
+    assert_eq!(
+        scheduler.nominator().nominated_node("preemptor"),
+        None,
+        "a failed eviction clears the nomination"
+    );
     assert_eq!(placement(&scheduler, "preemptor"), Some(Placement::Active));
     let again = preempting_attempt(&mut scheduler, "preemptor").await;
     assert_eq!(victim_names(&again), victim_names(&first));

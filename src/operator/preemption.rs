@@ -104,14 +104,22 @@ impl PreemptionExecutor {
     }
 
     /// Carries out what the scheduler decided ([`Preemption`]); see [`Self::run_preemption`].
+    /// When a call failed, the preemptor's own nomination is cleared before this returns
+    /// (the scheduler then drops it and retries the pod at once, which nominates it again
+    /// if preempting still helps).
     pub async fn run(&self, preemption: &Preemption) -> bool {
-        self.run_preemption(
-            &preemption.preemptor,
-            &preemption.node,
-            &preemption.victims,
-            &preemption.cleared_nominations,
-        )
-        .await
+        let succeeded = self
+            .run_preemption(
+                &preemption.preemptor,
+                &preemption.node,
+                &preemption.victims,
+                &preemption.cleared_nominations,
+            )
+            .await;
+        if !succeeded && let Err(error) = self.patch_nomination_away(&preemption.preemptor).await {
+            tracing::warn!(%error, "clearing the failed preemptor's nomination");
+        }
+        succeeded
     }
 
     /// Upstream's asynchronous preemption for `preemptor` nominated to `node`: clears the
@@ -219,6 +227,12 @@ impl PreemptionExecutor {
         if !nominated {
             return Ok(());
         }
+        self.patch_nomination_away(pod).await
+    }
+
+    /// Clears `pod`'s `status.nominatedNodeName` whatever the pod object says (the
+    /// nomination may be newer than the object).
+    async fn patch_nomination_away(&self, pod: &Pod) -> Result<(), String> {
         let patch = json!({"status": {"nominatedNodeName": null}});
         match self.patch_status(pod, &patch).await {
             Ok(()) => Ok(()),

@@ -619,11 +619,15 @@ impl Scheduler {
     }
 
     /// The adapter finished carrying out the preemption of `preemptor` (the key of
-    /// [`Preemption::preemptor`]). On failure the preemptor is tried again at once
-    /// (upstream activates it); either way, if DefaultPreemption's PreEnqueue held it, it
-    /// is admitted again if the hold is over.
+    /// [`Preemption::preemptor`]). On failure the preemptor loses its nomination (the
+    /// adapter clears its status too) and is tried again at once, as upstream activates
+    /// it; the retry nominates it again if preempting still helps. On success, if
+    /// DefaultPreemption's PreEnqueue held it, it is admitted again if the hold is over.
     pub fn complete_preemption(&mut self, preemptor: &str, succeeded: bool) {
         self.nominator.finish_preemption(preemptor);
+        if !succeeded {
+            self.nominator.delete(preemptor);
+        }
         let now = self.now();
         for profile in &mut self.profiles {
             if succeeded {

@@ -515,3 +515,40 @@ async fn berth_watches_pod_disruption_budgets_before_it_is_ready() {
     .await;
     berth.assert_running();
 }
+
+/// A preemption whose eviction failed clears its preemptor's nomination before the
+/// scheduler retries it; one that succeeded leaves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_preemption_clears_the_preemptors_nomination() {
+    for (case, failing, want_nomination) in [
+        ("delete fails", true, None),
+        ("succeeds", false, Some(NODE.to_string())),
+    ] {
+        let cluster = Cluster::start().await;
+        let executor = executor(&cluster).await;
+        preemptor(&cluster).await;
+        let preemptor =
+            patch_status(&cluster, "preemptor", json!({"nominatedNodeName": NODE})).await;
+        let victim = victim(&cluster, "victim1").await;
+        if failing {
+            cluster.server.inject_fault(fault("delete", "pods", 1, 500));
+        }
+        let preemption = berth::framework::Preemption {
+            preemptor: Arc::new(preemptor),
+            node: NODE.into(),
+            victims: vec![Victim {
+                pod: Arc::new(victim),
+                waiting: false,
+            }],
+            cleared_nominations: vec![],
+        };
+
+        assert_eq!(executor.run(&preemption).await, !failing, "{case}");
+        let nomination = cluster
+            .pod("preemptor")
+            .await
+            .status
+            .and_then(|s| s.nominated_node_name);
+        assert_eq!(nomination, want_nomination, "{case}");
+    }
+}
