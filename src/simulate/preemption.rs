@@ -11,6 +11,8 @@
 
 use std::collections::HashMap;
 
+use k8s_openapi::api::core::v1::Pod;
+
 use crate::cluster::pod_key;
 use crate::scheduler::{AttemptReport, Scheduler};
 
@@ -19,12 +21,16 @@ use super::budgets::SimulatedBudgets;
 /// A pod a preemption evicted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Eviction {
+    /// The scheduler's key of the evicted pod.
+    pub key: String,
     /// `namespace/name` of the evicted pod.
     pub pod: String,
     /// The node it was evicted from.
     pub node: String,
     /// `namespace/name` of the pod it made room for.
     pub preemptor: String,
+    /// The scheduler's key of the pod it made room for.
+    pub preemptor_key: String,
 }
 
 /// The preemptions of a simulation: evictions in the order they happened, and the
@@ -78,9 +84,11 @@ impl Preemptions {
             scheduler.on_pod_delete(&pod);
             budgets.evicted(&pod);
             self.evictions.push(Eviction {
-                pod: victim_key,
+                key: victim_key,
+                pod: namespaced_name(&pod),
                 node,
-                preemptor: preemption.preemptor_key(),
+                preemptor: namespaced_name(&preemption.preemptor),
+                preemptor_key: preemption.preemptor_key(),
             });
         }
         scheduler.complete_preemption(&preemption.preemptor_key(), true);
@@ -88,15 +96,24 @@ impl Preemptions {
 
     /// The eviction of the pod `key`, if a preemption evicted it.
     pub fn eviction_of(&self, key: &str) -> Option<&Eviction> {
-        self.evictions.iter().find(|e| e.pod == key)
+        self.evictions.iter().find(|e| e.key == key)
     }
 
     /// The pods evicted by the preemptions of the pod `key`, in eviction order.
     pub fn victims_of(&self, key: &str) -> Vec<String> {
         self.evictions
             .iter()
-            .filter(|e| e.preemptor == key)
+            .filter(|e| e.preemptor_key == key)
             .map(|e| e.pod.clone())
             .collect()
     }
+}
+
+/// `namespace/name`, as the report names pods.
+fn namespaced_name(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
 }
