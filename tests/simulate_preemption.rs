@@ -124,7 +124,11 @@ async fn a_lower_priority_pod_does_not_steal_the_nominated_room() {
     // 300m on a full 500m node: the two oldest running pods are reprieved.
     assert_eq!(
         sorted(report.evicted.clone()),
-        evicted(&["running-2", "running-3", "running-4"], "node1", "preemptor-pod")
+        evicted(
+            &["running-2", "running-3", "running-4"],
+            "node1",
+            "preemptor-pod"
+        )
     );
     for i in 0..5 {
         let row = pod(&report, &format!("pending-{i}"));

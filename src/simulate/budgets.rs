@@ -56,7 +56,11 @@ impl SimulatedBudgets {
                 .map(|pod| (pod_key(pod), pod.clone()))
                 .collect(),
         };
-        budgets.given.iter().cloned().for_each(|b| budgets.lister.apply(b));
+        budgets
+            .given
+            .iter()
+            .cloned()
+            .for_each(|b| budgets.lister.apply(b));
         budgets.refresh();
         budgets
     }
@@ -244,9 +248,27 @@ mod tests {
             ("minAvailable 2 of 2", Some(IntOrString::Int(2)), None, 2, 0),
             ("minAvailable 2 of 1", Some(IntOrString::Int(2)), None, 1, 0),
             ("minAvailable 2 of 5", Some(IntOrString::Int(2)), None, 5, 3),
-            ("minAvailable 50% of 5", Some(IntOrString::String("50%".into())), None, 5, 2),
-            ("maxUnavailable 1 of 3", None, Some(IntOrString::Int(1)), 3, 1),
-            ("maxUnavailable 30% of 5", None, Some(IntOrString::String("30%".into())), 5, 2),
+            (
+                "minAvailable 50% of 5",
+                Some(IntOrString::String("50%".into())),
+                None,
+                5,
+                2,
+            ),
+            (
+                "maxUnavailable 1 of 3",
+                None,
+                Some(IntOrString::Int(1)),
+                3,
+                1,
+            ),
+            (
+                "maxUnavailable 30% of 5",
+                None,
+                Some(IntOrString::String("30%".into())),
+                5,
+                2,
+            ),
             ("no pods", None, Some(IntOrString::Int(1)), 0, 0),
         ];
         for (name, min, max, pods, want) in cases {

@@ -30,10 +30,10 @@ use crate::scheduler::{
 };
 use crate::schema::ProfileValidator;
 
+use super::budgets::SimulatedBudgets;
 use super::clock::VirtualClock;
 use super::input::{ClusterInput, InputWarning, ProfileDocument, Source};
 use super::listers::{node_labels, volumes, workloads};
-use super::budgets::SimulatedBudgets;
 use super::outcomes::build_report;
 use super::preemption::Preemptions;
 use super::report::{DegradedPlugin, Report};
@@ -629,7 +629,13 @@ fn complete(
     simulated: &mut Simulated,
 ) -> Result<(), SimulateError> {
     let mut report = scheduler.complete_binding(result);
-    if let Outcome::Scheduled { node } = &report.outcome {
+    let evicted = simulated
+        .preemptions
+        .eviction_of(report.pod.key())
+        .is_some();
+    // A pod evicted while its binding was in flight stays deleted: its binding is not
+    // replayed (the cluster deletes the pod whether the bind lands before or after).
+    if let (Outcome::Scheduled { node }, false) = (&report.outcome, evicted) {
         // Replay the binding as the pod update an informer would deliver.
         let old = report.pod.pod.as_ref();
         let mut bound = old.clone();
