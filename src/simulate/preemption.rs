@@ -117,3 +117,95 @@ fn namespaced_name(pod: &Pod) -> String {
         pod.metadata.name.as_deref().unwrap_or_default()
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::cluster::PodInfo;
+    use crate::framework::{Preemption, Victim};
+    use crate::scheduler::{Outcome, SchedulerOptions};
+    use crate::testing::{make_node, make_pod};
+
+    use super::*;
+
+    fn pod(name: &str, node: Option<&str>) -> Pod {
+        let mut pod = make_pod()
+            .name(name)
+            .namespace("default")
+            .uid(name)
+            .req(&[("cpu", "1")])
+            .obj();
+        if let Some(node) = node {
+            pod.spec.get_or_insert_default().node_name = Some(node.to_string());
+        }
+        pod
+    }
+
+    /// upstream's TestPreemptWithPermitPlugin "waiting pod is not physically deleted upon
+    /// preemption": the bound victim leaves its node, the one held at Permit is not
+    /// evicted; the lower-priority nominee of the node loses its nomination.
+    #[test]
+    fn bound_victims_are_evicted_and_waiting_ones_are_not() {
+        let mut scheduler = Scheduler::new(SchedulerOptions::default());
+        let node = make_node()
+            .name("node")
+            .allocatable(&[("cpu", "4"), ("pods", "110")])
+            .obj();
+        scheduler.on_node_add(node).expect("node");
+        let running = pod("running-pod", Some("node"));
+        scheduler.on_pod_add(running.clone()).expect("running pod");
+        let preemptor = pod("preemptor", None);
+        let nominee = pod("nominee", None);
+        let mut preemptions = Preemptions::default();
+        preemptions
+            .nominated
+            .insert(pod_key(&nominee), "node".to_string());
+        let report = AttemptReport {
+            pod: Arc::new(PodInfo::new(preemptor.clone()).expect("pod")),
+            scheduler_name: "default-scheduler".to_string(),
+            attempts: 1,
+            outcome: Outcome::Unschedulable {
+                message: "0/1 nodes are available: 1 Insufficient cpu.".to_string(),
+            },
+            diagnosis: None,
+            nominating: Some("node".to_string()),
+            preemption: Some(Preemption {
+                preemptor: Arc::new(preemptor.clone()),
+                node: "node".to_string(),
+                victims: vec![
+                    Victim {
+                        pod: Arc::new(pod("waiting-pod", Some("node"))),
+                        waiting: true,
+                    },
+                    Victim {
+                        pod: Arc::new(running.clone()),
+                        waiting: false,
+                    },
+                ],
+                cleared_nominations: vec![Arc::new(nominee.clone())],
+            }),
+        };
+        let mut budgets = SimulatedBudgets::default();
+        preemptions.apply(&mut scheduler, &mut budgets, &report);
+        assert_eq!(
+            preemptions.evictions,
+            vec![Eviction {
+                key: pod_key(&running),
+                pod: "default/running-pod".to_string(),
+                node: "node".to_string(),
+                preemptor: "default/preemptor".to_string(),
+                preemptor_key: pod_key(&preemptor),
+            }]
+        );
+        assert!(scheduler.cache().get_pod(&pod_key(&running)).is_none());
+        assert_eq!(
+            preemptions.victims_of(&pod_key(&preemptor)),
+            vec!["default/running-pod"]
+        );
+        assert_eq!(
+            preemptions.nominated,
+            HashMap::from([(pod_key(&preemptor), "node".to_string())])
+        );
+    }
+}
