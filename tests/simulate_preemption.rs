@@ -113,7 +113,9 @@ async fn preemption_policy_never_never_evicts() {
 
 /// TestPreemptionStarvation (spec §7 example 9): the room the preemptor's victims freed
 /// is kept for it; the pending pods of lower priority, tried meanwhile, do not take it,
-/// and find no pod of lower priority than theirs to evict.
+/// and find no pod of lower priority than theirs to evict. The preemptor (priority 300)
+/// is tried first and backs off after preempting, so the medium pods' attempts all see
+/// the freed 300m.
 #[tokio::test]
 async fn a_lower_priority_pod_does_not_steal_the_nominated_room() {
     let report = run("preemption-starvation.yaml").await;
