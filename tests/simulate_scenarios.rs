@@ -65,7 +65,9 @@ fn required_anti_affinity_puts_one_replica_per_node_and_reports_the_rest() {
     assert_eq!(unschedulable.len(), 1, "{report}");
     assert_eq!(
         unschedulable[0]["message"],
-        "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
+        // The replicas are all of one priority: preemption finds no victim.
+        "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. \
+         preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     );
 }
 
@@ -164,8 +166,10 @@ fn a_pod_whose_volume_is_in_another_zone_than_its_node_selector_is_unschedulable
     assert_eq!(pod["result"], "Unschedulable", "{pod}");
     assert_eq!(
         pod["message"],
+        // Both rejections are UnschedulableAndUnresolvable: no eviction would help.
         "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, \
-         1 node(s) had volume node affinity conflict."
+         1 node(s) had volume node affinity conflict. \
+         preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     );
     let reasons = filter_reasons(pod);
     assert_eq!(

@@ -1,10 +1,13 @@
 //! `berth simulate`: the scheduling core run against a cluster read from YAML, with an
 //! in-memory binder. Everything it shows is what the live scheduler would do.
 
+pub mod budgets;
 pub mod clock;
 pub mod controllers;
 pub mod input;
 mod listers;
+mod outcomes;
+pub mod preemption;
 pub mod render;
 pub mod report;
 pub mod run;

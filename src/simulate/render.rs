@@ -24,7 +24,7 @@ pub fn render_table(report: &Report) -> String {
                     .clone()
                     .filter(|n| !n.is_empty())
                     .unwrap_or_else(|| "-".to_string()),
-                pod.message.clone(),
+                message_with_victims(pod),
             ]
         })
         .collect();
@@ -49,6 +49,20 @@ pub fn render_table(report: &Report) -> String {
         }
     }
     out
+}
+
+/// The pod's message, followed by the pods its preemptions evicted, e.g.
+/// `(evicted default/a, default/b)`.
+fn message_with_victims(pod: &PodReport) -> String {
+    if pod.victims.is_empty() {
+        return pod.message.clone();
+    }
+    let evicted = format!("(evicted {})", pod.victims.join(", "));
+    if pod.message.is_empty() {
+        evicted
+    } else {
+        format!("{} {evicted}", pod.message)
+    }
 }
 
 /// The per-node verdicts of one pod: feasibility, weighted scores, filter reasons.
@@ -128,7 +142,7 @@ pub fn render_json(report: &Report) -> Result<String, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::simulate::report::{DegradedPlugin, PluginScore, PodResult};
+    use crate::simulate::report::{DegradedPlugin, EvictedPod, PluginScore, PodResult};
 
     fn pod(name: &str, result: PodResult, node: Option<&str>, message: &str) -> PodReport {
         PodReport {
@@ -139,6 +153,8 @@ mod tests {
             node: node.map(String::from),
             message: message.to_string(),
             attempts: 1,
+            nominated_node: None,
+            victims: Vec::new(),
             nodes: None,
         }
     }
@@ -289,7 +305,64 @@ default/web-1    default-scheduler   Scheduled   node-a
                 reason: "MetricsUnavailable".to_string(),
                 message: "NetworkTraffic: cannot reach Prometheus at http://127.0.0.1:9: connection refused".to_string(),
             }],
+            ..Report::default()
         }
+    }
+
+    /// spec §7 example 1 as the report shows it: the preemptor bound on its nominated
+    /// node, the victim it evicted.
+    fn preemption_report() -> Report {
+        let preemptor = PodReport {
+            nominated_node: Some("node-b".to_string()),
+            victims: vec!["default/low-b2".to_string(), "default/low-b1".to_string()],
+            ..pod("critical", PodResult::Scheduled, Some("node-b"), "")
+        };
+        let victim = pod(
+            "low-b2",
+            PodResult::Preempted,
+            None,
+            "preempted by default/critical on node node-b",
+        );
+        Report {
+            pods: vec![preemptor, victim],
+            evicted: vec![EvictedPod {
+                pod: "default/low-b2".to_string(),
+                node: "node-b".to_string(),
+                preemptor: "default/critical".to_string(),
+            }],
+            ..Report::default()
+        }
+    }
+
+    #[test]
+    fn table_names_the_victims_in_the_message_column() {
+        let want = "\
+POD                PROFILE             RESULT      NODE     MESSAGE
+default/critical   default-scheduler   Scheduled   node-b   (evicted default/low-b2, default/low-b1)
+default/low-b2     default-scheduler   Preempted   -        preempted by default/critical on node node-b
+";
+        pretty_assertions::assert_eq!(render_table(&preemption_report()), want);
+    }
+
+    #[test]
+    fn json_carries_nominations_victims_and_evictions() {
+        let json: serde_json::Value = render_json(&preemption_report())
+            .ok()
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default();
+        assert_eq!(json["pods"][0]["nominatedNode"], "node-b");
+        assert_eq!(
+            json["pods"][0]["victims"],
+            serde_json::json!(["default/low-b2", "default/low-b1"])
+        );
+        assert_eq!(json["pods"][1]["result"], "Preempted");
+        assert!(json["pods"][1].get("victims").is_none(), "{json}");
+        assert!(json["pods"][1].get("nominatedNode").is_none(), "{json}");
+        assert_eq!(
+            json["evicted"],
+            serde_json::json!([{"pod": "default/low-b2", "node": "node-b",
+                "preemptor": "default/critical"}])
+        );
     }
 
     #[test]

@@ -14,6 +14,21 @@ pub struct Report {
     /// Prometheus did not answer), by profile; omitted when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub degraded: Vec<DegradedPlugin>,
+    /// Pods evicted by preemptions, in eviction order; omitted when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evicted: Vec<EvictedPod>,
+}
+
+/// A pod a preemption evicted from its node (deleted, in a cluster).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvictedPod {
+    /// `namespace/name`.
+    pub pod: String,
+    /// The node it ran on.
+    pub node: String,
+    /// `namespace/name` of the pod it made room for.
+    pub preemptor: String,
 }
 
 /// A plugin of a profile running in its documented fallback: what `berth run` reports as
@@ -40,6 +55,9 @@ pub enum PodResult {
     /// No profile serves the pod's `spec.schedulerName`: no scheduler of the simulation
     /// looked at it (in a cluster, another scheduler would, or the pod stays pending).
     NotServed,
+    /// The pod was scheduled, then evicted by the preemption of a higher-priority pod
+    /// (a cluster deletes it; its controller, if any, would create a replacement).
+    Preempted,
 }
 
 impl std::fmt::Display for PodResult {
@@ -50,6 +68,7 @@ impl std::fmt::Display for PodResult {
             PodResult::Waiting => "Waiting",
             PodResult::Error => "Error",
             PodResult::NotServed => "NotServed",
+            PodResult::Preempted => "Preempted",
         })
     }
 }
@@ -93,6 +112,15 @@ pub struct PodReport {
     pub message: String,
     /// Scheduling attempts made.
     pub attempts: u32,
+    /// The node of the pod's last nomination (its `status.nominatedNodeName`, decided by
+    /// its preemption), kept after it binds; absent when never nominated, or when the
+    /// nomination was cleared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nominated_node: Option<String>,
+    /// `namespace/name` of every pod the pod's preemptions evicted, in eviction order;
+    /// omitted when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub victims: Vec<String>,
     /// Per-node verdicts of the last attempt; present with `--explain`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nodes: Option<Vec<NodeReport>>,

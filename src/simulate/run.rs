@@ -30,10 +30,13 @@ use crate::scheduler::{
 };
 use crate::schema::ProfileValidator;
 
+use super::budgets::SimulatedBudgets;
 use super::clock::VirtualClock;
 use super::input::{ClusterInput, InputWarning, ProfileDocument, Source};
 use super::listers::{node_labels, volumes, workloads};
-use super::report::{DegradedPlugin, NodeReport, PluginScore, PodReport, PodResult, Report};
+use super::outcomes::build_report;
+use super::preemption::Preemptions;
+use super::report::{DegradedPlugin, Report};
 use super::storage::{InMemoryVolumeWriter, StorageEvents};
 
 /// The scheduler name pods get when they name none.
@@ -311,6 +314,7 @@ async fn simulate_on(
         nominator: Default::default(),
     });
     let volumes = Arc::new(volumes(&input));
+    let budgets = SimulatedBudgets::new(&input.pdbs, input.running_pods());
     let volume_writer = InMemoryVolumeWriter::new(volumes.clone(), node_labels(&input));
     let storage_events = volume_writer.events();
     let services = ProfileServices {
@@ -322,7 +326,7 @@ async fn simulate_on(
         workloads: Arc::new(workloads(&input)),
         pod_groups,
         volumes: volumes.clone(),
-        disruption_budgets: Default::default(),
+        disruption_budgets: budgets.lister(),
         observer: None,
     };
     let health = add_profiles(&mut scheduler, profiles, registry, &services)?;
@@ -358,8 +362,15 @@ async fn simulate_on(
             })?;
     }
 
-    let reports = run_with_storage(&mut scheduler, &clock, &mut (), &storage_events).await?;
-    let mut report = build_report(&pending, &served, &reports, options.explain);
+    let simulated =
+        run_with_storage(&mut scheduler, &clock, &mut (), &storage_events, budgets).await?;
+    let mut report = build_report(
+        &pending,
+        &served,
+        &simulated.reports,
+        &simulated.preemptions,
+        options.explain,
+    );
     report.degraded = degraded_plugins(&health);
     Ok((report, volumes))
 }
@@ -437,21 +448,37 @@ pub async fn run_to_completion(
     clock: &VirtualClock,
     observer: &mut dyn CycleObserver,
 ) -> Result<HashMap<String, AttemptReport>, SimulateError> {
-    run_with_storage(scheduler, clock, observer, &StorageEvents::default()).await
+    let storage = StorageEvents::default();
+    let budgets = SimulatedBudgets::default();
+    run_with_storage(scheduler, clock, observer, &storage, budgets)
+        .await
+        .map(|simulated| simulated.reports)
+}
+
+/// What the driver leaves: the last attempt of each pod, and what the simulated cluster
+/// did besides binding (see [`super::preemption`]).
+#[derive(Default)]
+pub struct Simulated {
+    pub reports: HashMap<String, AttemptReport>,
+    pub preemptions: Preemptions,
+    /// The PodDisruptionBudgets the preemptions read, kept current.
+    budgets: SimulatedBudgets,
 }
 
 /// [`run_to_completion`] for a cluster whose storage changes while it runs: the changes
 /// `storage` records (the simulated PV controller and provisioners at work, see
 /// [`super::storage`]) reach the scheduler as the storage events a watch would deliver,
-/// before each scheduling cycle.
+/// before each scheduling cycle. Preemptions are carried out as they are decided, over
+/// the PodDisruptionBudgets of `budgets` (whose lister the profiles' Handle reads).
 pub async fn run_with_storage(
     scheduler: &mut Scheduler,
     clock: &VirtualClock,
     observer: &mut dyn CycleObserver,
     storage: &StorageEvents,
-) -> Result<HashMap<String, AttemptReport>, SimulateError> {
+    budgets: SimulatedBudgets,
+) -> Result<Simulated, SimulateError> {
     tokio::task::LocalSet::new()
-        .run_until(drive(scheduler, clock, observer, storage))
+        .run_until(drive(scheduler, clock, observer, storage, budgets))
         .await
 }
 
@@ -460,8 +487,12 @@ async fn drive(
     clock: &VirtualClock,
     observer: &mut dyn CycleObserver,
     storage: &StorageEvents,
-) -> Result<HashMap<String, AttemptReport>, SimulateError> {
-    let mut reports: HashMap<String, AttemptReport> = HashMap::new();
+    budgets: SimulatedBudgets,
+) -> Result<Simulated, SimulateError> {
+    let mut simulated = Simulated {
+        budgets,
+        ..Simulated::default()
+    };
     let mut bindings = WaitingBindings::default();
     // Binding cycles that did not wait at Permit, run at once so that their cycle state
     // is released with the pod bound; their results are applied when the queues run dry,
@@ -474,13 +505,13 @@ async fn drive(
         while let Some(done) = bindings.tasks.try_join_next() {
             let result = joined(done)?;
             observer.binding_cycle(&result);
-            complete(scheduler, result, &mut reports)?;
+            complete(scheduler, result, &mut simulated)?;
         }
         let started = std::time::Instant::now();
         if let Some(output) = scheduler.schedule_one().await {
             observer.scheduling_cycle(started.elapsed(), &output);
             match output {
-                CycleOutput::Done(report) => record(scheduler, report, &mut reports),
+                CycleOutput::Done(report) => record(scheduler, report, &mut simulated),
                 CycleOutput::Binding(cycle) if cycle.is_waiting() => bindings.spawn(cycle),
                 CycleOutput::Binding(cycle) => {
                     // A cycle that waits (PreBind polling a volume binding on the clock)
@@ -495,14 +526,14 @@ async fn drive(
         }
         if !bound.is_empty() {
             for result in std::mem::take(&mut bound) {
-                complete(scheduler, result, &mut reports)?;
+                complete(scheduler, result, &mut simulated)?;
             }
             continue;
         }
         if let Some(done) = bindings.next(clock).await {
             let result = joined(done)?;
             observer.binding_cycle(&result);
-            complete(scheduler, result, &mut reports)?;
+            complete(scheduler, result, &mut simulated)?;
             continue;
         }
         match scheduler.next_backoff_expiry() {
@@ -513,7 +544,7 @@ async fn drive(
             None => break,
         }
     }
-    Ok(reports)
+    Ok(simulated)
 }
 
 fn joined(
@@ -595,10 +626,16 @@ const IO_RECHECK: std::time::Duration = std::time::Duration::from_millis(1);
 fn complete(
     scheduler: &mut Scheduler,
     result: BindingResult,
-    reports: &mut HashMap<String, AttemptReport>,
+    simulated: &mut Simulated,
 ) -> Result<(), SimulateError> {
     let mut report = scheduler.complete_binding(result);
-    if let Outcome::Scheduled { node } = &report.outcome {
+    let evicted = simulated
+        .preemptions
+        .eviction_of(report.pod.key())
+        .is_some();
+    // A pod evicted while its binding was in flight stays deleted: its binding is not
+    // replayed (the cluster deletes the pod whether the bind lands before or after).
+    if let (Outcome::Scheduled { node }, false) = (&report.outcome, evicted) {
         // Replay the binding as the pod update an informer would deliver.
         let old = report.pod.pod.as_ref();
         let mut bound = old.clone();
@@ -611,20 +648,20 @@ fn complete(
         // The report keeps the bound pod the cache holds rather than a second copy of
         // the pending one.
         if let Some(bound) = scheduler.cache().get_pod(report.pod.key()) {
+            simulated.budgets.bound(&bound.pod);
             report.pod = bound;
         }
     }
-    record(scheduler, report, reports);
+    record(scheduler, report, simulated);
     Ok(())
 }
 
-/// Keeps the latest report of the pod; a pod that failed its last allowed attempt is
-/// deleted so that nothing requeues it.
-fn record(
-    scheduler: &mut Scheduler,
-    report: AttemptReport,
-    reports: &mut HashMap<String, AttemptReport>,
-) {
+/// Keeps the latest report of the pod and carries out the preemption it decided; a pod
+/// that failed its last allowed attempt is deleted so that nothing requeues it.
+fn record(scheduler: &mut Scheduler, report: AttemptReport, simulated: &mut Simulated) {
+    simulated
+        .preemptions
+        .apply(scheduler, &mut simulated.budgets, &report);
     let key = report.pod.key().to_string();
     let gave_up =
         report.attempts >= MAX_ATTEMPTS && !matches!(report.outcome, Outcome::Scheduled { .. });
@@ -632,136 +669,5 @@ fn record(
         let pod = report.pod.clone();
         scheduler.on_pod_delete(&pod.pod);
     }
-    reports.insert(key, report);
-}
-
-/// One row per pending pod, in input order: a pod no profile serves is listed as
-/// [`PodResult::NotServed`] rather than left out, so no pod of the input vanishes.
-fn build_report(
-    pending: &[&Pod],
-    served: &[String],
-    reports: &HashMap<String, AttemptReport>,
-    explain: bool,
-) -> Report {
-    let pods = pending
-        .iter()
-        .map(|pod| {
-            let scheduler_name = pod
-                .spec
-                .as_ref()
-                .and_then(|s| s.scheduler_name.clone())
-                .unwrap_or_else(|| DEFAULT_SCHEDULER_NAME.to_string());
-            let namespace = pod
-                .metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into());
-            let name = pod.metadata.name.clone().unwrap_or_default();
-            if !served.contains(&scheduler_name) {
-                return PodReport {
-                    namespace,
-                    name,
-                    message: format!("no profile serves schedulerName {scheduler_name:?}"),
-                    scheduler_name,
-                    result: PodResult::NotServed,
-                    node: None,
-                    attempts: 0,
-                    nodes: None,
-                };
-            }
-            match reports.get(&pod_key(pod)) {
-                Some(report) => pod_report(namespace, name, scheduler_name, report, explain),
-                None => PodReport {
-                    namespace,
-                    name,
-                    scheduler_name,
-                    result: PodResult::Unschedulable,
-                    node: None,
-                    message: gated_message(pod),
-                    attempts: 0,
-                    nodes: explain.then(Vec::new),
-                },
-            }
-        })
-        .collect();
-    Report {
-        pods,
-        degraded: Vec::new(),
-    }
-}
-
-/// A pod never attempted was kept out of the queue by a PreEnqueue plugin.
-fn gated_message(pod: &Pod) -> String {
-    let gates: Vec<String> = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.scheduling_gates.as_ref())
-        .map(|g| g.iter().map(|g| g.name.clone()).collect())
-        .unwrap_or_default();
-    if gates.is_empty() {
-        "pod was not admitted to the scheduling queue by a PreEnqueue plugin".to_string()
-    } else {
-        format!(
-            "pod is gated (SchedulingGated): waiting for scheduling gates: [{}]",
-            gates.join(" ")
-        )
-    }
-}
-
-fn pod_report(
-    namespace: String,
-    name: String,
-    scheduler_name: String,
-    report: &AttemptReport,
-    explain: bool,
-) -> PodReport {
-    let (result, node, message) = match &report.outcome {
-        Outcome::Scheduled { node } => (PodResult::Scheduled, Some(node.clone()), String::new()),
-        Outcome::Unschedulable { message } => (PodResult::Unschedulable, None, message.clone()),
-        Outcome::Error { message } => (PodResult::Error, None, message.clone()),
-    };
-    let nodes = explain.then(|| {
-        report
-            .diagnosis
-            .as_ref()
-            .map(|d| {
-                d.filtered
-                    .iter()
-                    .map(|(node_name, status)| {
-                        let scored = d.scored.iter().find(|s| s.node.name() == node_name);
-                        let scores: Vec<PluginScore> = scored
-                            .map(|s| {
-                                s.scores
-                                    .iter()
-                                    .map(|p| PluginScore {
-                                        plugin: p.plugin.clone(),
-                                        score: p.score,
-                                        weight: p.weight,
-                                        weighted: p.score * p.weight,
-                                    })
-                                    .collect()
-                            })
-                            .unwrap_or_default();
-                        NodeReport {
-                            name: node_name.clone(),
-                            feasible: status.is_success(),
-                            filter_reasons: status.reasons().to_vec(),
-                            total_score: scores.iter().map(|s| s.weighted).sum(),
-                            scores,
-                        }
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    });
-    PodReport {
-        namespace,
-        name,
-        scheduler_name,
-        result,
-        node,
-        message,
-        attempts: report.attempts,
-        nodes,
-    }
+    simulated.reports.insert(key, report);
 }
