@@ -170,7 +170,7 @@ mod tests {
             },
             diagnosis: None,
             nominating: Some("node".to_string()),
-            preemption: Some(Preemption {
+            preemption: Some(Box::new(Preemption {
                 preemptor: Arc::new(preemptor.clone()),
                 node: "node".to_string(),
                 victims: vec![
@@ -184,7 +184,7 @@ mod tests {
                     },
                 ],
                 cleared_nominations: vec![Arc::new(nominee.clone())],
-            }),
+            })),
         };
         let mut budgets = SimulatedBudgets::default();
         preemptions.apply(&mut scheduler, &mut budgets, &report);
