@@ -69,6 +69,9 @@ fn status(code: &Option<String>, what: &str) -> Status {
         "Skip" => Status::skip(),
         "Wait" => Status::wait(),
         "Unschedulable" => Status::unschedulable(format!("{what} rejected")),
+        // Rejects without a message, as Coscheduling's PostFilter does for a group it
+        // leaves alone.
+        "Quiet" => Status::unschedulable(""),
         "UnschedulableAndUnresolvable" => Status::unresolvable(format!("{what} rejected")),
         other => Status::error(format!("unknown code {other}")),
     }

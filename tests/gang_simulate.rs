@@ -111,3 +111,60 @@ async fn permit_timeout_releases_reservations_for_a_pod_without_a_group() {
     assert_eq!(loner[0].result, PodResult::Scheduled, "{report:#?}");
     assert!(loner[0].attempts >= 2, "{report:#?}");
 }
+
+/// A group that cannot complete (two of its three members exist) does not preempt:
+/// Coscheduling's PreFilter rejects its members as unresolvable, so DefaultPreemption finds
+/// no node where evicting would help.
+#[tokio::test(start_paused = true)]
+async fn an_incomplete_group_evicts_nothing() {
+    let report = run(&["preemption-incomplete-group.yaml"], 0).await;
+    assert!(report.evicted.is_empty(), "{report:#?}");
+    let jobs = members(&report, "job-");
+    assert_eq!(jobs.len(), 2, "{report:#?}");
+    for pod in jobs {
+        assert_eq!(pod.result, PodResult::Unschedulable, "{report:#?}");
+        assert_eq!(
+            pod.message,
+            format!(
+                "0/2 nodes are available: pre-filter pod {} cannot find enough sibling pods, \
+                 current pods number: 2, minMember of group: 3. \
+                 preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
+                pod.name
+            )
+        );
+        assert!(pod.victims.is_empty(), "{report:#?}");
+    }
+}
+
+/// With all its members, the group's members each preempt for themselves (upstream's
+/// order: the batch pod that started latest first, the room a nominated sibling holds is
+/// its own), wait at Permit for each other and bind together.
+#[tokio::test(start_paused = true)]
+async fn a_complete_group_preempts_member_by_member_and_binds() {
+    let report = run(&["preemption-complete-group.yaml"], 0).await;
+    let evicted: Vec<(&str, &str, &str)> = report
+        .evicted
+        .iter()
+        .map(|e| (e.pod.as_str(), e.node.as_str(), e.preemptor.as_str()))
+        .collect();
+    assert_eq!(
+        evicted,
+        [
+            ("default/batch-b2", "node-b", "default/job-0"),
+            ("default/batch-b1", "node-b", "default/job-1"),
+            ("default/batch-a2", "node-a", "default/job-2"),
+        ]
+    );
+    let placed: Vec<(&str, Option<&str>)> = members(&report, "job-")
+        .iter()
+        .map(|p| (p.name.as_str(), p.node.as_deref()))
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            ("job-0", Some("node-b")),
+            ("job-1", Some("node-b")),
+            ("job-2", Some("node-a")),
+        ]
+    );
+}

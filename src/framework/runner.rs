@@ -476,7 +476,8 @@ impl Framework {
             {
                 decided = result;
             }
-            reasons.extend(status.reasons().iter().cloned());
+            // A rejection without a message adds no reason (upstream's status has none).
+            reasons.extend(status.reasons().iter().filter(|r| !r.is_empty()).cloned());
         }
         (decided, Status::with_reasons(Code::Unschedulable, reasons))
     }
