@@ -18,6 +18,7 @@
 //! victim's deletion is the event that brings the preemptor back.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -45,6 +46,8 @@ struct Running {
 #[derive(Debug, Default)]
 pub struct Nominator {
     inner: RwLock<Inner>,
+    /// How many pods are nominated: read without the lock by Filter, once per node.
+    nominated: AtomicUsize,
     /// By preemptor key.
     running: Mutex<HashMap<String, Running>>,
 }
@@ -77,19 +80,24 @@ impl Nominator {
         self.inner.write().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Publishes the count after a change made under the write lock.
+    fn counted(&self, inner: &Inner) {
+        self.nominated.store(inner.node_of.len(), Ordering::Release);
+    }
+
     /// Nominates `pod` to `node` (upstream `AddNominatedPod` in Override mode), replacing
     /// any earlier nomination of it; an empty `node` only clears it. A pod already assigned
     /// to a node is not nominated.
     pub fn nominate(&self, pod: Arc<PodInfo>, node: &str) {
         let mut inner = self.write();
         remove(&mut inner, pod.key());
-        if node.is_empty() || is_assigned(&pod.pod) {
-            return;
+        if !node.is_empty() && !is_assigned(&pod.pod) {
+            inner
+                .node_of
+                .insert(pod.key().to_string(), node.to_string());
+            inner.by_node.entry(node.to_string()).or_default().push(pod);
         }
-        inner
-            .node_of
-            .insert(pod.key().to_string(), node.to_string());
-        inner.by_node.entry(node.to_string()).or_default().push(pod);
+        self.counted(&inner);
     }
 
     /// Records the nomination the pod's status carries (upstream `AddNominatedPod` in
@@ -117,7 +125,9 @@ impl Nominator {
 
     /// Forgets the nomination of the pod `key`, if any.
     pub fn delete(&self, key: &str) {
-        remove(&mut self.write(), key);
+        let mut inner = self.write();
+        remove(&mut inner, key);
+        self.counted(&inner);
     }
 
     /// The node the pod `key` is nominated to.
@@ -173,7 +183,7 @@ impl Nominator {
     /// Whether any pod is nominated anywhere (the common case is none, and Filter then
     /// needs no second pass).
     pub fn is_empty(&self) -> bool {
-        self.read().node_of.is_empty()
+        self.nominated.load(Ordering::Acquire) == 0
     }
 }
 
