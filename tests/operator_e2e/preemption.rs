@@ -87,6 +87,17 @@ async fn full_cluster(cluster: &Cluster) {
         .await;
 }
 
+/// [`full_cluster`] with berth running a default profile for [`SCHEDULER`].
+async fn start() -> (Cluster, Berth) {
+    let cluster = Cluster::start().await;
+    full_cluster(&cluster).await;
+    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
+    berth.wait_ready().await;
+    cluster.create_profile(profile(SCHEDULER, json!({}))).await;
+    cluster.wait_profile_ready(SCHEDULER, WAIT).await;
+    (cluster, berth)
+}
+
 /// The victim berth chose: the one of `low-1`, `low-2` that is terminating (exactly one).
 async fn wait_victim(cluster: &Cluster) -> (String, Pod) {
     eventually("one low-priority pod is being evicted", WAIT, || async {
@@ -110,12 +121,7 @@ async fn wait_victim(cluster: &Cluster) -> (String, Pod) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_high_priority_pod_evicts_one_victim_is_nominated_and_binds() {
-    let cluster = Cluster::start().await;
-    full_cluster(&cluster).await;
-    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
-    berth.wait_ready().await;
-    cluster.create_profile(profile(SCHEDULER, json!({}))).await;
-    cluster.wait_profile_ready(SCHEDULER, WAIT).await;
+    let (cluster, mut berth) = start().await;
 
     let preemptor = cluster.create_pod(pod("preemptor", 1000, "1", None)).await;
     let uid = preemptor.metadata.uid.clone().unwrap_or_default();
@@ -194,12 +200,7 @@ async fn a_high_priority_pod_evicts_one_victim_is_nominated_and_binds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_eviction_retries_the_preemptor_and_binds_it_once() {
-    let cluster = Cluster::start().await;
-    full_cluster(&cluster).await;
-    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
-    berth.wait_ready().await;
-    cluster.create_profile(profile(SCHEDULER, json!({}))).await;
-    cluster.wait_profile_ready(SCHEDULER, WAIT).await;
+    let (cluster, mut berth) = start().await;
 
     // The first two deletions of a pod fail: the first preemption fails, the preemptor
     // is retried at once and preempts again.
