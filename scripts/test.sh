@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/berth-target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
-# kubectl 1.33 and helm for the end-to-end tests (scripts/install-kubectl.sh says where
+# kubectl 1.37 and helm for the end-to-end tests (scripts/install-kubectl.sh says where
 # they come from). On CI a failure here fails the run; on a laptop the kubectl tests skip
 # loudly instead.
 echo "== install kubectl and helm"

@@ -154,6 +154,7 @@ pub fn storage() -> Volumes {
                 topology_keys: None,
             }],
         },
+        status: None,
     });
     volumes
 }

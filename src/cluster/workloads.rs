@@ -90,11 +90,7 @@ impl Workloads {
 
     pub fn apply_replica_set(&self, rs: &ReplicaSet) {
         let k = key(rs.metadata.namespace.as_ref(), rs.metadata.name.as_ref());
-        let selector = rs
-            .spec
-            .as_ref()
-            .map(|s| s.selector.clone())
-            .unwrap_or_default();
+        let selector = rs.spec.selector.clone();
         self.write().replica_sets.insert(k, selector);
     }
 
@@ -105,11 +101,7 @@ impl Workloads {
 
     pub fn apply_stateful_set(&self, ss: &StatefulSet) {
         let k = key(ss.metadata.namespace.as_ref(), ss.metadata.name.as_ref());
-        let selector = ss
-            .spec
-            .as_ref()
-            .map(|s| s.selector.clone())
-            .unwrap_or_default();
+        let selector = ss.spec.selector.clone();
         self.write().stateful_sets.insert(k, selector);
     }
 
@@ -245,13 +237,13 @@ mod tests {
                 namespace: Some("ns".into()),
                 ..Default::default()
             },
-            spec: Some(ReplicaSetSpec {
+            spec: ReplicaSetSpec {
                 selector: LabelSelector {
                     match_labels: Some(labels(&[("app", "web"), ("pod-template-hash", "abc")])),
                     ..Default::default()
                 },
                 ..Default::default()
-            }),
+            },
             ..Default::default()
         });
         let owned = pod(

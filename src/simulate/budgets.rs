@@ -89,9 +89,11 @@ impl SimulatedBudgets {
             if selects(budget, pod)
                 && let Some(status) = budget.status.as_mut()
             {
-                status.current_healthy = (status.current_healthy - 1).max(0);
+                // An absent count is Go's zero value.
+                let healthy = (status.current_healthy.unwrap_or(0) - 1).max(0);
+                status.current_healthy = Some(healthy);
                 status.disruptions_allowed =
-                    (status.current_healthy - status.desired_healthy).max(0);
+                    Some((healthy - status.desired_healthy.unwrap_or(0)).max(0));
                 self.lister.apply(budget.clone());
             }
         }
@@ -136,10 +138,10 @@ fn status<'a>(
         (healthy - desired).max(0)
     };
     PodDisruptionBudgetStatus {
-        current_healthy: healthy,
-        desired_healthy: desired,
-        disruptions_allowed: allowed,
-        expected_pods: expected,
+        current_healthy: Some(healthy),
+        desired_healthy: Some(desired),
+        disruptions_allowed: Some(allowed),
+        expected_pods: Some(expected),
         observed_generation: budget.metadata.generation,
         ..Default::default()
     }
@@ -236,7 +238,11 @@ mod tests {
             .lister()
             .list()
             .iter()
-            .map(|b| b.status.as_ref().map_or(-1, |s| s.disruptions_allowed))
+            .map(|b| {
+                b.status
+                    .as_ref()
+                    .map_or(-1, |s| s.disruptions_allowed.unwrap_or(0))
+            })
             .collect()
     }
 
@@ -298,10 +304,10 @@ mod tests {
     fn a_given_status_is_kept_and_used_up_by_evictions() {
         let mut given = budget("foo", Some(IntOrString::Int(1)), None);
         given.status = Some(PodDisruptionBudgetStatus {
-            current_healthy: 3,
-            desired_healthy: 1,
-            disruptions_allowed: 2,
-            expected_pods: 3,
+            current_healthy: Some(3),
+            desired_healthy: Some(1),
+            disruptions_allowed: Some(2),
+            expected_pods: Some(3),
             ..Default::default()
         });
         let running = [pod("a", Some("foo"))];

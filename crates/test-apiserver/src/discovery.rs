@@ -7,15 +7,17 @@ use serde_json::{Value, json};
 
 use crate::resources::{Registry, ResourceDef};
 
-pub fn version() -> Value {
+/// What a kube-apiserver of Kubernetes 1.`minor`.0 answers at `/version` (the build
+/// fields are placeholders of the right shape).
+pub fn version(minor: u32) -> Value {
     json!({
         "major": "1",
-        "minor": "33",
-        "gitVersion": "v1.33.0",
-        "gitCommit": "60a317eadfcb839692a68eab88b2096f4d708f4f",
+        "minor": minor.to_string(),
+        "gitVersion": format!("v1.{minor}.0"),
+        "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
-        "buildDate": "2025-04-23T13:07:24Z",
-        "goVersion": "go1.24.2",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.25.0",
         "compiler": "gc",
         "platform": "linux/amd64",
     })

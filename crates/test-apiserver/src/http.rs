@@ -190,7 +190,7 @@ fn non_resource_request(shared: &Shared, method: &Method, path: &str) -> Respons
         .collect();
     let cluster = lock(&shared.cluster);
     let body = match segments.as_slice() {
-        ["version"] => Some(discovery::version()),
+        ["version"] => Some(discovery::version(shared.config.minor_version)),
         ["api"] => Some(discovery::core_versions(&shared.address)),
         ["api", version] => discovery::resource_list(&cluster.registry, "", version),
         ["apis"] => Some(discovery::group_list(&cluster.registry)),

@@ -66,6 +66,9 @@ pub struct Config {
     pub history_window: usize,
     /// How often a watch with `allowWatchBookmarks=true` gets a BOOKMARK.
     pub bookmark_interval: Duration,
+    /// The Kubernetes minor version `/version` reports (1.`minor`.0): 37 by default, an
+    /// older supported release to run a test against what such a server says.
+    pub minor_version: u32,
 }
 
 impl Default for Config {
@@ -73,6 +76,7 @@ impl Default for Config {
         Config {
             history_window: 10_000,
             bookmark_interval: Duration::from_secs(1),
+            minor_version: 37,
         }
     }
 }

@@ -28,6 +28,9 @@ struct Args {
     /// Milliseconds between watch bookmarks.
     #[arg(long, default_value_t = 1000)]
     bookmark_interval_ms: u64,
+    /// The Kubernetes minor version `/version` reports (1.N.0).
+    #[arg(long, default_value_t = 37)]
+    minor_version: u32,
 }
 
 #[tokio::main]
@@ -36,6 +39,7 @@ async fn main() -> ExitCode {
     let config = Config {
         history_window: args.history_window,
         bookmark_interval: std::time::Duration::from_millis(args.bookmark_interval_ms),
+        minor_version: args.minor_version,
     };
     let server = match TestApiServer::start_on(config, args.port, args.kubeconfig).await {
         Ok(server) => server,

@@ -1,4 +1,4 @@
-//! kubectl 1.33 against the test API server: `apply -f`, `get` (with the printer
+//! kubectl 1.37 against the test API server: `apply -f`, `get` (with the printer
 //! columns), `get -o json` and `delete` of a SchedulerProfile, an invalid profile rejected
 //! at `apply` time, and the `test-apiserver` binary.
 //!

@@ -96,7 +96,7 @@ pub(super) fn budget(name: &str, label: &str, allowed: i32) -> PodDisruptionBudg
             ..PodDisruptionBudgetSpec::default()
         }),
         status: Some(PodDisruptionBudgetStatus {
-            disruptions_allowed: allowed,
+            disruptions_allowed: Some(allowed),
             ..PodDisruptionBudgetStatus::default()
         }),
     }

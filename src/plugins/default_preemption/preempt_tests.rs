@@ -386,7 +386,7 @@ fn min_available(name: &str, min: i32, key: &str, allowed: i32) -> PodDisruption
             ..PodDisruptionBudgetSpec::default()
         }),
         status: Some(PodDisruptionBudgetStatus {
-            disruptions_allowed: allowed,
+            disruptions_allowed: Some(allowed),
             ..PodDisruptionBudgetStatus::default()
         }),
     }

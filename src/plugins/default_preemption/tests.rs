@@ -340,7 +340,7 @@ fn pdb(
             ..Default::default()
         }),
         status: Some(PodDisruptionBudgetStatus {
-            disruptions_allowed: allowed,
+            disruptions_allowed: Some(allowed),
             disrupted_pods: (!disrupted.is_empty())
                 .then(|| disrupted.iter().map(|p| (p.to_string(), at(0))).collect()),
             ..Default::default()

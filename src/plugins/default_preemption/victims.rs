@@ -105,7 +105,8 @@ pub fn filter_pods_with_pdb_violation<T: AsPod>(
         .map(|pdb| {
             pdb.status
                 .as_ref()
-                .map_or(0, |s| i64::from(s.disruptions_allowed))
+                .and_then(|s| s.disruptions_allowed)
+                .map_or(0, i64::from)
         })
         .collect();
     let mut violating = Vec::new();

@@ -192,6 +192,7 @@ fn csi_node(drivers: &[&str], limit: Option<i32>) -> CSINode {
                 })
                 .collect(),
         },
+        status: None,
     }
 }
 

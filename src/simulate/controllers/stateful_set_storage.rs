@@ -10,9 +10,7 @@ pub(super) fn stateful_set_claims(
     owner: &WorkloadRef,
     ordinal: i64,
 ) -> Vec<PersistentVolumeClaim> {
-    let Some(spec) = set.spec.as_ref() else {
-        return Vec::new();
-    };
+    let spec = &set.spec;
     let selector_labels = spec.selector.match_labels.clone().unwrap_or_default();
     spec.volume_claim_templates
         .iter()
@@ -45,10 +43,7 @@ pub(super) fn attach_claims(
     owner: &WorkloadRef,
     ordinal: i64,
 ) {
-    let templates = set
-        .spec
-        .as_ref()
-        .and_then(|s| s.volume_claim_templates.as_ref());
+    let templates = set.spec.volume_claim_templates.as_ref();
     for template in templates.into_iter().flatten() {
         let template_name = template.metadata.name.clone().unwrap_or_default();
         let volume = Volume {

@@ -216,7 +216,7 @@ spec:
         ),
         ("Deployment", "web", Some(true))
     );
-    let spec = rs.spec.clone().unwrap_or_default();
+    let spec = rs.spec.clone();
     assert_eq!(spec.replicas, Some(2));
     let selector = spec.selector.match_labels.unwrap_or_default();
     assert_eq!(

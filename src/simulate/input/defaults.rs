@@ -117,7 +117,7 @@ pub(super) fn add_system_priority_classes(classes: &mut Vec<PriorityClass>) {
                     creation_timestamp: Some(creation_time(0)),
                     ..Default::default()
                 },
-                value,
+                value: Some(value),
                 preemption_policy: Some(PREEMPT_LOWER_PRIORITY.to_string()),
                 description: Some("Built-in class of every cluster.".to_string()),
                 global_default: Some(false),
@@ -153,18 +153,19 @@ pub(super) fn resolve_priority(pod: &mut Pod, classes: &[PriorityClass]) -> Resu
                         format!("pod {pod_name} is forbidden: no PriorityClass with name {name} was found"),
                     )
                 })?;
-            (class.value, class.preemption_policy.clone())
+            // A class without a value has Go's zero value.
+            (class.value.unwrap_or(0), class.preemption_policy.clone())
         }
         None => {
             let default = classes
                 .iter()
                 .filter(|c| c.global_default == Some(true))
-                .min_by_key(|c| c.value);
+                .min_by_key(|c| c.value.unwrap_or(0));
             if let Some(class) = default {
                 spec.priority_class_name = class.metadata.name.clone();
             }
             (
-                default.map_or(0, |c| c.value),
+                default.map_or(0, |c| c.value.unwrap_or(0)),
                 default.and_then(|c| c.preemption_policy.clone()),
             )
         }

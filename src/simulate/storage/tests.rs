@@ -121,6 +121,7 @@ fn csi_node(node: &str, topology_keys: &[&str]) -> CSINode {
                 ..CSINodeDriver::default()
             }],
         },
+        status: None,
     }
 }
 

