@@ -9,6 +9,7 @@ mod disruption_budgets;
 mod node_info;
 mod pod_groups;
 mod pod_info;
+mod pod_requests;
 mod resource;
 mod snapshot;
 mod volumes;

@@ -3,15 +3,13 @@
 use std::any::Any;
 use std::sync::{Arc, OnceLock};
 
-use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{ContainerPort, Pod, PodSpec};
 
-use super::resource::{ExactList, exact_list};
-use super::{DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, QuantityError, Resource};
+use super::pod_requests::{SchedulerRequests, is_restartable, scheduler_requests};
+use super::{QuantityError, Resource};
 
 const DEFAULT_NAMESPACE: &str = "default";
 const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
-/// `v1.ContainerRestartPolicyAlways`: an init container with it is a sidecar.
-const RESTART_POLICY_ALWAYS: &str = "Always";
 
 /// A value [`PodInfo::memo`] derived from a pod: the one the pod keeps, or one derived
 /// for this call only.
@@ -37,12 +35,23 @@ impl<T> std::ops::Deref for Memo<'_, T> {
 pub struct PodInfo {
     pub pod: Arc<Pod>,
     key: String,
-    /// Requests as upstream's `PodRequests`: max(sum of app containers + restartable init
-    /// containers, any init container), plus pod overhead.
+    /// What NodeResourcesFit's Filter compares with a node's free room: upstream's
+    /// `PodRequests` of the spec alone (pod-level requests and overhead included, no
+    /// resize status), as `computePodResourceRequest` asks for it.
+    pub filter_requests: Resource,
+    /// What the pod takes on its node: `PodRequests` with an in-place resize's status
+    /// (the larger of desired, allocated and actuated), as upstream's node accounting
+    /// and the scorers that use plain requests ask for it. For a pod that has not run,
+    /// the same as [`Self::filter_requests`].
     pub requests: Resource,
-    /// The same with 100m CPU / 200Mi memory assumed for each container that requests
-    /// none (upstream `NonMissingContainerRequests`), used for scoring.
+    /// [`Self::requests`] with 100m cpu / 200Mi memory for each container that requests
+    /// none, as a node adds up its pods' non-zero requests. With pod-level requests only
+    /// cpu or memory the requests do not name at all gets the default.
     pub non_zero_requests: Resource,
+    /// What the scorers of the incoming pod use for non-zero requests: the defaults for
+    /// every container that requests none, then the pod-level requests over them.
+    /// Differs from [`Self::non_zero_requests`] only when pod-level requests are set.
+    pub score_non_zero_requests: Resource,
     /// The images of the init and app containers, one entry per container, normalized
     /// as node image names are (`:latest` added when untagged), for ImageLocality.
     pub images: Vec<String>,
@@ -53,13 +62,12 @@ pub struct PodInfo {
 
 impl PodInfo {
     pub fn new(pod: Pod) -> Result<Self, QuantityError> {
-        let (requests, non_zero_requests) = match &pod.spec {
-            Some(spec) => (
-                Resource::from_exact(&pod_requests(spec, false)?),
-                Resource::from_exact(&pod_requests(spec, true)?),
-            ),
-            None => Default::default(),
-        };
+        let SchedulerRequests {
+            filter,
+            requests,
+            non_zero,
+            score_non_zero,
+        } = scheduler_requests(&pod)?;
         let images = pod
             .spec
             .iter()
@@ -76,8 +84,10 @@ impl PodInfo {
         Ok(PodInfo {
             key: pod_key(&pod),
             pod: Arc::new(pod),
+            filter_requests: filter,
             requests,
-            non_zero_requests,
+            non_zero_requests: non_zero,
+            score_non_zero_requests: score_non_zero,
             images,
             memo: OnceLock::new(),
         })
@@ -91,8 +101,10 @@ impl PodInfo {
         PodInfo {
             pod: Arc::new(pod),
             key: self.key.clone(),
+            filter_requests: self.filter_requests.clone(),
             requests: self.requests.clone(),
             non_zero_requests: self.non_zero_requests.clone(),
+            score_non_zero_requests: self.score_non_zero_requests.clone(),
             images: self.images.clone(),
             // Only the node name changed: what was derived from the spec still holds.
             memo: self.memo.clone(),
@@ -196,86 +208,13 @@ pub fn host_ports(pod: &Pod) -> Vec<&ContainerPort> {
         .collect()
 }
 
-fn is_restartable(container: &Container) -> bool {
-    container.restart_policy.as_deref() == Some(RESTART_POLICY_ALWAYS)
-}
-
-/// Upstream `resourcehelper.PodRequests` (without pod-level resources and in-place
-/// resize status), on exact amounts. With `non_missing`, a container without a CPU or
-/// memory request is taken to request the scoring defaults.
-fn pod_requests(spec: &PodSpec, non_missing: bool) -> Result<ExactList, QuantityError> {
-    let mut reqs = ExactList::new();
-    for container in &spec.containers {
-        add_list(&mut reqs, &container_requests(container, non_missing)?);
-    }
-    // While init container i runs, the sidecars started before it run too:
-    // use(i) = sum(restartable init containers before i) + requests(i).
-    let mut sidecars = ExactList::new();
-    let mut init_peak = ExactList::new();
-    for container in spec.init_containers.iter().flatten() {
-        let own = container_requests(container, non_missing)?;
-        if is_restartable(container) {
-            add_list(&mut reqs, &own);
-            add_list(&mut sidecars, &own);
-            max_list(&mut init_peak, &sidecars);
-        } else {
-            let mut during = own;
-            add_list(&mut during, &sidecars);
-            max_list(&mut init_peak, &during);
-        }
-    }
-    max_list(&mut reqs, &init_peak);
-    if let Some(overhead) = &spec.overhead {
-        add_list(&mut reqs, &exact_list(overhead)?);
-    }
-    Ok(reqs)
-}
-
-/// A container's requests; with `non_missing`, absent CPU / memory requests become the
-/// scoring defaults (upstream `applyNonMissing`; an explicit `0` stays 0).
-fn container_requests(
-    container: &Container,
-    non_missing: bool,
-) -> Result<ExactList, QuantityError> {
-    let mut reqs = match container
-        .resources
-        .as_ref()
-        .and_then(|r| r.requests.as_ref())
-    {
-        Some(requests) => exact_list(requests)?,
-        None => ExactList::new(),
-    };
-    if non_missing {
-        const NANOS_PER_MILLI: i128 = 1_000_000;
-        const NANOS_PER_UNIT: i128 = 1_000_000_000;
-        reqs.entry("cpu".to_owned())
-            .or_insert(i128::from(DEFAULT_MILLI_CPU_REQUEST) * NANOS_PER_MILLI);
-        reqs.entry("memory".to_owned())
-            .or_insert(i128::from(DEFAULT_MEMORY_REQUEST) * NANOS_PER_UNIT);
-    }
-    Ok(reqs)
-}
-
-fn add_list(into: &mut ExactList, other: &ExactList) {
-    for (name, amount) in other {
-        let entry = into.entry(name.clone()).or_insert(0);
-        *entry = entry.saturating_add(*amount);
-    }
-}
-
-fn max_list(into: &mut ExactList, other: &ExactList) {
-    for (name, &amount) in other {
-        let entry = into.entry(name.clone()).or_insert(amount);
-        *entry = (*entry).max(amount);
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
-    use k8s_openapi::api::core::v1::ResourceRequirements;
+    use k8s_openapi::api::core::v1::{Container, ResourceRequirements};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
+    use crate::cluster::DEFAULT_MEMORY_REQUEST;
     use crate::testing::{PodWrapper, make_pod, quantities};
 
     fn container(name: &str, requests: &[(&str, &str)]) -> Container {

@@ -6,8 +6,9 @@ use crate::cluster::{NodeInfo, Resource, is_extended_resource_name};
 use crate::framework::{Code, Status};
 
 /// What Filter checks, computed once per cycle in PreFilter: the pod's requests (upstream
-/// `PodRequests`, already in `PodInfo.requests`) with the scalar resources to skip — zero
-/// requests and ignored extended resources — already removed.
+/// `computePodResourceRequest`: `PodRequests` of the spec with pod-level requests and
+/// overhead, already in `PodInfo.filter_requests`) with the scalar resources to skip —
+/// zero requests and ignored extended resources — already removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct PreFilterState {
     milli_cpu: i64,

@@ -329,7 +329,7 @@ impl PreFilterPlugin for NodeResourcesFit {
         _: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
         state.write(PreFilterState::new(
-            &pod.requests,
+            &pod.filter_requests,
             &self.ignored_resources,
             &self.ignored_resource_groups,
         ));

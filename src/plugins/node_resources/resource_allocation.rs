@@ -107,12 +107,13 @@ impl ResourceAllocationScorer {
     }
 
     /// The pod's request of each configured resource (upstream
-    /// `calculatePodResourceRequestList`).
+    /// `calculatePodResourceRequestList`): the status-aware requests, with the non-zero
+    /// cpu/memory defaults unless the strategy uses plain requests.
     pub(super) fn pod_requests(&self, pod: &PodInfo) -> Vec<i64> {
         let requests = if self.use_requested {
             &pod.requests
         } else {
-            &pod.non_zero_requests
+            &pod.score_non_zero_requests
         };
         self.resources
             .iter()
