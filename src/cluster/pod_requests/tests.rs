@@ -827,7 +827,9 @@ fn each_caller_gets_its_options() {
     // Filter reads the spec only, a node's accounting and the scorers read the resize
     // status, and non-zero defaults differ between a node's accounting and the scorers
     // when pod-level requests are set.
-    let cases: Vec<(&str, Value, [(&str, &str); 4])> = vec![
+    // (caller, "cpu/memory" it sees) for each of the four lists.
+    type PerCaller = [(&'static str, &'static str); 4];
+    let cases: Vec<(&str, Value, PerCaller)> = vec![
         (
             "pod-level memory; one container requests cpu, one nothing",
             json!({"spec": {"resources": {"requests": {"memory": "1Gi"}},
