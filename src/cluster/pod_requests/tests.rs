@@ -1,6 +1,7 @@
 //! Upstream's tables for `PodRequests` (component-helpers `resource/helpers_test.go`),
 //! with upstream's inputs and expected requests; the limits columns are not carried over,
-//! as berth computes no pod limits.
+//! as berth computes no pod limits. The last test follows the options each caller in the
+//! 1.37 scheduler (fit.go, resource_allocation.go, the framework's `PodInfo`) passes.
 
 use serde_json::{Value, json};
 
