@@ -3,11 +3,13 @@
 //! running pod in the middle of an in-place resize counted by the larger of what it asks
 //! and what its node allocated (without the ask when the resize is infeasible).
 
+mod support;
+
 use std::path::{Path, PathBuf};
+use support::simulate::{pod, simulate_default};
 
 use berth::simulate::input::{load_files, load_str};
-use berth::simulate::report::{PodReport, PodResult, Report};
-use berth::simulate::run::{SimulateOptions, simulate};
+use berth::simulate::report::{PodResult, Report};
 
 /// NodeResourcesFit's rejection of the only node, and DefaultPreemption finding no
 /// victim of lower priority.
@@ -15,25 +17,7 @@ const INSUFFICIENT_CPU: &str = "0/1 nodes are available: 1 Insufficient cpu. \
      preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.";
 
 async fn run(input: berth::simulate::input::ClusterInput) -> Report {
-    simulate(
-        input,
-        &berth::plugins::default_registry(),
-        SimulateOptions {
-            explain: false,
-            seed: 0,
-            parallelism: 2,
-        },
-    )
-    .await
-    .expect("simulation runs")
-}
-
-fn pod<'a>(report: &'a Report, name: &str) -> &'a PodReport {
-    report
-        .pods
-        .iter()
-        .find(|p| p.name == name)
-        .unwrap_or_else(|| panic!("{name} is reported: {report:#?}"))
+    simulate_default(input).await
 }
 
 #[tokio::test]

@@ -3,36 +3,20 @@
 //! (TestPDBInPreemption, TestPreemptionStarvation, TestNonPreemption), with the victims
 //! and placements upstream expects.
 
+mod support;
+
 use std::path::PathBuf;
+use support::simulate::{pod, simulate_default};
 
 use berth::simulate::input::load_files;
-use berth::simulate::report::{EvictedPod, PodReport, PodResult, Report};
-use berth::simulate::run::{SimulateOptions, simulate};
+use berth::simulate::report::{EvictedPod, PodResult, Report};
 
 async fn run(scenario: &str) -> Report {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("examples/scenarios")
         .join(scenario);
     let (input, _warnings) = load_files(&[path]).expect("input loads");
-    simulate(
-        input,
-        &berth::plugins::default_registry(),
-        SimulateOptions {
-            explain: false,
-            seed: 0,
-            parallelism: 2,
-        },
-    )
-    .await
-    .expect("simulation runs")
-}
-
-fn pod<'a>(report: &'a Report, name: &str) -> &'a PodReport {
-    report
-        .pods
-        .iter()
-        .find(|p| p.name == name)
-        .unwrap_or_else(|| panic!("{name} is reported: {report:#?}"))
+    simulate_default(input).await
 }
 
 fn evicted(pods: &[&str], node: &str, preemptor: &str) -> Vec<EvictedPod> {

@@ -1,7 +1,8 @@
 //! What the integration tests share, one copy each: running the `berth` binary ([`cli`]),
 //! a plain HTTP GET and a free port ([`http`]), a scratch directory ([`temp`]), the test
 //! API server with berth's CRDs ([`api`]), a real Prometheus ([`prometheus`]), a scripted
-//! fake one over HTTP and TLS ([`fake_prometheus`]) and bounded waits ([`wait`]).
+//! fake one over HTTP and TLS ([`fake_prometheus`]), the simulator in-process ([`simulate`])
+//! and bounded waits ([`wait`]).
 //!
 //! A test crate includes it with `mod support;`. Each crate uses a different part, so
 //! what one crate leaves unused is not dead code.
@@ -13,5 +14,6 @@ pub mod cli;
 pub mod fake_prometheus;
 pub mod http;
 pub mod prometheus;
+pub mod simulate;
 pub mod temp;
 pub mod wait;
