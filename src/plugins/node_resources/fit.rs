@@ -46,39 +46,48 @@ impl PreFilterState {
         }
     }
 
-    /// Success, or Unschedulable with one reason per insufficient resource. Allocates only
-    /// when the node does not fit.
+    /// Success, or one reason per insufficient resource. The status is
+    /// UnschedulableAndUnresolvable when some request exceeds the node's whole allocatable
+    /// amount, since no eviction could then make room (upstream `InsufficientResource.
+    /// Unresolvable`, which keeps preemption off such nodes); `Too many pods` alone stays
+    /// Unschedulable. Allocates only when the node does not fit.
     pub(super) fn fits(&self, node: &NodeInfo) -> Status {
         let allocatable = &node.allocatable;
         let requested = &node.requested;
         let mut reasons: Vec<String> = Vec::new();
+        let mut unresolvable = false;
         if node.pods.len() as i64 + 1 > allocatable.allowed_pod_number {
             reasons.push("Too many pods".to_string());
         }
-        let insufficient = |request: i64, allocatable: i64, requested: i64| {
-            request > 0 && request > allocatable - requested
+        let mut check = |request: i64, allocatable: i64, requested: i64| {
+            let short = request > allocatable - requested;
+            unresolvable |= short && request > allocatable;
+            short
         };
-        if insufficient(self.milli_cpu, allocatable.milli_cpu, requested.milli_cpu) {
+        if self.milli_cpu > 0 && check(self.milli_cpu, allocatable.milli_cpu, requested.milli_cpu) {
             reasons.push("Insufficient cpu".to_string());
         }
-        if insufficient(self.memory, allocatable.memory, requested.memory) {
+        if self.memory > 0 && check(self.memory, allocatable.memory, requested.memory) {
             reasons.push("Insufficient memory".to_string());
         }
-        if insufficient(
-            self.ephemeral_storage,
-            allocatable.ephemeral_storage,
-            requested.ephemeral_storage,
-        ) {
+        if self.ephemeral_storage > 0
+            && check(
+                self.ephemeral_storage,
+                allocatable.ephemeral_storage,
+                requested.ephemeral_storage,
+            )
+        {
             reasons.push("Insufficient ephemeral-storage".to_string());
         }
         for (name, request) in &self.scalar_resources {
-            let free = scalar(allocatable, name) - scalar(requested, name);
-            if *request > free {
+            if check(*request, scalar(allocatable, name), scalar(requested, name)) {
                 reasons.push(format!("Insufficient {name}"));
             }
         }
         if reasons.is_empty() {
             Status::success()
+        } else if unresolvable {
+            Status::with_reasons(Code::UnschedulableAndUnresolvable, reasons)
         } else {
             Status::with_reasons(Code::Unschedulable, reasons)
         }
@@ -124,6 +133,14 @@ mod tests {
     fn unschedulable(reasons: &[&str]) -> Status {
         Status::with_reasons(
             Code::Unschedulable,
+            reasons.iter().map(|r| r.to_string()).collect(),
+        )
+    }
+
+    /// Some request exceeds the node's whole allocatable amount: no eviction can help.
+    fn unresolvable(reasons: &[&str]) -> Status {
+        Status::with_reasons(
+            Code::UnschedulableAndUnresolvable,
             reasons.iter().map(|r| r.to_string()).collect(),
         )
     }
@@ -251,7 +268,7 @@ mod tests {
                     &[],
                 ),
                 pod_with(&[req(&[("example.com/aaa", "0")])], &[]),
-                unschedulable(&["Insufficient example.com/aaa"]),
+                unresolvable(&["Insufficient example.com/aaa"]),
             ),
             // upstream TestEnoughRequests "extended resource allocatable enforced for init container"
             (
@@ -280,7 +297,7 @@ mod tests {
                     &[],
                 ),
                 pod_with(&[req(&[("example.com/aaa", "2")])], &[]),
-                unschedulable(&["Insufficient example.com/aaa"]),
+                unresolvable(&["Insufficient example.com/aaa"]),
             ),
             // upstream TestEnoughRequests "extended resource allocatable admits multiple init containers"
             (
@@ -309,7 +326,7 @@ mod tests {
                     &[],
                 ),
                 pod_with(&[vec![]], &[]),
-                unschedulable(&["Insufficient example.com/bbb"]),
+                unresolvable(&["Insufficient example.com/bbb"]),
             ),
             // upstream TestEnoughRequests "kubernetes.io resource capacity enforced"
             (
@@ -324,7 +341,7 @@ mod tests {
                     &[],
                 ),
                 pod_with(&[vec![]], &[]),
-                unschedulable(&["Insufficient kubernetes.io/something"]),
+                unresolvable(&["Insufficient kubernetes.io/something"]),
             ),
             // upstream TestEnoughRequests "hugepages resource capacity enforced"
             (
@@ -339,7 +356,7 @@ mod tests {
                     &[],
                 ),
                 pod_with(&[req(&[("hugepages-2Mi", "0")])], &[]),
-                unschedulable(&["Insufficient hugepages-2Mi"]),
+                unresolvable(&["Insufficient hugepages-2Mi"]),
             ),
             // upstream TestEnoughRequests "skip checking ignored extended resource"
             (
@@ -392,7 +409,7 @@ mod tests {
                     &[],
                 ),
                 pod_with(&[vec![]], &[]),
-                unschedulable(&["Insufficient kubernetes.io/something"]),
+                unresolvable(&["Insufficient kubernetes.io/something"]),
             ),
             // upstream TestEnoughRequests "skip checking extended resource request with quantity zero via resource groups"
             (
@@ -423,6 +440,93 @@ mod tests {
                     &[],
                 ),
                 Status::success(),
+            ),
+            // upstream TestEnoughRequests "both pod-level and container-level resources fit"
+            (
+                "pod-level and container requests fit",
+                Default::default(),
+                with_pod_requests(
+                    pod_with(&[cpu_mem("1m", "1")], &[]),
+                    &[("cpu", "1m"), ("memory", "2")],
+                ),
+                pod_with(&[cpu_mem("5m", "5")], &[]),
+                Status::success(),
+            ),
+            // upstream TestEnoughRequests "pod-level cpu resource not fit": 7m is short on the
+            // node but within its 10m, so preemption could still help
+            (
+                "pod-level cpu does not fit",
+                Default::default(),
+                with_pod_requests(
+                    pod_with(&[cpu_mem("1m", "1")], &[]),
+                    &[("cpu", "7m"), ("memory", "2")],
+                ),
+                pod_with(&[cpu_mem("5m", "5")], &[]),
+                unschedulable(&["Insufficient cpu"]),
+            ),
+            // upstream TestEnoughRequests "pod-level memory resource not fit"
+            (
+                "pod-level memory does not fit",
+                Default::default(),
+                with_pod_requests(
+                    pod_with(&[cpu_mem("1m", "1")], &[]),
+                    &[("cpu", "3m"), ("memory", "2")],
+                ),
+                pod_with(&[cpu_mem("5m", "19")], &[]),
+                unschedulable(&["Insufficient memory"]),
+            ),
+            // upstream TestEnoughRequests "pod-level hugepages resource fit"
+            (
+                "pod-level hugepages fit",
+                Default::default(),
+                with_pod_requests(
+                    pod_with(&[vec![]], &[]),
+                    &[("cpu", "3m"), ("memory", "2"), ("hugepages-2Mi", "5")],
+                ),
+                pod_with(&[vec![]], &[]),
+                Status::success(),
+            ),
+            // upstream TestEnoughRequests "both pod-level and container-level hugepages resource fit"
+            (
+                "pod-level and container hugepages fit",
+                Default::default(),
+                with_pod_requests(
+                    pod_with(
+                        &[req(&[
+                            ("cpu", "1m"),
+                            ("memory", "1"),
+                            ("hugepages-2Mi", "3"),
+                        ])],
+                        &[],
+                    ),
+                    &[("cpu", "3m"), ("memory", "2"), ("hugepages-2Mi", "5")],
+                ),
+                pod_with(&[vec![]], &[]),
+                Status::success(),
+            ),
+            // upstream TestEnoughRequests "pod-level hugepages resource not fit": 10 > the
+            // node's 5
+            (
+                "pod-level hugepages exceed allocatable",
+                Default::default(),
+                with_pod_requests(
+                    pod_with(&[vec![]], &[]),
+                    &[("cpu", "3m"), ("memory", "2"), ("hugepages-2Mi", "10")],
+                ),
+                pod_with(&[vec![]], &[]),
+                unresolvable(&["Insufficient hugepages-2Mi"]),
+            ),
+            // upstream TestEnoughRequests "one pod-level cpu resource fits and all init and
+            // non-init containers resources fit"
+            (
+                "pod-level requests with an init container",
+                Default::default(),
+                with_pod_requests(
+                    pod_with(&[cpu_mem("1m", "1")], &[cpu_mem("1m", "1")]),
+                    &[("cpu", "3m"), ("memory", "2")],
+                ),
+                pod_with(&[cpu_mem("5m", "19")], &[]),
+                unschedulable(&["Insufficient memory"]),
             ),
         ];
         for (name, args, pod, existing, want) in cases {
@@ -484,7 +588,7 @@ mod tests {
                 "ephemeral storage exceeds allocatable",
                 pod_with(&[req(&[("ephemeral-storage", "25")])], &[]),
                 pod_with(&[req(&[("cpu", "2m"), ("memory", "2")])], &[]),
-                unschedulable(&["Insufficient ephemeral-storage"]),
+                unresolvable(&["Insufficient ephemeral-storage"]),
             ),
             // upstream TestStorageRequests "pod fits"
             (

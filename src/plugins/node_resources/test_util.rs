@@ -40,6 +40,17 @@ pub fn with_overhead(mut pod: Pod, overhead: &[(&str, &str)]) -> Pod {
     pod
 }
 
+/// `pod` with pod-level `spec.resources.requests` set (upstream `newPodLevelResourcesPod`).
+pub fn with_pod_requests(mut pod: Pod, requests: &[(&str, &str)]) -> Pod {
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.resources = Some(k8s_openapi::api::core::v1::ResourceRequirements {
+            requests: Some(quantities(requests)),
+            ..Default::default()
+        });
+    }
+    pod
+}
+
 /// Requests from `(name, quantity)` pairs.
 pub fn req<'a>(pairs: &[(&'a str, &str)]) -> Requests<'a> {
     pairs.iter().map(|(k, v)| (*k, v.to_string())).collect()
