@@ -33,6 +33,8 @@ mod preemption_calls;
 mod scheduling;
 #[path = "operator_e2e/unschedulable.rs"]
 mod unschedulable;
+#[path = "operator_e2e/unsupported.rs"]
+mod unsupported;
 #[path = "operator_e2e/validation.rs"]
 mod validation;
 #[path = "operator_e2e/volumes.rs"]

@@ -117,6 +117,66 @@ status: {phase: Running}
             None,
         ),
         (
+            "pod-level limits without requests default the request: 3 cpu beside 2 do not fit",
+            r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: r}
+spec:
+  nodeName: n1
+  containers:
+  - name: app
+    image: registry.k8s.io/pause:3.9
+    resources:
+      requests: {cpu: "2"}
+status: {phase: Running}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: l}
+spec:
+  resources:
+    limits: {cpu: "3"}
+  containers:
+  - name: app
+    image: registry.k8s.io/pause:3.9
+"#
+            .to_owned(),
+            "l",
+            Some(INSUFFICIENT_CPU),
+        ),
+        (
+            "pod-level limits with container requests default to the containers' sum",
+            r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: r}
+spec:
+  nodeName: n1
+  containers:
+  - name: app
+    image: registry.k8s.io/pause:3.9
+    resources:
+      requests: {cpu: "2"}
+status: {phase: Running}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: l}
+spec:
+  resources:
+    limits: {cpu: "3"}
+  containers:
+  - name: app
+    image: registry.k8s.io/pause:3.9
+    resources:
+      requests: {cpu: "1"}
+"#
+            .to_owned(),
+            "l",
+            None,
+        ),
+        (
             "a running pod resized down but still allocated 3 cpu holds 3",
             r#"
 apiVersion: v1

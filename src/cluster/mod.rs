@@ -6,6 +6,7 @@
 
 mod cache;
 mod disruption_budgets;
+mod legacy_pod;
 mod node_info;
 mod pod_groups;
 mod pod_info;
@@ -17,9 +18,11 @@ mod workloads;
 
 pub use cache::{Cache, CacheError};
 pub use disruption_budgets::DisruptionBudgets;
+pub use legacy_pod::WorkloadReference;
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo, normalized_image_name};
 pub use pod_groups::{PodGroups, implicit_group, implicit_owner, min_member_of, pod_group_of};
 pub use pod_info::{Memo, PodInfo, host_ports, pod_key};
+pub use pod_requests::default_pod_level_requests;
 pub use resource::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, QuantityError, Resource,
     is_extended_resource_name, is_scalar_resource_name, parse_milli_value, parse_value,

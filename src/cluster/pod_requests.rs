@@ -202,6 +202,75 @@ pub(super) fn pod_requests(
     Ok(requests)
 }
 
+/// The API server's defaulting of pod-level requests (upstream `SetDefaults_Pod` with
+/// PodLevelResources on, after the containers' requests were defaulted from their limits),
+/// for inputs that never went through an API server (`berth simulate`). Only when
+/// `spec.resources` has limits: a cpu or memory request the pod level lacks becomes the
+/// containers' aggregated request when they request it, and any supported resource still
+/// without a request takes the pod-level limit. Hugepages first get a pod-level limit from
+/// the containers' hugepages (`defaultHugePagePodLimits`; a container's hugepages request
+/// always equals its limit). A pod with an unparseable quantity is left as it is, for
+/// validation to report.
+pub fn default_pod_level_requests(pod: &mut Pod) {
+    let Some(spec) = pod.spec.as_ref() else {
+        return;
+    };
+    let Some(resources) = spec.resources.as_ref() else {
+        return;
+    };
+    let limits = resources.limits.clone().unwrap_or_default();
+    let requests = resources.requests.clone().unwrap_or_default();
+    if limits.is_empty() && requests.is_empty() {
+        return;
+    }
+    let Ok(containers) =
+        aggregate_container_requests(spec, &PodStatus::default(), RequestOptions::default())
+    else {
+        return;
+    };
+    let mut limits = limits;
+    for (name, amount) in &containers {
+        if name.starts_with(HUGEPAGES_PREFIX)
+            && !requests.contains_key(name)
+            && !limits.contains_key(name)
+        {
+            limits.insert(name.clone(), quantity_of(*amount));
+        }
+    }
+    let mut requests = requests;
+    if !limits.is_empty() {
+        for (name, amount) in &containers {
+            if (name == CPU || name == MEMORY) && !requests.contains_key(name) {
+                requests.insert(name.clone(), quantity_of(*amount));
+            }
+        }
+        for (name, limit) in &limits {
+            if is_supported_pod_level_resource(name) && !requests.contains_key(name) {
+                requests.insert(name.clone(), limit.clone());
+            }
+        }
+    }
+    if let Some(resources) = pod.spec.as_mut().and_then(|s| s.resources.as_mut()) {
+        if !limits.is_empty() {
+            resources.limits = Some(limits);
+        }
+        if !requests.is_empty() {
+            resources.requests = Some(requests);
+        }
+    }
+}
+
+/// An exact amount (in nano units) as a quantity, in the largest unit that keeps it exact.
+fn quantity_of(nanos: i128) -> Quantity {
+    Quantity(if nanos % NANOS_PER_UNIT == 0 {
+        (nanos / NANOS_PER_UNIT).to_string()
+    } else if nanos % NANOS_PER_MILLI == 0 {
+        format!("{}m", nanos / NANOS_PER_MILLI)
+    } else {
+        format!("{nanos}n")
+    })
+}
+
 /// Upstream `IsSupportedPodLevelResource`: cpu, memory and every hugepages size.
 pub(super) fn is_supported_pod_level_resource(name: &str) -> bool {
     name == CPU || name == MEMORY || name.starts_with(HUGEPAGES_PREFIX)

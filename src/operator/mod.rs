@@ -21,6 +21,7 @@
 pub mod binder;
 pub mod conditions;
 pub mod leader;
+pub mod legacy_pods;
 pub mod podgroups;
 pub mod preemption;
 pub mod profiles;

@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
@@ -24,13 +24,16 @@ use tracing::{debug, warn};
 use crate::api::PodGroup;
 use crate::cluster::{DisruptionBudgets, PodGroups, Workloads, pod_key};
 
+use super::legacy_pods::{LegacyPod, SCHEDULING_GROUP_MINOR, minor_release};
 use super::types::{ClusterChange, LoopMessage};
 
 /// Starts the Node, Pod and Namespace watches; they run until the loop's receiver is dropped.
 pub fn spawn(client: Client, tx: UnboundedSender<LoopMessage>) -> Vec<tokio::task::JoinHandle<()>> {
     let nodes = watcher(Api::<Node>::all(client.clone()), watcher::Config::default());
-    let pods = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default());
-    let namespaces = watcher(Api::<Namespace>::all(client), watcher::Config::default());
+    let namespaces = watcher(
+        Api::<Namespace>::all(client.clone()),
+        watcher::Config::default(),
+    );
     vec![
         tokio::spawn(forward(
             nodes,
@@ -40,14 +43,7 @@ pub fn spawn(client: Client, tx: UnboundedSender<LoopMessage>) -> Vec<tokio::tas
             ClusterChange::NodeApplied,
             ClusterChange::NodeDeleted,
         )),
-        tokio::spawn(forward(
-            pods,
-            tx.clone(),
-            "pods",
-            pod_key,
-            ClusterChange::PodApplied,
-            ClusterChange::PodDeleted,
-        )),
+        tokio::spawn(watch_pods(client, tx.clone())),
         tokio::spawn(forward(
             namespaces,
             tx,
@@ -297,6 +293,56 @@ where
 
 fn node_key(node: &Node) -> String {
     node.metadata.name.clone().unwrap_or_default()
+}
+
+/// The pod watch: [`LegacyPod`]s from a 1.35 API server, plain pods from newer ones (or
+/// when `/version` cannot be read, with a warning).
+async fn watch_pods(client: Client, tx: UnboundedSender<LoopMessage>) {
+    let minor = match client.apiserver_version().await {
+        Ok(info) => minor_release(&info.minor),
+        Err(error) => {
+            warn!(%error, "cannot read the API server's version; assuming Kubernetes 1.36 or newer");
+            None
+        }
+    };
+    if minor.is_some_and(|minor| minor < SCHEDULING_GROUP_MINOR) {
+        debug!(
+            ?minor,
+            "pods carry spec.workloadRef; decoding them as Kubernetes 1.35 sends them"
+        );
+        let pods =
+            watcher(Api::<LegacyPod>::all(client), watcher::Config::default()).map_ok(legacy_event);
+        forward(
+            pods,
+            tx,
+            "pods",
+            pod_key,
+            ClusterChange::PodApplied,
+            ClusterChange::PodDeleted,
+        )
+        .await;
+    } else {
+        let pods = watcher(Api::<Pod>::all(client), watcher::Config::default());
+        forward(
+            pods,
+            tx,
+            "pods",
+            pod_key,
+            ClusterChange::PodApplied,
+            ClusterChange::PodDeleted,
+        )
+        .await;
+    }
+}
+
+fn legacy_event(event: Event<LegacyPod>) -> Event<Pod> {
+    match event {
+        Event::Apply(LegacyPod(pod)) => Event::Apply(pod),
+        Event::Delete(LegacyPod(pod)) => Event::Delete(pod),
+        Event::Init => Event::Init,
+        Event::InitApply(LegacyPod(pod)) => Event::InitApply(pod),
+        Event::InitDone => Event::InitDone,
+    }
 }
 
 fn named_key(namespace: &Namespace) -> String {

@@ -13,7 +13,7 @@ use crate::framework::nominator::status_nominated_node;
 use crate::framework::{CycleState, Framework, NodeToStatus, QueuedPodInfo, Status};
 
 use super::failure::{Failure, FitError, NO_NODES_AVAILABLE};
-use super::{CycleDiagnosis, CycleOutput, Scheduler};
+use super::{CycleDiagnosis, CycleOutput, Scheduler, unsupported};
 
 /// Below this many nodes every node is evaluated (upstream `minFeasibleNodesToFind`).
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
@@ -48,10 +48,29 @@ pub(super) async fn schedule_pod(
     record: bool,
 ) -> Result<(String, Option<CycleDiagnosis>), Failure> {
     let all_nodes = snapshot.nodes();
+    let mut diagnosis = record.then(CycleDiagnosis::default);
+    if let Some(status) = unsupported::refusal(&pod.pod) {
+        // Every node shares the verdict; PostFilter does not run, as no eviction helps.
+        if let Some(d) = diagnosis.as_mut() {
+            d.filtered = all_nodes
+                .iter()
+                .map(|n| (n.name().to_string(), status.clone()))
+                .collect();
+        }
+        let fit = FitError {
+            num_all_nodes: all_nodes.len(),
+            pre_filter_msg: Some(status.message()),
+            statuses: NodeToStatus {
+                statuses: Default::default(),
+                absent: Some(status),
+            },
+            post_filter_msg: None,
+        };
+        return Err(Failure::fit(&fit).with_diagnosis(diagnosis));
+    }
     if all_nodes.is_empty() {
         return Err(Failure::error(&Status::unschedulable(NO_NODES_AVAILABLE)));
     }
-    let mut diagnosis = record.then(CycleDiagnosis::default);
     state.set_node_count(all_nodes.len());
     let pre_filter = fwk.run_pre_filter(state, pod, snapshot).await;
     let status = pre_filter.status.clone();

@@ -15,6 +15,7 @@
 mod cycle;
 mod failure;
 mod profile;
+pub mod unsupported;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -145,7 +146,11 @@ fn queue_config(scheduler_name: &str, framework: &Framework) -> Result<QueueConf
         pre_enqueue: framework
             .plugins(crate::framework::ExtensionPoint::PreEnqueue)
             .to_vec(),
-        plugin_events: framework.plugin_events(),
+        plugin_events: framework
+            .plugin_events()
+            .into_iter()
+            .chain(unsupported::rejector_events())
+            .collect(),
         initial_backoff: backoff.0,
         max_backoff: backoff.1,
         unschedulable_max_stay: crate::queue::DEFAULT_UNSCHEDULABLE_MAX_STAY,

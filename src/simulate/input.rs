@@ -30,7 +30,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::api::PodGroup;
-use crate::cluster::{implicit_group, pod_group_of};
+use crate::cluster::{WorkloadReference, default_pod_level_requests, implicit_group, pod_group_of};
 use crate::files;
 use crate::framework::FieldError;
 use crate::simulate::validation;

@@ -907,3 +907,103 @@ fn each_caller_gets_its_options() {
         }
     }
 }
+
+/// The API server's pod-level request defaulting (`SetDefaults_Pod`'s
+/// `defaultHugePagePodLimits` and `defaultPodRequests`), case by case from its rules:
+/// (case, pod `spec.resources`, containers, init containers, the pod-level requests and
+/// limits after defaulting, `null` for absent).
+#[test]
+fn pod_level_requests_are_defaulted_as_the_api_server_does() {
+    let cases = vec![
+        (
+            "no pod-level resources: nothing to default",
+            Value::Null,
+            vec![c("c1", json!({"cpu": "1"}))],
+            vec![],
+            Value::Null,
+            Value::Null,
+        ),
+        (
+            "pod-level requests without limits stay as they are",
+            json!({"requests": {"cpu": "1"}}),
+            vec![c("c1", json!({"cpu": "500m", "memory": "1Gi"}))],
+            vec![],
+            json!({"cpu": "1"}),
+            Value::Null,
+        ),
+        (
+            "requested by the containers: the containers' sum; otherwise the pod limit",
+            json!({"limits": {"cpu": "2", "memory": "1Gi"}}),
+            vec![
+                c("c1", json!({"cpu": "500m"})),
+                c("c2", json!({"cpu": "250m"})),
+            ],
+            vec![],
+            json!({"cpu": "750m", "memory": "1Gi"}),
+            json!({"cpu": "2", "memory": "1Gi"}),
+        ),
+        (
+            "no container requests: the pod limits",
+            json!({"limits": {"cpu": "3"}}),
+            vec![c("c1", Value::Null)],
+            vec![],
+            json!({"cpu": "3"}),
+            json!({"cpu": "3"}),
+        ),
+        (
+            "a pod-level request is never replaced",
+            json!({"limits": {"cpu": "4"}, "requests": {"cpu": "1"}}),
+            vec![c("c1", json!({"cpu": "2"}))],
+            vec![],
+            json!({"cpu": "1"}),
+            json!({"cpu": "4"}),
+        ),
+        (
+            "an init container larger than the app containers sets the aggregate",
+            json!({"limits": {"cpu": "4"}}),
+            vec![c("app", json!({"cpu": "1"}))],
+            vec![c("init", json!({"cpu": "3"}))],
+            json!({"cpu": "3"}),
+            json!({"cpu": "4"}),
+        ),
+        (
+            "container hugepages give the pod a hugepages limit, and the request follows it",
+            json!({"requests": {"cpu": "1"}}),
+            vec![cl(
+                "c1",
+                json!({"cpu": "500m", "hugepages-2Mi": "4Mi"}),
+                json!({"hugepages-2Mi": "4Mi"}),
+            )],
+            vec![],
+            json!({"cpu": "1", "hugepages-2Mi": "4Mi"}),
+            json!({"hugepages-2Mi": "4Mi"}),
+        ),
+    ];
+    for (name, resources, containers, init, want_requests, want_limits) in cases {
+        let mut spec = json!({"containers": containers, "initContainers": init});
+        if !resources.is_null() {
+            spec["resources"] = resources;
+        }
+        let mut pod = pod(json!({"spec": spec}));
+        default_pod_level_requests(&mut pod);
+        let resources = pod.spec.and_then(|s| s.resources).unwrap_or_default();
+        let exact = |list: Option<BTreeMap<String, Quantity>>| {
+            list.map(|l| exact_list(&l).expect("valid quantities"))
+        };
+        let expected = |value: Value| {
+            let pairs: Option<BTreeMap<String, Quantity>> =
+                serde_json::from_value(value).expect("test quantities");
+            exact(pairs)
+        };
+        assert_eq!(
+            exact(resources.requests),
+            expected(want_requests),
+            "{name}: requests"
+        );
+        assert_eq!(
+            exact(resources.limits),
+            expected(want_limits),
+            "{name}: limits"
+        );
+    }
+}

@@ -66,6 +66,8 @@ pub(super) fn default_pod(pod: &mut Pod) {
             });
         }
     }
+    // After the containers' defaults, as the API server orders them.
+    default_pod_level_requests(pod);
     let status = pod.status.get_or_insert_with(PodStatus::default);
     status.phase.get_or_insert_with(|| "Pending".to_string());
 }

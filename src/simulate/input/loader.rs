@@ -236,7 +236,29 @@ impl Loader {
                 self.input.nodes.push(node);
             }
             Kind::Pod => {
+                // A 1.35 pod's `spec.workloadRef`, which the 1.37 types drop.
+                let workload_ref = match value.pointer("/spec/workloadRef") {
+                    Some(reference) => Some(
+                        serde_json::from_value::<WorkloadReference>(reference.clone()).map_err(
+                            |error| {
+                                let path = display_path(&format!("{prefix}spec.workloadRef"));
+                                InputError::field(
+                                    at,
+                                    FieldError::new(
+                                        path,
+                                        "",
+                                        format!("cannot decode Pod: {error}"),
+                                    ),
+                                )
+                            },
+                        )?,
+                    ),
+                    None => None,
+                };
                 let mut pod: Pod = decode(value, at, prefix)?;
+                if let (Some(reference), Some(spec)) = (workload_ref, pod.spec.as_mut()) {
+                    reference.carry_into(spec);
+                }
                 self.admit(kind, &mut pod.metadata, created, at, prefix)?;
                 default_pod(&mut pod);
                 validation::check(validation::pod(&pod), at, prefix)?;

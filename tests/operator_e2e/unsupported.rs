@@ -1,0 +1,139 @@
+//! "A pod with a ResourceClaim and a pod with a workloadRef are reported, live ..., with
+//! the message above and never bound": against a 1.37 API server (`resourceClaims`,
+//! `schedulingGroup`) and a 1.35 one (`workloadRef`, which the 1.37 types do not know).
+
+use serde_json::{Value, json};
+
+use crate::harness::{
+    Berth, BerthOptions, Cluster, WAIT, eventually, node, pod, profile, simulate,
+};
+
+const CLAIMS: &str = "0/1 nodes are available: pod has resourceClaims (dynamic resource \
+     allocation); berth does not support DynamicResources yet.";
+const GROUP: &str = "0/1 nodes are available: pod belongs to a Workload pod group \
+     (spec.schedulingGroup, spec.workloadRef before Kubernetes 1.36); berth does not support \
+     the Workload API and GangScheduling yet.";
+
+/// `pod` with `field` set in its spec.
+fn with_spec(mut pod: Value, field: &str, value: Value) -> Value {
+    pod["spec"][field] = value;
+    pod
+}
+
+/// Waits for `name`'s PodScheduled=False and FailedScheduling event; returns the
+/// condition's reason and message and the event's note.
+async fn refusal_of(cluster: &Cluster, name: &str) -> (String, String, String) {
+    let condition = eventually(
+        &format!("`{name}` has PodScheduled=False"),
+        WAIT,
+        || async {
+            let p = cluster.pod(name).await;
+            let conditions = p.status.and_then(|s| s.conditions).unwrap_or_default();
+            match conditions.iter().find(|c| c.type_ == "PodScheduled") {
+                Some(c) if c.status == "False" => Ok(c.clone()),
+                _ => Err(format!("{conditions:?}")),
+            }
+        },
+    )
+    .await;
+    let event = eventually(
+        &format!("a FailedScheduling event for `{name}`"),
+        WAIT,
+        || async {
+            let events = cluster.events_for(name).await;
+            events
+                .iter()
+                .find(|e| e.reason.as_deref() == Some("FailedScheduling"))
+                .cloned()
+                .ok_or_else(|| format!("{events:?}"))
+        },
+    )
+    .await;
+    (
+        condition.reason.unwrap_or_default(),
+        condition.message.unwrap_or_default(),
+        event.note.unwrap_or_default(),
+    )
+}
+
+/// Creates `refused` and a plain pod on a node where all fit; checks each refused pod's
+/// condition, event and message (also the simulator's), that the plain pod binds and that
+/// no refused pod is ever bound.
+async fn refused_live(minor: u32, refused: &[(&str, Value, &str)]) {
+    let cluster = Cluster::start_reporting(minor).await;
+    cluster.create_node(node("n1", "8", "16Gi")).await;
+    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
+    berth.wait_ready().await;
+    cluster.create_profile(profile("berth", json!({}))).await;
+    cluster.wait_profile_ready("berth", WAIT).await;
+
+    // Posted as JSON: the test's typed Pod would drop a 1.35 `workloadRef` itself.
+    for (name, object, _) in refused {
+        let (code, answer) = cluster
+            .raw("POST", "/api/v1/namespaces/default/pods", object)
+            .await;
+        assert_eq!(code, 201, "creating {name}: {answer}");
+    }
+    cluster.create_pod(pod("plain", "berth", "1", "1Gi")).await;
+    cluster.wait_bound(&["plain"], WAIT).await;
+
+    let mut objects = vec![node("n1", "8", "16Gi"), profile("berth", json!({}))];
+    objects.extend(refused.iter().map(|(_, object, _)| object.clone()));
+    let simulated = simulate(&objects, 0).await;
+    for (name, _, message) in refused {
+        let (reason, condition, note) = refusal_of(&cluster, name).await;
+        assert_eq!(reason, "Unschedulable", "{name}");
+        assert_eq!(condition, *message, "{name}: PodScheduled message");
+        assert_eq!(note, *message, "{name}: FailedScheduling note");
+        let offline = simulated
+            .pods
+            .iter()
+            .find(|p| p.name == *name)
+            .map(|p| p.message.clone());
+        assert_eq!(
+            offline.as_deref(),
+            Some(*message),
+            "{name}: simulate's message"
+        );
+    }
+    let names: Vec<&str> = refused.iter().map(|(name, _, _)| *name).collect();
+    cluster
+        .assert_stay_unbound(&names, std::time::Duration::from_secs(2))
+        .await;
+    assert!(
+        names
+            .iter()
+            .all(|name| cluster.binding_requests_for(name).is_empty()),
+        "berth asked to bind a refused pod"
+    );
+    berth.terminate_cleanly().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_and_scheduling_groups_are_refused_on_kubernetes_1_37() {
+    let claims = with_spec(
+        pod("gpu-job", "berth", "1", "1Gi"),
+        "resourceClaims",
+        json!([{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}]),
+    );
+    let group = with_spec(
+        pod("worker-0", "berth", "1", "1Gi"),
+        "schedulingGroup",
+        json!({"podGroupName": "workers"}),
+    );
+    refused_live(
+        37,
+        &[("gpu-job", claims, CLAIMS), ("worker-0", group, GROUP)],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workload_refs_are_refused_on_kubernetes_1_35() {
+    let reference = with_spec(
+        pod("worker-1", "berth", "1", "1Gi"),
+        "workloadRef",
+        json!({"name": "training", "podGroup": "workers"}),
+    );
+    refused_live(35, &[("worker-1", reference, GROUP)]).await;
+}
