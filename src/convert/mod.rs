@@ -54,7 +54,7 @@ pub use translations::{
     ArgsTranslation, BUILTIN_ARGS_TRANSLATIONS, COSCHEDULING_TUTORIAL, FieldTranslation,
     NETWORK_TRAFFIC_TUTORIAL,
 };
-pub use versions::Version;
+pub use versions::{UPSTREAM_DIFFERENCES, UPSTREAM_RELEASE, UpstreamDifference, Version};
 
 /// The API group of `KubeSchedulerConfiguration`.
 pub const CONFIG_GROUP: &str = "kubescheduler.config.k8s.io";

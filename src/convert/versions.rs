@@ -63,13 +63,17 @@ impl Version {
         self <= Version::V1beta2
     }
 
-    /// The Kubernetes release whose defaults berth applies for this version.
-    fn release(self) -> &'static str {
+    /// The Kubernetes release whose defaults berth applies for this version: the last
+    /// release whose default plugins the version's configurations were written against.
+    /// v1 is current upstream ([`UPSTREAM_RELEASE`]); v1beta3's multiPoint defaults are
+    /// those v1 had when it arrived (1.25).
+    pub fn release(self) -> &'static str {
         match self {
             Version::V1alpha1 | Version::V1alpha2 => "1.18",
             Version::V1beta1 => "1.19",
             Version::V1beta2 => "1.22",
-            Version::V1beta3 | Version::V1 => "1.25",
+            Version::V1beta3 => "1.25",
+            Version::V1 => UPSTREAM_RELEASE,
         }
     }
 
@@ -201,6 +205,55 @@ impl Version {
         }
     }
 }
+
+/// The kube-scheduler release berth's defaults follow, and that a v1 configuration is read
+/// against.
+pub const UPSTREAM_RELEASE: &str = "1.37";
+
+/// One way berth's default plugin set differs from kube-scheduler's of
+/// [`UPSTREAM_RELEASE`]. `berth plugins` and docs/plugins.md list them; `berth convert`
+/// notes a configuration that enables or configures a plugin berth lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpstreamDifference {
+    /// The upstream plugin concerned.
+    pub plugin: &'static str,
+    /// Whether berth lacks the plugin altogether (rather than a part of what it does).
+    pub missing: bool,
+    /// What upstream's default set does.
+    pub upstream: &'static str,
+    /// What berth does instead, as a user sees it.
+    pub berth: &'static str,
+}
+
+/// How berth's default plugin set differs from upstream's ([`UPSTREAM_RELEASE`]).
+pub const UPSTREAM_DIFFERENCES: &[UpstreamDifference] = &[
+    UpstreamDifference {
+        plugin: "DynamicResources",
+        missing: true,
+        upstream: "in the default set (dynamic resource allocation is GA and always on since 1.35), \
+                   right before DefaultPreemption: allocates devices for a pod's ResourceClaims",
+        berth: "absent; a pod with `spec.resourceClaims` is refused as unschedulable (\"pod has \
+                resourceClaims (dynamic resource allocation); berth does not support \
+                DynamicResources yet\") rather than started without its devices",
+    },
+    UpstreamDifference {
+        plugin: "NodeDeclaredFeatures",
+        missing: true,
+        upstream: "in the default set (GA in 1.37): keeps a pod off nodes whose \
+                   `status.declaredFeatures` lack a feature the pod's spec needs",
+        berth: "absent; `node.status.declaredFeatures` is not checked, so a pod may be placed on \
+                a node that does not declare a feature it uses",
+    },
+    UpstreamDifference {
+        plugin: "NodeResourcesFit",
+        missing: false,
+        upstream: "leaves an extended resource the node does not list in allocatable to \
+                   DynamicResources when a DeviceClass maps it (DRA-backed extended resources, \
+                   GA in 1.37)",
+        berth: "no dynamic resource allocation, so such a pod is still rejected on that node \
+                with `Insufficient <name>`",
+    },
+];
 
 /// Where a legacy `plugins` key puts its plugins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
