@@ -393,8 +393,18 @@ fn v1beta3_multi_point_and_point_sets_resolve_as_in_v1() {
     // Disable-then-enable at a point moves NodeName after the multiPoint plugins; the
     // multiPoint weight replaces TaintToleration's default weight in place. v1beta3's
     // default Filter list had EBSLimits, GCEPDLimits and AzureDiskLimits around
-    // NodeVolumeLimits; berth has none of them.
+    // NodeVolumeLimits; berth has none of them. VolumeBinding scored nothing in those
+    // releases (its VolumeCapacityPriority gate was alpha and off, and no shape is given),
+    // so it is disabled at PreScore and Score, where berth's defaults (1.37's) run it.
     let want = EffectivePlugins {
+        pre_score: names(&[
+            "TaintToleration",
+            "NodeAffinity",
+            "NodeResourcesFit",
+            "PodTopologySpread",
+            "InterPodAffinity",
+            "NodeResourcesBalancedAllocation",
+        ]),
         filter: names(&[
             "NodeUnschedulable",
             "TaintToleration",
@@ -413,7 +423,6 @@ fn v1beta3_multi_point_and_point_sets_resolve_as_in_v1() {
             ("TaintToleration", 7),
             ("NodeAffinity", 2),
             ("NodeResourcesFit", 1),
-            ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
             ("NodeResourcesBalancedAllocation", 1),
@@ -675,6 +684,8 @@ const DEFAULT_SCHEDULER: &str =
     "unless started with --serve-default-scheduler (Helm value serveDefaultScheduler: true)";
 const LEADER_ELECTION: ExpectedNote = ("leaderElection", "`berth run --leader-elect`");
 const CLIENT_CONNECTION: ExpectedNote = ("clientConnection", "`berth run --kubeconfig`");
+/// A v1beta3 profile keeps scoring nothing with VolumeBinding, as its releases did.
+const VOLUME_BINDING_UNSCORED: &str = "VolumeBinding disabled at preScore and score";
 
 struct VersionCase {
     version: &'static str,
@@ -801,6 +812,8 @@ const VERSION_CASES: &[VersionCase] = &[
         notes: &[
             LEADER_ELECTION,
             CLIENT_CONNECTION,
+            ("profiles[0].plugins", VOLUME_BINDING_UNSCORED),
+            ("profiles[1].plugins", VOLUME_BINDING_UNSCORED),
             (
                 "profiles[1].pluginConfig[0].args.deniedPGExpirationTimeSeconds",
                 "podGroupBackoffSeconds: 3",

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use crate::convert::{UPSTREAM_DIFFERENCES, UPSTREAM_RELEASE};
+use crate::convert::{UPSTREAM_DIFFERENCES, UPSTREAM_RELEASE, UpstreamDifference};
 use crate::framework::Registry;
 use crate::schema::reference::{self, Reference, wrap};
 
@@ -85,7 +85,7 @@ fn differences_text() -> String {
         out.push_str(&format!("  {}\n", difference.plugin));
         for text in [
             format!("Upstream: {}.", difference.upstream),
-            format!("berth: {}.", difference.berth),
+            format!("berth: {}.", berth_side(difference)),
         ] {
             for line in wrap(&text, TEXT_WIDTH - 6) {
                 out.push_str(&format!("      {line}\n"));
@@ -108,10 +108,18 @@ fn differences_markdown() -> String {
             "| {} | {} | {} |\n",
             difference.plugin,
             sentence(difference.upstream),
-            sentence(difference.berth)
+            sentence(&berth_side(difference))
         ));
     }
     out
+}
+
+/// What berth does, led by "absent" for a plugin berth does not have.
+fn berth_side(difference: &UpstreamDifference) -> String {
+    match difference.missing {
+        true => format!("absent; {}", difference.berth),
+        false => difference.berth.to_string(),
+    }
 }
 
 /// `text` capitalised and ended with a full stop, as a table cell.
