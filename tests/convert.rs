@@ -1835,7 +1835,11 @@ fn plugins_of_upstream_1_37_berth_lacks_are_noted_not_refused() {
             .iter()
             .map(|u| (u.path.as_str(), u.message.as_str()))
             .collect();
-        assert_eq!(unsupported.len(), case.unsupported.len(), "{name}: {unsupported:?}");
+        assert_eq!(
+            unsupported.len(),
+            case.unsupported.len(),
+            "{name}: {unsupported:?}"
+        );
         for ((path, message), (want_path, fragment)) in unsupported.iter().zip(case.unsupported) {
             assert_eq!(path, want_path, "{name}");
             assert!(message.contains(fragment), "{name}: {message}");
@@ -1843,7 +1847,10 @@ fn plugins_of_upstream_1_37_berth_lacks_are_noted_not_refused() {
         let about_them: Vec<(&str, &str)> = conversion
             .notes
             .iter()
-            .filter(|n| n.path.starts_with("profiles[0].plugins") || n.path.starts_with("profiles[0].pluginConfig"))
+            .filter(|n| {
+                n.path.starts_with("profiles[0].plugins")
+                    || n.path.starts_with("profiles[0].pluginConfig")
+            })
             .map(|n| (n.path.as_str(), n.message.as_str()))
             .collect();
         let want: Vec<&(&str, &str)> = enabled_notes.iter().chain(case.notes).collect();

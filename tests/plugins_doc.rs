@@ -388,7 +388,10 @@ fn the_list_ends_with_the_differences_from_upstream_1_37() {
         "DeviceClass",
         "still rejected on that node with `Insufficient <name>`",
     ] {
-        assert!(flat.contains(expected), "missing {expected:?} in:\n{section}");
+        assert!(
+            flat.contains(expected),
+            "missing {expected:?} in:\n{section}"
+        );
     }
     let markdown = rendered(None, Format::Markdown);
     let (_, table) = markdown

@@ -272,7 +272,11 @@ impl Converter<'_> {
     /// Notes a plugin of upstream's default set that berth lacks, enabled at `path`: the
     /// profile runs without it, as every berth profile does, which is worth knowing but
     /// not a reason to refuse the configuration. False (nothing noted) for other plugins.
-    pub(in crate::convert) fn note_missing_upstream_plugin(&mut self, name: &str, path: &str) -> bool {
+    pub(in crate::convert) fn note_missing_upstream_plugin(
+        &mut self,
+        name: &str,
+        path: &str,
+    ) -> bool {
         let Some(difference) = missing_upstream_plugin(name) else {
             return false;
         };
@@ -316,7 +320,10 @@ impl Converter<'_> {
             if !difference.args_fields.contains(&key.as_str()) {
                 let message = match difference.args_fields {
                     [] => format!("upstream's {name} takes no args"),
-                    fields => format!("unknown field: {name}Args has only {}", fields.join(" and ")),
+                    fields => format!(
+                        "unknown field: {name}Args has only {}",
+                        fields.join(" and ")
+                    ),
                 };
                 self.unsupported(format!("{args_path}.{key}"), message);
             }
@@ -334,8 +341,7 @@ impl Converter<'_> {
 }
 
 /// upstream's default VolumeBinding `shape` since 1.37, as the notes write it.
-const DEFAULT_SHAPE_TEXT: &str =
-    "[{utilization: 0, score: 10}, {utilization: 100, score: 0}], which prefers nodes with more \
+const DEFAULT_SHAPE_TEXT: &str = "[{utilization: 0, score: 10}, {utilization: 100, score: 0}], which prefers nodes with more \
      free capacity";
 
 impl Converter<'_> {

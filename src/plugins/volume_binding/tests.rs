@@ -666,7 +666,10 @@ fn storage_capacity_scores() {
         },
         CapacityCase {
             name: "dynamic provisioning with multiple PVCs of the same StorageClass",
-            claims: vec![dynamic("pvc-dynamic-0", "50Gi"), dynamic("pvc-dynamic-1", "50Gi")],
+            claims: vec![
+                dynamic("pvc-dynamic-0", "50Gi"),
+                dynamic("pvc-dynamic-1", "50Gi"),
+            ],
             volumes: vec![],
             capacities: &["100Gi"],
             args: default_args(),
@@ -780,7 +783,10 @@ fn omitted_args_fields_take_upstream_1_37_defaults() {
     // since 1.37): bindTimeoutSeconds 600 and the shape that favours free capacity.
     let cases = [
         ("no fields", serde_json::json!({})),
-        ("timeout only", serde_json::json!({"bindTimeoutSeconds": 600})),
+        (
+            "timeout only",
+            serde_json::json!({"bindTimeoutSeconds": 600}),
+        ),
     ];
     let want = VolumeBindingArgs {
         bind_timeout_seconds: 600,
@@ -803,7 +809,10 @@ fn omitted_args_fields_take_upstream_1_37_defaults() {
         "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
     }))
     .expect("decodes");
-    assert_eq!(custom.shape[1].score, 10, "a given shape replaces the default");
+    assert_eq!(
+        custom.shape[1].score, 10,
+        "a given shape replaces the default"
+    );
 }
 
 /// A writer that plays the API server and the PV controller: a volume written with a
