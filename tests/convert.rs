@@ -1925,3 +1925,53 @@ fn an_empty_volume_binding_shape_takes_upstream_1_37s_default() {
         "VolumeBinding scores, as in 1.37"
     );
 }
+
+/// v1 `SetDefaults_NodeResourcesFitArgs` and `SetDefaults_NodeResourcesBalancedAllocationArgs`
+/// read a resource weight of 0 as the default 1; berth's args take 1..=100, so the
+/// converted args say 1 and the configuration is not refused.
+#[test]
+fn a_zero_resource_weight_is_read_as_1_as_upstream_defaulting_does() {
+    let registry = default_registry();
+    let config = config(
+        "v1",
+        json!({"profiles": [{"schedulerName": "berth-default", "pluginConfig": [
+            {"name": "NodeResourcesFit", "args": {"scoringStrategy": {
+                "type": "MostAllocated",
+                "resources": [{"name": "cpu", "weight": 0}, {"name": "memory", "weight": 3}],
+            }}},
+            {"name": "NodeResourcesBalancedAllocation", "args": {
+                "resources": [{"name": "cpu", "weight": 0}, {"name": "memory"}],
+            }},
+        ]}]}),
+    );
+    let conversion = convert_with(&registry, &config);
+    assert_eq!(conversion.unsupported, []);
+    let profile = profile(&conversion, "berth-default");
+    assert_eq!(
+        profile.spec.plugin_config.get("nodeResourcesFit"),
+        Some(&json!({"scoringStrategy": {
+            "type": "MostAllocated",
+            "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 3}],
+        }}))
+    );
+    assert_eq!(
+        profile
+            .spec
+            .plugin_config
+            .get("nodeResourcesBalancedAllocation"),
+        Some(&json!({"resources": [{"name": "cpu", "weight": 1}, {"name": "memory"}]}))
+    );
+    let noted: Vec<&str> = conversion
+        .notes
+        .iter()
+        .filter(|n| n.message.contains("weight 0 written as 1"))
+        .map(|n| n.path.as_str())
+        .collect();
+    assert_eq!(
+        noted,
+        [
+            "profiles[0].pluginConfig[0].args.scoringStrategy.resources[0].weight",
+            "profiles[0].pluginConfig[1].args.resources[0].weight",
+        ]
+    );
+}

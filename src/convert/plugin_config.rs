@@ -108,6 +108,7 @@ impl Converter<'_> {
         self.translate_args(name, &mut args, &args_path);
         self.adjust_legacy_args(name, &mut args, &args_path);
         self.adjust_volume_binding_shape(name, &mut args, &args_path);
+        self.adjust_zero_weights(name, &mut args, &args_path);
         self.prune_unknown_fields(&field, &mut args, &args_path);
         let args = Value::Object(args);
         let errors = spec.check(&args, &args_path);

@@ -379,6 +379,49 @@ impl Converter<'_> {
         self.note(format!("{path}.shape"), message);
     }
 
+    /// v1 and v1beta3 defaulting reads a resource weight of 0 as 1 (NodeResourcesFit's
+    /// `scoringStrategy.resources`, NodeResourcesBalancedAllocation's `resources`);
+    /// berth's args take 1..=100, so such a weight is written as 1, with a note.
+    pub(in crate::convert) fn adjust_zero_weights(
+        &mut self,
+        plugin: &str,
+        args: &mut Map<String, Value>,
+        path: &str,
+    ) {
+        if self.version.per_point_defaults() {
+            return;
+        }
+        let (resources, resources_path) = match plugin {
+            "NodeResourcesFit" => (
+                args.get_mut("scoringStrategy")
+                    .and_then(|s| s.get_mut("resources")),
+                format!("{path}.scoringStrategy.resources"),
+            ),
+            "NodeResourcesBalancedAllocation" => {
+                (args.get_mut("resources"), format!("{path}.resources"))
+            }
+            _ => return,
+        };
+        let Some(Value::Array(resources)) = resources else {
+            return;
+        };
+        let mut zeros = Vec::new();
+        for (index, resource) in resources.iter_mut().enumerate() {
+            if let Some(weight) = resource.get_mut("weight")
+                && weight.as_i64() == Some(0)
+            {
+                *weight = json!(1);
+                zeros.push(index);
+            }
+        }
+        for index in zeros {
+            self.note(
+                format!("{resources_path}[{index}].weight"),
+                "weight 0 written as 1, as upstream's defaulting reads it",
+            );
+        }
+    }
+
     /// v1beta3's releases (1.23-1.28) ran VolumeBinding's Score only with the alpha
     /// VolumeCapacityPriority gate on, which a configuration shows by giving a `shape`;
     /// berth scores by default, as upstream does since 1.37. A v1beta3 profile that would
