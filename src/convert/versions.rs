@@ -2,10 +2,12 @@
 //! plugins".
 //!
 //! v1 and v1beta3 list their defaults once, as `multiPoint`, with the weights berth's
-//! registry uses, so their profiles are copied as written. The older versions (v1beta2,
-//! v1beta1, v1alpha2 and the single-profile v1alpha1) listed defaults point by point, with
-//! other Score weights and with plugins that later merged into NodeResourcesFit or were
-//! removed. For those, [`Converter::legacy_plugins`] computes what kube-scheduler of that
+//! registry uses, so their profiles are copied as written; v1 means kube-scheduler
+//! [`UPSTREAM_RELEASE`], whose defaults berth's follow but for [`UPSTREAM_DIFFERENCES`],
+//! and a v1beta3 profile keeps VolumeBinding from scoring, as its releases did. The older
+//! versions (v1beta2, v1beta1, v1alpha2 and the single-profile v1alpha1) listed defaults
+//! point by point, with other Score weights and with plugins that later merged into
+//! NodeResourcesFit or were removed. For those, [`Converter::legacy_plugins`] computes what kube-scheduler of that
 //! version ran (its defaults merged with the profile's `enabled`/`disabled` by that
 //! version's rules), translates the plugin names, and writes out in full each extension
 //! point whose plugins or weights berth's own defaults would change. A profile that relied
@@ -67,7 +69,7 @@ impl Version {
     /// release whose default plugins the version's configurations were written against.
     /// v1 is current upstream ([`UPSTREAM_RELEASE`]); v1beta3's multiPoint defaults are
     /// those v1 had when it arrived (1.25).
-    pub fn release(self) -> &'static str {
+    fn release(self) -> &'static str {
         match self {
             Version::V1alpha1 | Version::V1alpha2 => "1.18",
             Version::V1beta1 => "1.19",
