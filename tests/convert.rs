@@ -1975,3 +1975,68 @@ fn a_zero_resource_weight_is_read_as_1_as_upstream_defaulting_does() {
         ]
     );
 }
+
+struct V1beta3VolumeScoringCase {
+    name: &'static str,
+    profile: Value,
+    /// Whether the converted profile scores with VolumeBinding.
+    scores: bool,
+    /// Whether convert disabled it (with a note).
+    noted: bool,
+}
+
+/// v1beta3's releases (1.23-1.28) scored with VolumeBinding only with the alpha
+/// VolumeCapacityPriority gate on, which a `shape` shows (upstream refused a shape with
+/// the gate off); berth scores by default, as 1.37 does. A converted v1beta3 profile
+/// therefore scores with VolumeBinding only where it did.
+#[test]
+fn v1beta3_profiles_score_with_volume_binding_only_with_a_shape() {
+    let cases = [
+        V1beta3VolumeScoringCase {
+            name: "defaults: no capacity scoring, as in 1.23-1.28",
+            profile: json!({"schedulerName": "p"}),
+            scores: false,
+            noted: true,
+        },
+        V1beta3VolumeScoringCase {
+            name: "a shape: the gate was on, the profile scores with it",
+            profile: json!({"schedulerName": "p", "pluginConfig": [
+                {"name": "VolumeBinding", "args": {"shape": [
+                    {"utilization": 0, "score": 0}, {"utilization": 100, "score": 10},
+                ]}},
+            ]}),
+            scores: true,
+            noted: false,
+        },
+        V1beta3VolumeScoringCase {
+            name: "Score disabled already: nothing to add",
+            profile: json!({"schedulerName": "p", "plugins": {
+                "score": {"disabled": [{"name": "*"}]},
+            }}),
+            scores: false,
+            noted: false,
+        },
+    ];
+    let registry = default_registry();
+    for case in cases {
+        let name = case.name;
+        let config = json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1beta3",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [case.profile],
+        });
+        let conversion = convert_with(&registry, &config);
+        assert_eq!(conversion.unsupported, [], "{name}");
+        let resolved = resolve(&profile(&conversion, "p").spec, &registry).expect("resolves");
+        let scores = resolved
+            .plugins_at(ExtensionPoint::Score)
+            .iter()
+            .any(|p| p == "VolumeBinding");
+        assert_eq!(scores, case.scores, "{name}");
+        let noted = conversion
+            .notes
+            .iter()
+            .any(|n| n.message.contains(VOLUME_BINDING_UNSCORED));
+        assert_eq!(noted, case.noted, "{name}");
+    }
+}
