@@ -9,7 +9,7 @@
 //! constraints it evaluates (`filter/PodTopologySpread/spread`), and two template pods
 //! are changed to reach what no template does: a host port for NodePorts' Filter, a
 //! preferred node affinity for NodeAffinity's Score, and a bound claim plus an inline
-//! disk for the volume plugins' Filters. Where a plugin's PreFilter (PreScore)
+//! disk for the volume plugins' Filters and VolumeBinding's Score. Where a plugin's PreFilter (PreScore)
 //! returns Skip for a pod, the framework never calls its Filter (Score), so neither does
 //! the benchmark. The plugin list comes from the default profile: a new default plugin is
 //! measured without a change here, and one that no pod reaches stops the run.
@@ -336,11 +336,6 @@ fn bench_cycle(c: &mut Criterion, framework: &Framework, cycle: &Cycle) {
     });
 }
 
-/// Score plugins of the default profile whose PreScore skips for every pod in its default
-/// configuration: VolumeBinding scores only with a `shape` (upstream's
-/// StorageCapacityScoring, off by default).
-const SCORES_ONLY_WHEN_CONFIGURED: [&str; 1] = ["score/VolumeBinding"];
-
 /// One measured pod at a time, so only one cluster is in memory.
 fn benches(c: &mut Criterion) {
     let framework = common::default_framework(1);
@@ -360,9 +355,6 @@ fn benches(c: &mut Criterion) {
     for (point, extension_point) in points {
         for plugin in framework.plugins(extension_point) {
             let name = name_of(point, plugin.name());
-            if SCORES_ONLY_WHEN_CONFIGURED.contains(&name.as_str()) {
-                continue;
-            }
             assert!(
                 measured.contains_key(&name),
                 "{name}: skipped for every pod it is measured with; add one that reaches it \

@@ -393,8 +393,18 @@ fn v1beta3_multi_point_and_point_sets_resolve_as_in_v1() {
     // Disable-then-enable at a point moves NodeName after the multiPoint plugins; the
     // multiPoint weight replaces TaintToleration's default weight in place. v1beta3's
     // default Filter list had EBSLimits, GCEPDLimits and AzureDiskLimits around
-    // NodeVolumeLimits; berth has none of them.
+    // NodeVolumeLimits; berth has none of them. VolumeBinding scored nothing in those
+    // releases (its VolumeCapacityPriority gate was alpha and off, and no shape is given),
+    // so it is disabled at PreScore and Score, where berth's defaults (1.37's) run it.
     let want = EffectivePlugins {
+        pre_score: names(&[
+            "TaintToleration",
+            "NodeAffinity",
+            "NodeResourcesFit",
+            "PodTopologySpread",
+            "InterPodAffinity",
+            "NodeResourcesBalancedAllocation",
+        ]),
         filter: names(&[
             "NodeUnschedulable",
             "TaintToleration",
@@ -413,7 +423,6 @@ fn v1beta3_multi_point_and_point_sets_resolve_as_in_v1() {
             ("TaintToleration", 7),
             ("NodeAffinity", 2),
             ("NodeResourcesFit", 1),
-            ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
             ("NodeResourcesBalancedAllocation", 1),
@@ -675,6 +684,8 @@ const DEFAULT_SCHEDULER: &str =
     "unless started with --serve-default-scheduler (Helm value serveDefaultScheduler: true)";
 const LEADER_ELECTION: ExpectedNote = ("leaderElection", "`berth run --leader-elect`");
 const CLIENT_CONNECTION: ExpectedNote = ("clientConnection", "`berth run --kubeconfig`");
+/// A v1beta3 profile keeps scoring nothing with VolumeBinding, as its releases did.
+const VOLUME_BINDING_UNSCORED: &str = "VolumeBinding disabled at preScore and score";
 
 struct VersionCase {
     version: &'static str,
@@ -801,6 +812,8 @@ const VERSION_CASES: &[VersionCase] = &[
         notes: &[
             LEADER_ELECTION,
             CLIENT_CONNECTION,
+            ("profiles[0].plugins", VOLUME_BINDING_UNSCORED),
+            ("profiles[1].plugins", VOLUME_BINDING_UNSCORED),
             (
                 "profiles[1].pluginConfig[0].args.deniedPGExpirationTimeSeconds",
                 "podGroupBackoffSeconds: 3",
@@ -1694,5 +1707,336 @@ fn the_alpha_disable_preemption_disables_default_preemption() {
                 "disablePreemption: {disable}"
             );
         }
+    }
+}
+
+/// A kube-scheduler 1.37 configuration that enables and configures the plugins of
+/// upstream's default set berth does not have (DynamicResources, NodeDeclaredFeatures),
+/// and gives VolumeBinding an empty shape.
+fn config_1_37(plugin_config: Value) -> Value {
+    json!({
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{
+            "schedulerName": "berth-default",
+            "plugins": {
+                "multiPoint": {"enabled": [
+                    {"name": "DynamicResources"},
+                    {"name": "NodeDeclaredFeatures"},
+                ]},
+                "filter": {"enabled": [{"name": "NodeDeclaredFeatures"}]},
+            },
+            "pluginConfig": plugin_config,
+        }],
+    })
+}
+
+struct UpstreamOnlyCase {
+    name: &'static str,
+    plugin_config: Value,
+    /// (path, fragment) of each expected note about these plugins.
+    notes: &'static [(&'static str, &'static str)],
+    /// (path, fragment) of each expected unsupported item.
+    unsupported: &'static [(&'static str, &'static str)],
+}
+
+/// Issue 18: a 1.37 configuration names DynamicResources and NodeDeclaredFeatures, which
+/// upstream runs by default and berth lacks. Enabling or configuring them is noted (the
+/// profile runs without them, as every berth profile does), not refused as an unknown
+/// plugin; args their upstream types do not have are still reported.
+#[test]
+fn plugins_of_upstream_1_37_berth_lacks_are_noted_not_refused() {
+    let enabled_notes: [(&str, &str); 3] = [
+        (
+            "profiles[0].plugins.multiPoint.enabled[0].name",
+            "dropped: berth does not have DynamicResources, which kube-scheduler 1.37 runs by default; \
+             a pod with `spec.resourceClaims` is refused as unschedulable (\"pod has resourceClaims \
+             (dynamic resource allocation); berth does not support DynamicResources yet\")",
+        ),
+        (
+            "profiles[0].plugins.multiPoint.enabled[1].name",
+            "dropped: berth does not have NodeDeclaredFeatures, which kube-scheduler 1.37 runs by \
+             default; `node.status.declaredFeatures` is not checked",
+        ),
+        (
+            "profiles[0].plugins.filter.enabled[0].name",
+            "dropped: berth does not have NodeDeclaredFeatures",
+        ),
+    ];
+    let cases = [
+        UpstreamOnlyCase {
+            name: "DynamicResourcesArgs as upstream writes them, NodeDeclaredFeatures without args",
+            plugin_config: json!([
+                {"name": "DynamicResources", "args": {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1",
+                    "kind": "DynamicResourcesArgs",
+                    "filterTimeout": "10s",
+                    "bindingTimeout": "600s",
+                }},
+                {"name": "NodeDeclaredFeatures"},
+            ]),
+            notes: &[
+                (
+                    "profiles[0].pluginConfig[0].name",
+                    "dropped: berth does not have DynamicResources, which kube-scheduler 1.37 runs by \
+                     default, so there is nothing to configure",
+                ),
+                (
+                    "profiles[0].pluginConfig[1].name",
+                    "dropped: berth does not have NodeDeclaredFeatures",
+                ),
+            ],
+            unsupported: &[],
+        },
+        UpstreamOnlyCase {
+            name: "a field DynamicResourcesArgs does not have",
+            plugin_config: json!([
+                {"name": "DynamicResources", "args": {"filterTimeout": "0s", "timeout": "5s"}},
+            ]),
+            notes: &[(
+                "profiles[0].pluginConfig[0].name",
+                "dropped: berth does not have DynamicResources",
+            )],
+            unsupported: &[(
+                "profiles[0].pluginConfig[0].args.timeout",
+                "unknown field: DynamicResourcesArgs has only filterTimeout and bindingTimeout",
+            )],
+        },
+        UpstreamOnlyCase {
+            name: "args for NodeDeclaredFeatures, which takes none",
+            plugin_config: json!([{"name": "NodeDeclaredFeatures", "args": {"features": ["x"]}}]),
+            notes: &[(
+                "profiles[0].pluginConfig[0].name",
+                "dropped: berth does not have NodeDeclaredFeatures",
+            )],
+            unsupported: &[(
+                "profiles[0].pluginConfig[0].args.features",
+                "upstream's NodeDeclaredFeatures takes no args",
+            )],
+        },
+        UpstreamOnlyCase {
+            name: "args of another plugin's kind",
+            plugin_config: json!([
+                {"name": "DynamicResources", "args": {"kind": "VolumeBindingArgs"}},
+            ]),
+            notes: &[],
+            unsupported: &[(
+                "profiles[0].pluginConfig[0].args.kind",
+                "args of kind VolumeBindingArgs do not belong to plugin DynamicResources",
+            )],
+        },
+    ];
+    let registry = default_registry();
+    for case in cases {
+        let conversion = convert_with(&registry, &config_1_37(case.plugin_config));
+        let name = case.name;
+        let unsupported: Vec<(&str, &str)> = conversion
+            .unsupported
+            .iter()
+            .map(|u| (u.path.as_str(), u.message.as_str()))
+            .collect();
+        assert_eq!(
+            unsupported.len(),
+            case.unsupported.len(),
+            "{name}: {unsupported:?}"
+        );
+        for ((path, message), (want_path, fragment)) in unsupported.iter().zip(case.unsupported) {
+            assert_eq!(path, want_path, "{name}");
+            assert!(message.contains(fragment), "{name}: {message}");
+        }
+        let about_them: Vec<(&str, &str)> = conversion
+            .notes
+            .iter()
+            .filter(|n| {
+                n.path.starts_with("profiles[0].plugins")
+                    || n.path.starts_with("profiles[0].pluginConfig")
+            })
+            .map(|n| (n.path.as_str(), n.message.as_str()))
+            .collect();
+        let want: Vec<&(&str, &str)> = enabled_notes.iter().chain(case.notes).collect();
+        assert_eq!(about_them.len(), want.len(), "{name}: {about_them:?}");
+        for ((path, message), (want_path, fragment)) in about_them.iter().zip(want) {
+            assert_eq!(path, want_path, "{name}");
+            assert!(message.contains(fragment), "{name}: {message}");
+        }
+        // The profile runs berth's defaults and configures nothing for them.
+        let profile = profile(&conversion, "berth-default");
+        assert!(profile.spec.plugin_config.is_empty(), "{name}");
+        assert_eq!(effective(profile, &registry), upstream_defaults(), "{name}");
+    }
+
+    // The binary writes the profile and exits 0: notes are not failures.
+    let dir = TempDir::new("convert-1-37");
+    let path = dir.path().join("kube-scheduler-1.37.yaml");
+    let text = serde_json::to_string(&config_1_37(json!([
+        {"name": "DynamicResources", "args": {"filterTimeout": "10s"}},
+    ])))
+    .expect("encodes");
+    std::fs::write(&path, text).expect("writes the configuration");
+    let output = berth(&["convert", "-f", &path.to_string_lossy()]);
+    assert_exit(&output, 0);
+    let profiles = profiles_of(&stdout(&output));
+    assert_eq!(profiles.len(), 1);
+    assert!(
+        stderr(&output).contains("dropped: berth does not have DynamicResources"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// v1 `SetDefaults_VolumeBindingArgs` (1.37, StorageCapacityScoring on) fills an empty
+/// shape with the default, so an empty one is not an error; berth's default is the same
+/// shape, so the converted args leave it out and the profile scores with it.
+#[test]
+fn an_empty_volume_binding_shape_takes_upstream_1_37s_default() {
+    let registry = default_registry();
+    let config = config(
+        "v1",
+        json!({"profiles": [{"schedulerName": "berth-default", "pluginConfig": [
+            {"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 300, "shape": []}},
+        ]}]}),
+    );
+    let conversion = convert_with(&registry, &config);
+    assert_eq!(conversion.unsupported, []);
+    let profile = profile(&conversion, "berth-default");
+    assert_eq!(
+        profile.spec.plugin_config.get("volumeBinding"),
+        Some(&json!({"bindTimeoutSeconds": 300}))
+    );
+    let note = conversion
+        .notes
+        .iter()
+        .find(|n| n.path == "profiles[0].pluginConfig[0].args.shape")
+        .unwrap_or_else(|| panic!("no note on the shape: {:?}", conversion.notes));
+    assert!(
+        note.message.contains(
+            "upstream 1.37's default, which berth applies too: [{utilization: 0, score: 10}, \
+             {utilization: 100, score: 0}]"
+        ),
+        "{}",
+        note.message
+    );
+    let resolved = resolve(&profile.spec, &registry).expect("resolves");
+    assert!(
+        resolved
+            .plugins_at(ExtensionPoint::Score)
+            .iter()
+            .any(|p| p == "VolumeBinding"),
+        "VolumeBinding scores, as in 1.37"
+    );
+}
+
+/// v1 `SetDefaults_NodeResourcesFitArgs` and `SetDefaults_NodeResourcesBalancedAllocationArgs`
+/// read a resource weight of 0 as the default 1; berth's args take 1..=100, so the
+/// converted args say 1 and the configuration is not refused.
+#[test]
+fn a_zero_resource_weight_is_read_as_1_as_upstream_defaulting_does() {
+    let registry = default_registry();
+    let config = config(
+        "v1",
+        json!({"profiles": [{"schedulerName": "berth-default", "pluginConfig": [
+            {"name": "NodeResourcesFit", "args": {"scoringStrategy": {
+                "type": "MostAllocated",
+                "resources": [{"name": "cpu", "weight": 0}, {"name": "memory", "weight": 3}],
+            }}},
+            {"name": "NodeResourcesBalancedAllocation", "args": {
+                "resources": [{"name": "cpu", "weight": 0}, {"name": "memory"}],
+            }},
+        ]}]}),
+    );
+    let conversion = convert_with(&registry, &config);
+    assert_eq!(conversion.unsupported, []);
+    let profile = profile(&conversion, "berth-default");
+    assert_eq!(
+        profile.spec.plugin_config.get("nodeResourcesFit"),
+        Some(&json!({"scoringStrategy": {
+            "type": "MostAllocated",
+            "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 3}],
+        }}))
+    );
+    assert_eq!(
+        profile
+            .spec
+            .plugin_config
+            .get("nodeResourcesBalancedAllocation"),
+        Some(&json!({"resources": [{"name": "cpu", "weight": 1}, {"name": "memory"}]}))
+    );
+    let noted: Vec<&str> = conversion
+        .notes
+        .iter()
+        .filter(|n| n.message.contains("weight 0 written as 1"))
+        .map(|n| n.path.as_str())
+        .collect();
+    assert_eq!(
+        noted,
+        [
+            "profiles[0].pluginConfig[0].args.scoringStrategy.resources[0].weight",
+            "profiles[0].pluginConfig[1].args.resources[0].weight",
+        ]
+    );
+}
+
+struct V1beta3VolumeScoringCase {
+    name: &'static str,
+    profile: Value,
+    /// Whether the converted profile scores with VolumeBinding.
+    scores: bool,
+    /// Whether convert disabled it (with a note).
+    noted: bool,
+}
+
+/// v1beta3's releases (1.23-1.28) scored with VolumeBinding only with the alpha
+/// VolumeCapacityPriority gate on, which a `shape` shows (upstream refused a shape with
+/// the gate off); berth scores by default, as 1.37 does. A converted v1beta3 profile
+/// therefore scores with VolumeBinding only where it did.
+#[test]
+fn v1beta3_profiles_score_with_volume_binding_only_with_a_shape() {
+    let cases = [
+        V1beta3VolumeScoringCase {
+            name: "defaults: no capacity scoring, as in 1.23-1.28",
+            profile: json!({"schedulerName": "p"}),
+            scores: false,
+            noted: true,
+        },
+        V1beta3VolumeScoringCase {
+            name: "a shape: the gate was on, the profile scores with it",
+            profile: json!({"schedulerName": "p", "pluginConfig": [
+                {"name": "VolumeBinding", "args": {"shape": [
+                    {"utilization": 0, "score": 0}, {"utilization": 100, "score": 10},
+                ]}},
+            ]}),
+            scores: true,
+            noted: false,
+        },
+        V1beta3VolumeScoringCase {
+            name: "Score disabled already: nothing to add",
+            profile: json!({"schedulerName": "p", "plugins": {
+                "score": {"disabled": [{"name": "*"}]},
+            }}),
+            scores: false,
+            noted: false,
+        },
+    ];
+    let registry = default_registry();
+    for case in cases {
+        let name = case.name;
+        let config = json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1beta3",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [case.profile],
+        });
+        let conversion = convert_with(&registry, &config);
+        assert_eq!(conversion.unsupported, [], "{name}");
+        let resolved = resolve(&profile(&conversion, "p").spec, &registry).expect("resolves");
+        let scores = resolved
+            .plugins_at(ExtensionPoint::Score)
+            .iter()
+            .any(|p| p == "VolumeBinding");
+        assert_eq!(scores, case.scores, "{name}");
+        let noted = conversion
+            .notes
+            .iter()
+            .any(|n| n.message.contains(VOLUME_BINDING_UNSCORED));
+        assert_eq!(noted, case.noted, "{name}");
     }
 }

@@ -183,6 +183,23 @@ fn rendered(name: Option<&str>, format: Format) -> String {
     }
 }
 
+/// Where the list's closing section on upstream's default set begins, in each format.
+const DIFFERENCES_TEXT: &str = "\nDifferences from kube-scheduler 1.37's default set:\n";
+const DIFFERENCES_MARKDOWN: &str = "\n## Differences from kube-scheduler 1.37\n";
+
+/// The list without its closing section, which `the_list_ends_with_*` checks.
+fn rendered_list(format: Format) -> String {
+    let text = rendered(None, format);
+    let marker = match format {
+        Format::Text => DIFFERENCES_TEXT,
+        Format::Markdown => DIFFERENCES_MARKDOWN,
+    };
+    match text.split_once(marker) {
+        Some((list, _)) => list.to_string(),
+        None => panic!("no {marker:?} section in:\n{text}"),
+    }
+}
+
 #[test]
 fn text_list_shows_every_plugin_and_the_default_set() {
     let want = "\
@@ -197,7 +214,7 @@ Default plugin set (multiPoint, in order):
 
 Args go under spec.pluginConfig.<ARGS>; `berth plugins NAME` describes them.
 ";
-    assert_eq!(rendered(None, Format::Text), want);
+    assert_eq!(rendered_list(Format::Text), want);
 }
 
 #[test]
@@ -347,7 +364,46 @@ Sorts the queue plainly.
 - Default set: no
 - Args: none
 ";
-    assert_eq!(rendered(None, Format::Markdown), want);
+    assert_eq!(rendered_list(Format::Markdown), want);
+}
+
+/// Issue 18: the list says how berth's default set differs from upstream kube-scheduler
+/// 1.37's (DynamicResources and NodeDeclaredFeatures are in upstream's, not berth's; DRA
+/// backed extended resources), and what that means for a pod.
+#[test]
+fn the_list_ends_with_the_differences_from_upstream_1_37() {
+    let text = rendered(None, Format::Text);
+    let (_, section) = text
+        .split_once(DIFFERENCES_TEXT)
+        .unwrap_or_else(|| panic!("no differences section in:\n{text}"));
+    let flat = section.split_whitespace().collect::<Vec<_>>().join(" ");
+    for expected in [
+        "DynamicResources Upstream: in the default set",
+        "right before DefaultPreemption",
+        "\"pod has resourceClaims (dynamic resource allocation); berth does not support \
+         DynamicResources yet\"",
+        "NodeDeclaredFeatures Upstream: in the default set (GA in 1.37)",
+        "`node.status.declaredFeatures` is not checked",
+        "NodeResourcesFit Upstream:",
+        "DeviceClass",
+        "still rejected on that node with `Insufficient <name>`",
+    ] {
+        assert!(
+            flat.contains(expected),
+            "missing {expected:?} in:\n{section}"
+        );
+    }
+    let markdown = rendered(None, Format::Markdown);
+    let (_, table) = markdown
+        .split_once(DIFFERENCES_MARKDOWN)
+        .unwrap_or_else(|| panic!("no differences section in:\n{markdown}"));
+    for row in [
+        "| DynamicResources | In the default set",
+        "| NodeDeclaredFeatures | In the default set (GA in 1.37)",
+        "| NodeResourcesFit | Leaves an extended resource",
+    ] {
+        assert!(table.contains(row), "missing {row:?} in:\n{table}");
+    }
 }
 
 #[test]
@@ -417,6 +473,22 @@ fn cli_lists_the_builtin_plugins() {
         collapsed.contains("TaintToleration Score weight 3"),
         "{default_set}"
     );
+}
+
+#[test]
+fn cli_default_set_lacks_the_plugins_listed_as_missing_upstream_ones() {
+    // The differences name plugins berth does not have: they must not be registered
+    // (else the list would be stale).
+    for difference in berth::convert::UPSTREAM_DIFFERENCES {
+        let output = berth(&["plugins", difference.plugin]);
+        let want = if difference.missing { Some(2) } else { Some(0) };
+        assert_eq!(
+            output.status.code(),
+            want,
+            "{}: registered iff not listed as missing",
+            difference.plugin
+        );
+    }
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! `berth plugins [NAME]`: the plugin reference, generated from the registry.
 //!
 //! Without NAME: every registered plugin (extension points, default set, default Score
-//! weight, `pluginConfig` field) and the default plugin set. With NAME: that plugin with
+//! weight, `pluginConfig` field), the default plugin set, and how that set differs from
+//! upstream kube-scheduler's ([`UPSTREAM_DIFFERENCES`]). With NAME: that plugin with
 //! its args, field by field. `--format markdown` writes the reference checked in as
 //! `docs/plugins.md` (all plugins, or NAME's section). Exit codes: 0, 2 for an unknown
 //! NAME, 1 when stdout cannot be written.
@@ -12,8 +13,9 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
+use crate::convert::{UPSTREAM_DIFFERENCES, UPSTREAM_RELEASE, UpstreamDifference};
 use crate::framework::Registry;
-use crate::schema::reference::{self, Reference};
+use crate::schema::reference::{self, Reference, wrap};
 
 #[derive(Debug, Args)]
 pub struct PluginsArgs {
@@ -51,8 +53,8 @@ pub fn render(
     let reference = Reference::of(registry);
     let Some(name) = name else {
         return Ok(match format {
-            Format::Text => reference::render_list_text(&reference),
-            Format::Markdown => reference::render_markdown(&reference),
+            Format::Text => reference::render_list_text(&reference) + &differences_text(),
+            Format::Markdown => reference::render_markdown(&reference) + &differences_markdown(),
         });
     };
     match reference.plugin(name) {
@@ -71,6 +73,60 @@ pub fn render(
             })
         }
     }
+}
+
+/// The width the differences are wrapped at in a terminal, as the rest of the list.
+const TEXT_WIDTH: usize = 88;
+
+/// The list's last section in a terminal: each difference from upstream's default set.
+fn differences_text() -> String {
+    let mut out = format!("\nDifferences from kube-scheduler {UPSTREAM_RELEASE}'s default set:\n");
+    for difference in UPSTREAM_DIFFERENCES {
+        out.push_str(&format!("  {}\n", difference.plugin));
+        for text in [
+            format!("Upstream: {}.", difference.upstream),
+            format!("berth: {}.", berth_side(difference)),
+        ] {
+            for line in wrap(&text, TEXT_WIDTH - 6) {
+                out.push_str(&format!("      {line}\n"));
+            }
+        }
+    }
+    out
+}
+
+/// The same as the last section of docs/plugins.md.
+fn differences_markdown() -> String {
+    let mut out = format!(
+        "\n## Differences from kube-scheduler {UPSTREAM_RELEASE}\n\n\
+         The default plugin set above is upstream kube-scheduler {UPSTREAM_RELEASE}'s, with the same\n\
+         args defaults, except:\n\n\
+         | Plugin | Upstream {UPSTREAM_RELEASE} | berth |\n|---|---|---|\n"
+    );
+    for difference in UPSTREAM_DIFFERENCES {
+        out.push_str(&format!(
+            "| {} | {} | {} |\n",
+            difference.plugin,
+            sentence(difference.upstream),
+            sentence(&berth_side(difference))
+        ));
+    }
+    out
+}
+
+/// What berth does, led by "absent" for a plugin berth does not have.
+fn berth_side(difference: &UpstreamDifference) -> String {
+    match difference.missing {
+        true => format!("absent; {}", difference.berth),
+        false => difference.berth.to_string(),
+    }
+}
+
+/// `text` capitalised and ended with a full stop, as a table cell.
+fn sentence(text: &str) -> String {
+    let mut chars = text.chars();
+    let first = chars.next().map(|c| c.to_uppercase().collect::<String>());
+    format!("{}{}.", first.unwrap_or_default(), chars.as_str())
 }
 
 pub fn run(args: PluginsArgs, registry: &Registry) -> ExitCode {

@@ -9,7 +9,8 @@
 //!   gives it); a kept `default-scheduler` gets a note, since `berth run` serves that name
 //!   only when told to;
 //! - `plugins`: v1 and v1beta3 are copied point by point, since the SchedulerProfile uses
-//!   the same shape and merge rules; the older versions listed other defaults point by
+//!   the same shape and merge rules (plugins of upstream's default set that berth lacks
+//!   are dropped with a note); the older versions listed other defaults point by
 //!   point, so their plugin lists are recomputed as that version ran them and written out
 //!   where berth's defaults differ (the `versions` submodule);
 //! - each `pluginConfig[]` entry becomes the typed `spec.pluginConfig.<lowerCamelName>`
@@ -54,7 +55,7 @@ pub use translations::{
     ArgsTranslation, BUILTIN_ARGS_TRANSLATIONS, COSCHEDULING_TUTORIAL, FieldTranslation,
     NETWORK_TRAFFIC_TUTORIAL,
 };
-pub use versions::Version;
+pub use versions::{UPSTREAM_DIFFERENCES, UPSTREAM_RELEASE, UpstreamDifference, Version};
 
 /// The API group of `KubeSchedulerConfiguration`.
 pub const CONFIG_GROUP: &str = "kubescheduler.config.k8s.io";

@@ -75,6 +75,9 @@ impl Converter<'_> {
         args: Option<&Value>,
         path: &str,
     ) -> Option<(String, Value)> {
+        if self.registry.get(name).is_none() && self.drop_missing_upstream_args(name, args, path) {
+            return None;
+        }
         let Some(entry) = self.registry.get(name) else {
             let mut message = not_registered(name, self.registry);
             if let Some(why) = versions::removed_upstream(name) {
@@ -104,6 +107,8 @@ impl Converter<'_> {
         let field = entry.config_field();
         self.translate_args(name, &mut args, &args_path);
         self.adjust_legacy_args(name, &mut args, &args_path);
+        self.adjust_volume_binding_shape(name, &mut args, &args_path);
+        self.adjust_zero_weights(name, &mut args, &args_path);
         self.prune_unknown_fields(&field, &mut args, &args_path);
         let args = Value::Object(args);
         let errors = spec.check(&args, &args_path);

@@ -61,6 +61,7 @@ impl Converter<'_> {
             }
         }
         self.legacy_profile_args(&mut spec, fit_strategy, &section("pluginConfig"));
+        self.keep_volume_binding_unscored(&mut spec, &section("plugins"));
         if let Some(seconds) = globals.bind_timeout_seconds {
             self.carry_bind_timeout(&mut spec, seconds);
         }
@@ -299,6 +300,9 @@ impl Converter<'_> {
         let (name, weight) = self.plugin_fields(value, path)?;
         let registered = name == "*" && !enabled || self.registry.get(&name).is_some();
         if !registered {
+            if enabled && self.note_missing_upstream_plugin(&name, path) {
+                return None;
+            }
             if enabled {
                 let message = not_registered(&name, self.registry);
                 self.unsupported(format!("{path}.name"), message);

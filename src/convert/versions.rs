@@ -2,10 +2,12 @@
 //! plugins".
 //!
 //! v1 and v1beta3 list their defaults once, as `multiPoint`, with the weights berth's
-//! registry uses, so their profiles are copied as written. The older versions (v1beta2,
-//! v1beta1, v1alpha2 and the single-profile v1alpha1) listed defaults point by point, with
-//! other Score weights and with plugins that later merged into NodeResourcesFit or were
-//! removed. For those, [`Converter::legacy_plugins`] computes what kube-scheduler of that
+//! registry uses, so their profiles are copied as written; v1 means kube-scheduler
+//! [`UPSTREAM_RELEASE`], whose defaults berth's follow but for [`UPSTREAM_DIFFERENCES`],
+//! and a v1beta3 profile keeps VolumeBinding from scoring, as its releases did. The older
+//! versions (v1beta2, v1beta1, v1alpha2 and the single-profile v1alpha1) listed defaults
+//! point by point, with other Score weights and with plugins that later merged into
+//! NodeResourcesFit or were removed. For those, [`Converter::legacy_plugins`] computes what kube-scheduler of that
 //! version ran (its defaults merged with the profile's `enabled`/`disabled` by that
 //! version's rules), translates the plugin names, and writes out in full each extension
 //! point whose plugins or weights berth's own defaults would change. A profile that relied
@@ -15,8 +17,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{Converter, is_empty, not_registered};
-use crate::api::{ExtensionPoint, PluginRef, PluginSet, Plugins};
+use super::{Converter, VOLUME_BINDING, is_empty, not_registered};
+use crate::api::{ExtensionPoint, PluginRef, PluginSet, Plugins, SchedulerProfileSpec};
 use crate::framework::resolve;
 
 mod legacy;
@@ -63,13 +65,17 @@ impl Version {
         self <= Version::V1beta2
     }
 
-    /// The Kubernetes release whose defaults berth applies for this version.
+    /// The Kubernetes release whose defaults berth applies for this version: the last
+    /// release whose default plugins the version's configurations were written against.
+    /// v1 is current upstream ([`UPSTREAM_RELEASE`]); v1beta3's multiPoint defaults are
+    /// those v1 had when it arrived (1.25).
     fn release(self) -> &'static str {
         match self {
             Version::V1alpha1 | Version::V1alpha2 => "1.18",
             Version::V1beta1 => "1.19",
             Version::V1beta2 => "1.22",
-            Version::V1beta3 | Version::V1 => "1.25",
+            Version::V1beta3 => "1.25",
+            Version::V1 => UPSTREAM_RELEASE,
         }
     }
 
@@ -199,6 +205,274 @@ impl Version {
             Bind => &[("DefaultBinder", 0)],
             PreEnqueue | Permit | PostBind => &[],
         }
+    }
+}
+
+/// The kube-scheduler release berth's defaults follow, and that a v1 configuration is read
+/// against.
+pub const UPSTREAM_RELEASE: &str = "1.37";
+
+/// One way berth's default plugin set differs from kube-scheduler's of
+/// [`UPSTREAM_RELEASE`]. `berth plugins` and docs/plugins.md list them; `berth convert`
+/// notes a configuration that enables or configures a plugin berth lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpstreamDifference {
+    /// The upstream plugin concerned.
+    pub plugin: &'static str,
+    /// Whether berth lacks the plugin altogether (rather than a part of what it does).
+    pub missing: bool,
+    /// The fields of the plugin's upstream args, which `berth convert` accepts and drops
+    /// for a missing plugin; empty for a plugin without args.
+    pub args_fields: &'static [&'static str],
+    /// What upstream's default set does.
+    pub upstream: &'static str,
+    /// What berth does instead, as a user sees it.
+    pub berth: &'static str,
+}
+
+/// How berth's default plugin set differs from upstream's ([`UPSTREAM_RELEASE`]).
+pub const UPSTREAM_DIFFERENCES: &[UpstreamDifference] = &[
+    UpstreamDifference {
+        plugin: "DynamicResources",
+        missing: true,
+        args_fields: &["filterTimeout", "bindingTimeout"],
+        upstream: "in the default set (dynamic resource allocation is GA and always on since 1.35), \
+                   right before DefaultPreemption: allocates devices for a pod's ResourceClaims",
+        berth: "a pod with `spec.resourceClaims` is refused as unschedulable (\"pod has \
+                resourceClaims (dynamic resource allocation); berth does not support \
+                DynamicResources yet\") rather than started without its devices",
+    },
+    UpstreamDifference {
+        plugin: "NodeDeclaredFeatures",
+        missing: true,
+        args_fields: &[],
+        upstream: "in the default set (GA in 1.37): keeps a pod off nodes whose \
+                   `status.declaredFeatures` lack a feature the pod's spec needs",
+        berth: "`node.status.declaredFeatures` is not checked, so a pod may be placed on \
+                a node that does not declare a feature it uses",
+    },
+    UpstreamDifference {
+        plugin: "NodeResourcesFit",
+        missing: false,
+        args_fields: &[],
+        upstream: "leaves an extended resource the node does not list in allocatable to \
+                   DynamicResources when a DeviceClass maps it (DRA-backed extended resources, \
+                   GA in 1.37)",
+        berth: "no dynamic resource allocation, so such a pod is still rejected on that node \
+                with `Insufficient <name>`",
+    },
+];
+
+/// The difference entry of a plugin upstream's default set has and berth lacks.
+fn missing_upstream_plugin(name: &str) -> Option<&'static UpstreamDifference> {
+    UPSTREAM_DIFFERENCES
+        .iter()
+        .find(|d| d.missing && d.plugin == name)
+}
+
+impl Converter<'_> {
+    /// Notes a plugin of upstream's default set that berth lacks, enabled at `path`: the
+    /// profile runs without it, as every berth profile does, which is worth knowing but
+    /// not a reason to refuse the configuration. False (nothing noted) for other plugins.
+    pub(in crate::convert) fn note_missing_upstream_plugin(
+        &mut self,
+        name: &str,
+        path: &str,
+    ) -> bool {
+        let Some(difference) = missing_upstream_plugin(name) else {
+            return false;
+        };
+        self.note(
+            format!("{path}.name"),
+            format!(
+                "dropped: berth does not have {name}, which kube-scheduler {UPSTREAM_RELEASE} runs by \
+                 default; {}",
+                difference.berth
+            ),
+        );
+        true
+    }
+
+    /// Notes the `pluginConfig` args of a plugin of upstream's default set that berth
+    /// lacks: they are dropped, since there is no plugin for them to configure. Fields its
+    /// upstream args do not have are reported, as for any plugin. False (nothing done) for
+    /// other plugins.
+    pub(in crate::convert) fn drop_missing_upstream_args(
+        &mut self,
+        name: &str,
+        args: Option<&Value>,
+        path: &str,
+    ) -> bool {
+        let Some(difference) = missing_upstream_plugin(name) else {
+            return false;
+        };
+        let args_path = format!("{path}.args");
+        let mut args = match args {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(args)) => args.clone(),
+            Some(other) => {
+                self.invalid(&args_path, other, "the plugin's args (a mapping)");
+                return true;
+            }
+        };
+        if !self.strip_type_meta(name, &mut args, &args_path) {
+            return true;
+        }
+        for key in args.keys() {
+            if !difference.args_fields.contains(&key.as_str()) {
+                let message = match difference.args_fields {
+                    [] => format!("upstream's {name} takes no args"),
+                    fields => format!(
+                        "unknown field: {name}Args has only {}",
+                        fields.join(" and ")
+                    ),
+                };
+                self.unsupported(format!("{args_path}.{key}"), message);
+            }
+        }
+        self.note(
+            format!("{path}.name"),
+            format!(
+                "dropped: berth does not have {name}, which kube-scheduler {UPSTREAM_RELEASE} runs by \
+                 default, so there is nothing to configure; {}",
+                difference.berth
+            ),
+        );
+        true
+    }
+}
+
+/// upstream's default VolumeBinding `shape` since 1.37, as the notes write it.
+const DEFAULT_SHAPE_TEXT: &str = "[{utilization: 0, score: 10}, {utilization: 100, score: 0}], which prefers nodes with more \
+     free capacity";
+
+impl Converter<'_> {
+    /// VolumeBinding's `shape` as the version read it: v1 defaulting replaces an empty
+    /// shape with upstream's default (StorageCapacityScoring is on since 1.37), which is
+    /// berth's default too, so an empty one is dropped rather than refused. The older
+    /// versions' profiles do not score with VolumeBinding at all unless a shape is given
+    /// ([`Converter::keep_volume_binding_unscored`], the legacy plugin lists).
+    pub(in crate::convert) fn adjust_volume_binding_shape(
+        &mut self,
+        plugin: &str,
+        args: &mut Map<String, Value>,
+        path: &str,
+    ) {
+        let empty = match args.get("shape") {
+            Some(Value::Null) => true,
+            Some(Value::Array(points)) => points.is_empty(),
+            _ => false,
+        };
+        if plugin != VOLUME_BINDING || !empty {
+            return;
+        }
+        args.remove("shape");
+        let message = match self.version {
+            Version::V1 => format!(
+                "dropped: an empty shape is upstream {UPSTREAM_RELEASE}'s default, which berth applies \
+                 too: {DEFAULT_SHAPE_TEXT}"
+            ),
+            version => format!(
+                "dropped: an empty shape meant no storage capacity scoring in {}, and the profile \
+                 does not score with VolumeBinding",
+                version.name()
+            ),
+        };
+        self.note(format!("{path}.shape"), message);
+    }
+
+    /// v1 and v1beta3 defaulting reads a resource weight of 0 as 1 (NodeResourcesFit's
+    /// `scoringStrategy.resources`, NodeResourcesBalancedAllocation's `resources`);
+    /// berth's args take 1..=100, so such a weight is written as 1, with a note.
+    pub(in crate::convert) fn adjust_zero_weights(
+        &mut self,
+        plugin: &str,
+        args: &mut Map<String, Value>,
+        path: &str,
+    ) {
+        if self.version.per_point_defaults() {
+            return;
+        }
+        let (resources, resources_path) = match plugin {
+            "NodeResourcesFit" => (
+                args.get_mut("scoringStrategy")
+                    .and_then(|s| s.get_mut("resources")),
+                format!("{path}.scoringStrategy.resources"),
+            ),
+            "NodeResourcesBalancedAllocation" => {
+                (args.get_mut("resources"), format!("{path}.resources"))
+            }
+            _ => return,
+        };
+        let Some(Value::Array(resources)) = resources else {
+            return;
+        };
+        let mut zeros = Vec::new();
+        for (index, resource) in resources.iter_mut().enumerate() {
+            if let Some(weight) = resource.get_mut("weight")
+                && weight.as_i64() == Some(0)
+            {
+                *weight = json!(1);
+                zeros.push(index);
+            }
+        }
+        for index in zeros {
+            self.note(
+                format!("{resources_path}[{index}].weight"),
+                "weight 0 written as 1, as upstream's defaulting reads it",
+            );
+        }
+    }
+
+    /// v1beta3's releases (1.23-1.28) ran VolumeBinding's Score only with the alpha
+    /// VolumeCapacityPriority gate on, which a configuration shows by giving a `shape`;
+    /// berth scores by default, as upstream does since 1.37. A v1beta3 profile that would
+    /// score with VolumeBinding in berth and gives no shape has it disabled at PreScore and
+    /// Score, so it scores as it did (the older versions' recomputed plugin lists leave it
+    /// out already).
+    pub(in crate::convert) fn keep_volume_binding_unscored(
+        &mut self,
+        spec: &mut SchedulerProfileSpec,
+        path: &str,
+    ) {
+        if self.version != Version::V1beta3 {
+            return;
+        }
+        let Some(entry) = self.registry.get(VOLUME_BINDING) else {
+            return;
+        };
+        let shape_given = spec
+            .plugin_config
+            .get(&entry.config_field())
+            .is_some_and(|args| args.get("shape").is_some());
+        let scores = resolve(spec, self.registry).is_ok_and(|resolved| {
+            resolved
+                .plugins_at(ExtensionPoint::Score)
+                .iter()
+                .any(|p| p == VOLUME_BINDING)
+        });
+        if shape_given || !scores {
+            return;
+        }
+        let plugins = spec.plugins.get_or_insert_default();
+        for set in [&mut plugins.pre_score, &mut plugins.score] {
+            let disabled = &mut set.get_or_insert_default().disabled;
+            if !disabled.iter().any(|p| p.name == VOLUME_BINDING) {
+                disabled.push(PluginRef {
+                    name: VOLUME_BINDING.into(),
+                    weight: None,
+                });
+            }
+        }
+        self.note(
+            path,
+            format!(
+                "VolumeBinding disabled at preScore and score: v1beta3's releases did not score by \
+                 storage capacity unless the VolumeCapacityPriority alpha gate was on (a shape in \
+                 VolumeBinding's args shows that), while berth, as upstream {UPSTREAM_RELEASE}, scores \
+                 with {DEFAULT_SHAPE_TEXT}; remove these entries to score so"
+            ),
+        );
     }
 }
 

@@ -18,8 +18,10 @@
 //!   second of the scheduler's clock for at most `bindTimeoutSeconds`, until the PV
 //!   controller and the provisioner have completed them; a failure or the timeout fails
 //!   the binding cycle, which unreserves and retries the pod.
-//! - **Score** (only when `shape` is given, upstream's StorageCapacityScoring) prefers
-//!   nodes by how full the chosen volumes would be.
+//! - **Score** (upstream's StorageCapacityScoring, beta and on by default since 1.37)
+//!   rates nodes by how full the chosen volumes would be, through `shape`; by default it
+//!   prefers the nodes with the most free capacity. A profile that wants no storage
+//!   scoring disables VolumeBinding at Score, as upstream.
 //!
 //! The binder's logic is in [`binder`]; the cache it assumes into is
 //! [`Volumes`](crate::cluster::Volumes).
@@ -58,6 +60,20 @@ pub const ERR_UNBOUND_IMMEDIATE: &str = "pod has unbound immediate PersistentVol
 /// upstream's default `bindTimeoutSeconds`.
 pub const DEFAULT_BIND_TIMEOUT_SECONDS: i64 = 600;
 
+/// Upstream's default `shape` since 1.37 (v1 `SetDefaults_VolumeBindingArgs` with
+/// StorageCapacityScoring on): score 10 for an empty volume, 0 for a full one, so the node
+/// with the most free capacity wins.
+pub const DEFAULT_SHAPE: [UtilizationShapePoint; 2] = [
+    UtilizationShapePoint {
+        utilization: 0,
+        score: 10,
+    },
+    UtilizationShapePoint {
+        utilization: MAX_UTILIZATION,
+        score: 0,
+    },
+];
+
 /// How often PreBind checks whether the bindings completed.
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -70,20 +86,20 @@ pub struct VolumeBindingArgs {
     /// every binding that has anything to wait for.
     #[schemars(range(min = 0))]
     pub bind_timeout_seconds: i64,
-    /// Turns on storage capacity scoring (upstream's StorageCapacityScoring gate) with
-    /// this function from the utilization of the chosen volumes (0..=100) to a score
-    /// (0..=10), by strictly increasing utilization; omitted, VolumeBinding does not
-    /// score, as upstream by default.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The storage capacity score (upstream's StorageCapacityScoring): a function from
+    /// the utilization of the chosen volumes (0..=100) to a score (0..=10), by strictly
+    /// increasing utilization. Omitted, it is upstream's 1.37 default, which prefers the
+    /// nodes with the most free capacity; `[{utilization: 0, score: 0}, {utilization: 100,
+    /// score: 10}]` packs volumes onto the fullest nodes instead.
     #[schemars(length(min = 1, max = 16))]
-    pub shape: Option<Vec<UtilizationShapePoint>>,
+    pub shape: Vec<UtilizationShapePoint>,
 }
 
 impl Default for VolumeBindingArgs {
     fn default() -> Self {
         VolumeBindingArgs {
             bind_timeout_seconds: DEFAULT_BIND_TIMEOUT_SECONDS,
-            shape: None,
+            shape: DEFAULT_SHAPE.to_vec(),
         }
     }
 }
@@ -99,9 +115,7 @@ impl PluginArgs for VolumeBindingArgs {
                 "invalid BindTimeoutSeconds, should not be a negative value",
             ));
         }
-        if let Some(shape) = &self.shape {
-            errors.extend(validate_shape(shape, &format!("{path}.shape")));
-        }
+        errors.extend(validate_shape(&self.shape, &format!("{path}.shape")));
         errors
     }
 }
@@ -131,7 +145,7 @@ pub struct VolumeBinding {
     writer: Arc<dyn VolumeWriter>,
     clock: Arc<dyn Clock>,
     bind_timeout: Duration,
-    shape: Option<Vec<FunctionShapePoint>>,
+    shape: Vec<FunctionShapePoint>,
 }
 
 crate::plugin! {
@@ -171,7 +185,7 @@ crate::plugin! {
                 writer: handle.volume_writer.clone(),
                 clock: handle.clock.clone(),
                 bind_timeout: Duration::from_secs(args.bind_timeout_seconds.max(0) as u64),
-                shape: args.shape.as_deref().map(scaled_shape),
+                shape: scaled_shape(&args.shape),
             })
         }
     }
@@ -246,10 +260,9 @@ impl FilterPlugin for VolumeBinding {
 
 #[async_trait]
 impl PreScorePlugin for VolumeBinding {
+    /// Upstream's PreScore with StorageCapacityScoring on: skip only a pod without claims
+    /// (PreFilter skipped it).
     async fn pre_score(&self, state: &mut CycleState, _: &PodInfo, _: &[Arc<NodeInfo>]) -> Status {
-        if self.shape.is_none() {
-            return Status::skip();
-        }
         match state.read::<State>() {
             Some(_) => Status::success(),
             None => Status::skip(),
@@ -263,7 +276,7 @@ impl ScorePlugin for VolumeBinding {
     /// provisionings, of the capacity objects that admitted them; through the shape;
     /// averaged over the classes and rounded.
     fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let (Some(shape), Some(state)) = (&self.shape, state.read::<State>()) else {
+        let Some(state) = state.read::<State>() else {
             return Ok(0);
         };
         let name = node
@@ -304,7 +317,7 @@ impl ScorePlugin for VolumeBinding {
                 } else {
                     requested * MAX_UTILIZATION / capacity
                 };
-                broken_linear(shape, utilization)
+                broken_linear(&self.shape, utilization)
             })
             .sum();
         Ok((total as f64 / classes.len() as f64).round() as i64)

@@ -214,6 +214,7 @@ impl Converter<'_> {
             }
             let Some(registered) = self.registry.get(&entry.name) else {
                 match &entry.path {
+                    Some(path) if self.note_missing_upstream_plugin(&entry.name, path) => {}
                     Some(path) => {
                         let mut message = not_registered(&entry.name, self.registry);
                         if let Some(why) = removed_upstream(&entry.name) {
@@ -279,7 +280,9 @@ impl Converter<'_> {
     ) {
         for entry in &multi_point.enabled {
             let Some(registered) = self.registry.get(&entry.name) else {
-                if let Some(path) = &entry.path {
+                if let Some(path) = &entry.path
+                    && !self.note_missing_upstream_plugin(&entry.name, path)
+                {
                     let message = not_registered(&entry.name, self.registry);
                     self.unsupported(format!("{path}.name"), message);
                 }

@@ -1,5 +1,8 @@
 //! Upstream's `volume_binding_test.go` table (TestVolumeBinding): PreFilter's status and
-//! state, Filter's status per node, and, with a capacity shape, the raw scores; plus the
+//! state, Filter's status per node, and the raw scores, as upstream 1.37 runs the plugin
+//! (StorageCapacityScoring on, its default shape unless a row gives one). Upstream's rows
+//! that turn the gate off expect PreScore to skip; with it on, as here, every pod whose
+//! PreFilter succeeded is scored, 0 on a node where nothing is left to bind. Plus the
 //! plugin-level paths of upstream's TestSchedulerWithVolumeBinding (Reserve, PreBind,
 //! Unreserve) driven through a writer that plays the PV controller.
 
@@ -12,9 +15,9 @@ use k8s_openapi::api::core::v1::{
     PersistentVolumeSpec, PersistentVolumeStatus, Pod, VolumeNodeAffinity,
     VolumeResourceRequirements,
 };
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::storage::v1::{CSIDriver, CSIDriverSpec, CSIStorageCapacity, StorageClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use super::*;
 use crate::helpers::volumes::BIND_COMPLETED_ANNOTATION;
@@ -169,24 +172,19 @@ fn plugin_with(
 fn args_with_shape(shape: &[(i64, i64)]) -> VolumeBindingArgs {
     VolumeBindingArgs {
         bind_timeout_seconds: 300,
-        shape: Some(
-            shape
-                .iter()
-                .map(|&(utilization, score)| UtilizationShapePoint { utilization, score })
-                .collect(),
-        ),
+        shape: shape
+            .iter()
+            .map(|&(utilization, score)| UtilizationShapePoint { utilization, score })
+            .collect(),
     }
 }
 
-/// upstream's default shape before 1.33, which the table's scores assume.
-fn tightest_fit_shape() -> VolumeBindingArgs {
-    args_with_shape(&[(0, 0), (100, 10)])
-}
-
-fn no_score() -> VolumeBindingArgs {
+/// The args of upstream's table: a 300 s timeout and, since 1.37, the default shape
+/// (StorageCapacityScoring on), which prefers the node with the most free capacity.
+fn default_args() -> VolumeBindingArgs {
     VolumeBindingArgs {
         bind_timeout_seconds: 300,
-        shape: None,
+        ..VolumeBindingArgs::default()
     }
 }
 
@@ -226,7 +224,7 @@ struct Case {
     pre_filter: Status,
     state: Option<StateView>,
     filter: Vec<Status>,
-    /// `None` when PreScore skips.
+    /// `None` when PreScore skips (or PreFilter failed).
     scores: Option<Vec<i64>>,
 }
 
@@ -301,7 +299,7 @@ fn cases() -> Vec<Case> {
             nodes: vec![node("node-a", &[])],
             claims: vec![],
             volumes: vec![],
-            args: no_score(),
+            args: default_args(),
             pre_filter: Status::skip(),
             state: None,
             filter: vec![],
@@ -313,11 +311,11 @@ fn cases() -> Vec<Case> {
             nodes: vec![node("node-a", &[])],
             claims: vec![bound_to(pvc("pvc-a", "wait-sc"), "pv-a")],
             volumes: vec![with_phase(pv("pv-a", "wait-sc"), "Available")],
-            args: no_score(),
+            args: default_args(),
             pre_filter: ok(),
             state: state(&["pvc-a"], &[], &[]),
             filter: vec![ok()],
-            scores: None,
+            scores: Some(vec![0]),
         },
         Case {
             name: "all bound with local volumes",
@@ -337,11 +335,11 @@ fn cases() -> Vec<Case> {
                     &[(HOSTNAME, &["node-a"])],
                 ),
             ],
-            args: no_score(),
+            args: default_args(),
             pre_filter: ok(),
             state: state(&["pvc-a", "pvc-b"], &[], &[]),
             filter: vec![ok()],
-            scores: None,
+            scores: Some(vec![0]),
         },
         Case {
             name: "PVC does not exist",
@@ -349,7 +347,7 @@ fn cases() -> Vec<Case> {
             nodes: vec![node("node-a", &[])],
             claims: vec![],
             volumes: vec![],
-            args: no_score(),
+            args: default_args(),
             pre_filter: Status::unresolvable("persistentvolumeclaim \"pvc-a\" not found"),
             state: None,
             filter: vec![],
@@ -361,7 +359,7 @@ fn cases() -> Vec<Case> {
             nodes: vec![node("node-a", &[])],
             claims: vec![bound_to(pvc("pvc-a", "wait-sc"), "pv-a")],
             volumes: vec![],
-            args: no_score(),
+            args: default_args(),
             pre_filter: Status::unresolvable("persistentvolumeclaim \"pvc-b\" not found"),
             state: None,
             filter: vec![],
@@ -373,7 +371,7 @@ fn cases() -> Vec<Case> {
             nodes: vec![node("node-a", &[])],
             claims: vec![pvc("pvc-a", "immediate-sc")],
             volumes: vec![],
-            args: no_score(),
+            args: default_args(),
             pre_filter: Status::unresolvable(ERR_UNBOUND_IMMEDIATE),
             state: None,
             filter: vec![],
@@ -385,11 +383,11 @@ fn cases() -> Vec<Case> {
             nodes: vec![node("node-a", &[])],
             claims: vec![pvc("pvc-a", "wait-sc")],
             volumes: vec![],
-            args: no_score(),
+            args: default_args(),
             pre_filter: ok(),
             state: state(&[], &["pvc-a"], &[("wait-sc", &[])]),
             filter: vec![bind_conflict()],
-            scores: None,
+            scores: Some(vec![0]),
         },
         Case {
             name: "bound and unbound unsatisfied",
@@ -403,7 +401,7 @@ fn cases() -> Vec<Case> {
                 with_phase(pv("pv-a", "wait-sc"), "Available"),
                 &[("foo", &["bar"])],
             )],
-            args: no_score(),
+            args: default_args(),
             pre_filter: ok(),
             state: state(&["pvc-a"], &["pvc-b"], &[("wait-sc", &["pv-a"])]),
             filter: vec![Status::with_reasons(
@@ -413,7 +411,7 @@ fn cases() -> Vec<Case> {
                     binder::ConflictReason::BindConflict.message().into(),
                 ],
             )],
-            scores: None,
+            scores: Some(vec![0]),
         },
         Case {
             name: "pvc not found",
@@ -421,7 +419,7 @@ fn cases() -> Vec<Case> {
             nodes: vec![node("node-a", &[])],
             claims: vec![],
             volumes: vec![],
-            args: no_score(),
+            args: default_args(),
             pre_filter: Status::unresolvable("persistentvolumeclaim \"pvc-a\" not found"),
             state: None,
             filter: vec![],
@@ -433,13 +431,13 @@ fn cases() -> Vec<Case> {
             nodes: vec![node("node-a", &[])],
             claims: vec![bound_to(pvc("pvc-a", "wait-sc"), "pv-a")],
             volumes: vec![],
-            args: no_score(),
+            args: default_args(),
             pre_filter: ok(),
             state: state(&["pvc-a"], &[], &[]),
             filter: vec![Status::unresolvable(
                 "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)",
             )],
-            scores: None,
+            scores: Some(vec![0]),
         },
         Case {
             name: "pv not found claim lost",
@@ -454,7 +452,7 @@ fn cases() -> Vec<Case> {
                 claim
             }],
             volumes: vec![],
-            args: no_score(),
+            args: default_args(),
             pre_filter: Status::unresolvable(
                 "persistentvolumeclaim \"pvc-a\" bound to non-existent persistentvolume \"pv-a\"",
             ),
@@ -472,7 +470,7 @@ fn cases() -> Vec<Case> {
             ],
             claims: vec![requesting(pvc("pvc-a", "wait-sc"), "50Gi")],
             volumes: local_volumes(),
-            args: tightest_fit_shape(),
+            args: default_args(),
             pre_filter: ok(),
             state: state(
                 &[],
@@ -480,7 +478,7 @@ fn cases() -> Vec<Case> {
                 &[("wait-sc", &["pv-a-0", "pv-a-1", "pv-b-0", "pv-b-1"])],
             ),
             filter: vec![ok(), ok(), bind_conflict()],
-            scores: Some(vec![25, 50, 0]),
+            scores: Some(vec![75, 50, 0]),
         },
         Case {
             name: "local volumes with close capacity are preferred (multiple pvcs)",
@@ -510,7 +508,7 @@ fn cases() -> Vec<Case> {
                 ]);
                 volumes
             },
-            args: tightest_fit_shape(),
+            args: default_args(),
             pre_filter: ok(),
             state: state(
                 &[],
@@ -521,7 +519,7 @@ fn cases() -> Vec<Case> {
                 ],
             ),
             filter: vec![ok(), ok(), bind_conflict()],
-            scores: Some(vec![38, 75, 0]),
+            scores: Some(vec![63, 25, 0]),
         },
         Case {
             name: "zonal volumes with close capacity are preferred",
@@ -529,7 +527,7 @@ fn cases() -> Vec<Case> {
             nodes: zonal_nodes(),
             claims: vec![requesting(pvc("pvc-a", "wait-sc"), "50Gi")],
             volumes: zonal_volumes(),
-            args: tightest_fit_shape(),
+            args: default_args(),
             pre_filter: ok(),
             state: state(
                 &[],
@@ -537,7 +535,7 @@ fn cases() -> Vec<Case> {
                 &[("wait-sc", &["pv-a-0", "pv-a-1", "pv-b-0", "pv-b-1"])],
             ),
             filter: vec![ok(), ok(), ok(), ok(), bind_conflict(), bind_conflict()],
-            scores: Some(vec![25, 25, 50, 50, 0, 0]),
+            scores: Some(vec![75, 75, 50, 50, 0, 0]),
         },
         Case {
             name: "zonal volumes with close capacity are preferred (custom shape)",
@@ -596,6 +594,147 @@ fn volume_binding_table() {
     }
 }
 
+/// upstream's `nodeLabelKey`: the label CSIStorageCapacity objects select nodes by.
+const NODE_KEY: &str = "nodeKey";
+/// upstream's `waitSCWithStorageCapacity` and its driver, which tracks storage capacity.
+const CAPACITY_CLASS: &str = "wait-sc-with-storage-capacity";
+const CAPACITY_DRIVER: &str = "driver-with-storage-capacity";
+
+/// upstream's `makeCapacity`: `size` of CAPACITY_CLASS on the node labelled `node`.
+fn capacity(node: &str, size: &str) -> CSIStorageCapacity {
+    CSIStorageCapacity {
+        metadata: ObjectMeta {
+            name: Some(node.into()),
+            namespace: Some("default".into()),
+            ..ObjectMeta::default()
+        },
+        storage_class_name: CAPACITY_CLASS.into(),
+        node_topology: Some(LabelSelector {
+            match_labels: Some(BTreeMap::from([(NODE_KEY.into(), node.into())])),
+            match_expressions: None,
+        }),
+        capacity: Some(Quantity(size.into())),
+        maximum_volume_size: None,
+    }
+}
+
+struct CapacityCase {
+    name: &'static str,
+    claims: Vec<PersistentVolumeClaim>,
+    volumes: Vec<PersistentVolume>,
+    /// Capacity of CAPACITY_CLASS on node-a, node-b, node-c (those given).
+    capacities: &'static [&'static str],
+    args: VolumeBindingArgs,
+    scores: Vec<i64>,
+}
+
+/// Upstream's TestVolumeBinding rows for dynamic provisioning by a driver that tracks
+/// storage capacity: the score is the utilization of the node's CSIStorageCapacity by the
+/// pod's claims of that class, through the shape.
+#[test]
+fn storage_capacity_scores() {
+    let dynamic = |name: &str, size: &str| requesting(pvc(name, CAPACITY_CLASS), size);
+    let static_volume = |name: &str, node: &str| {
+        pinned(
+            with_capacity(with_phase(pv(name, "wait-sc"), "Available"), "100Gi"),
+            &[(HOSTNAME, &[node])],
+        )
+    };
+    let cases = [
+        CapacityCase {
+            name: "storage capacity score",
+            claims: vec![dynamic("pvc-dynamic", "10Gi")],
+            volumes: vec![],
+            capacities: &["100Gi", "50Gi", "10Gi"],
+            args: default_args(),
+            scores: vec![90, 80, 0],
+        },
+        CapacityCase {
+            name: "storage capacity score with static binds",
+            claims: vec![
+                dynamic("pvc-dynamic", "10Gi"),
+                requesting(pvc("pvc-static", "wait-sc"), "50Gi"),
+            ],
+            volumes: vec![
+                static_volume("pv-static-a", "node-a"),
+                static_volume("pv-static-b", "node-b"),
+                static_volume("pv-static-c", "node-c"),
+            ],
+            capacities: &["100Gi", "50Gi", "10Gi"],
+            args: default_args(),
+            scores: vec![50, 50, 50],
+        },
+        CapacityCase {
+            name: "dynamic provisioning with multiple PVCs of the same StorageClass",
+            claims: vec![
+                dynamic("pvc-dynamic-0", "50Gi"),
+                dynamic("pvc-dynamic-1", "50Gi"),
+            ],
+            volumes: vec![],
+            capacities: &["100Gi"],
+            args: default_args(),
+            scores: vec![0],
+        },
+        CapacityCase {
+            name: "prefer node with least allocatable",
+            claims: vec![dynamic("pvc-dynamic", "10Gi")],
+            volumes: vec![],
+            capacities: &["100Gi", "20Gi", "10Gi"],
+            args: args_with_shape(&[(0, 0), (100, 10)]),
+            scores: vec![10, 50, 100],
+        },
+        CapacityCase {
+            name: "prefer node with maximum allocatable",
+            claims: vec![dynamic("pvc-dynamic", "10Gi")],
+            volumes: vec![],
+            capacities: &["100Gi", "20Gi", "10Gi"],
+            args: default_args(),
+            scores: vec![90, 50, 0],
+        },
+    ];
+    for case in cases {
+        let claim_names: Vec<String> = case.claims.iter().map(|c| c.name_any()).collect();
+        let claim_names: Vec<&str> = claim_names.iter().map(String::as_str).collect();
+        let (plugin, lister) = plugin_with(case.claims, case.volumes, case.args);
+        let mut class = class(CAPACITY_CLASS, "WaitForFirstConsumer");
+        class.provisioner = CAPACITY_DRIVER.into();
+        lister.apply_class(class);
+        lister.apply_csi_driver(CSIDriver {
+            metadata: ObjectMeta {
+                name: Some(CAPACITY_DRIVER.into()),
+                ..ObjectMeta::default()
+            },
+            spec: CSIDriverSpec {
+                storage_capacity: Some(true),
+                ..CSIDriverSpec::default()
+            },
+        });
+        let nodes = ["node-a", "node-b", "node-c"];
+        for (node, size) in nodes.iter().zip(case.capacities) {
+            lister.apply_capacity(capacity(node, size));
+        }
+        let pod = pod_info(pod(&claim_names));
+        let mut state = CycleState::default();
+        let (_, pre) = complete(plugin.pre_filter(&mut state, &pod, &Snapshot::default()));
+        assert!(pre.is_success(), "{}: PreFilter: {pre:?}", case.name);
+        let infos: Vec<Arc<NodeInfo>> = nodes[..case.capacities.len()]
+            .iter()
+            .map(|name| Arc::new(node_info(node(name, &[(NODE_KEY, name)]), [])))
+            .collect();
+        for info in &infos {
+            let status = plugin.filter(&state, &pod, info);
+            assert!(status.is_success(), "{}: Filter: {status:?}", case.name);
+        }
+        let pre_score = complete(plugin.pre_score(&mut state, &pod, &infos));
+        assert!(pre_score.is_success(), "{}: PreScore", case.name);
+        let got: Vec<i64> = infos
+            .iter()
+            .map(|n| plugin.score(&state, &pod, n).expect("scores"))
+            .collect();
+        assert_eq!(got, case.scores, "{}: Score", case.name);
+    }
+}
+
 #[test]
 fn args_are_validated_as_upstream() {
     let cases = [
@@ -604,7 +743,7 @@ fn args_are_validated_as_upstream() {
             "negative timeout",
             VolumeBindingArgs {
                 bind_timeout_seconds: -10,
-                shape: None,
+                ..VolumeBindingArgs::default()
             },
             vec![
                 "args.bindTimeoutSeconds: Invalid value: -10: invalid BindTimeoutSeconds, should not be a negative value",
@@ -614,7 +753,7 @@ fn args_are_validated_as_upstream() {
             "zero timeout is kept",
             VolumeBindingArgs {
                 bind_timeout_seconds: 0,
-                shape: None,
+                ..VolumeBindingArgs::default()
             },
             vec![],
         ),
@@ -622,7 +761,7 @@ fn args_are_validated_as_upstream() {
             "empty shape",
             VolumeBindingArgs {
                 bind_timeout_seconds: 600,
-                shape: Some(vec![]),
+                shape: vec![],
             },
             vec!["args.shape: at least one point must be specified"],
         ),
@@ -636,6 +775,44 @@ fn args_are_validated_as_upstream() {
         assert_eq!(got, want, "{name}");
     }
     assert_eq!(VolumeBindingArgs::default().bind_timeout_seconds, 600);
+}
+
+#[test]
+fn omitted_args_fields_take_upstream_1_37_defaults() {
+    // v1 SetDefaults_VolumeBindingArgs with StorageCapacityScoring on (beta, default on
+    // since 1.37): bindTimeoutSeconds 600 and the shape that favours free capacity.
+    let cases = [
+        ("no fields", serde_json::json!({})),
+        (
+            "timeout only",
+            serde_json::json!({"bindTimeoutSeconds": 600}),
+        ),
+    ];
+    let want = VolumeBindingArgs {
+        bind_timeout_seconds: 600,
+        shape: vec![
+            UtilizationShapePoint {
+                utilization: 0,
+                score: 10,
+            },
+            UtilizationShapePoint {
+                utilization: 100,
+                score: 0,
+            },
+        ],
+    };
+    for (name, json) in cases {
+        let args: VolumeBindingArgs = serde_json::from_value(json).expect("decodes");
+        assert_eq!(args, want, "{name}");
+    }
+    let custom: VolumeBindingArgs = serde_json::from_value(serde_json::json!({
+        "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+    }))
+    .expect("decodes");
+    assert_eq!(
+        custom.shape[1].score, 10,
+        "a given shape replaces the default"
+    );
 }
 
 /// A writer that plays the API server and the PV controller: a volume written with a
@@ -769,7 +946,7 @@ fn schedule(
     let plugin = <VolumeBinding as crate::framework::PluginFactory>::build(
         VolumeBindingArgs {
             bind_timeout_seconds,
-            shape: None,
+            ..VolumeBindingArgs::default()
         },
         &handle,
     )
@@ -927,7 +1104,7 @@ fn a_reserved_volume_is_taken_for_the_next_pod_until_unreserved() {
             versioned(pvc("pvc-b", "wait-sc")),
         ],
         vec![versioned(node_a_volume("pv-a"))],
-        no_score(),
+        default_args(),
     );
     let node = node_info(node("node-a", &[]), []);
     let first = pod_info(pod(&["pvc-a"]));
@@ -1016,7 +1193,7 @@ fn bound_in_tree_volumes_are_checked_with_their_csi_topology_on_migrated_nodes()
         ),
     ];
     for (name, labels, csi_node, want) in cases {
-        let (_, lister) = plugin_with(vec![claim.clone()], vec![volume.clone()], no_score());
+        let (_, lister) = plugin_with(vec![claim.clone()], vec![volume.clone()], default_args());
         if let Some(csi_node) = csi_node {
             lister.apply_csi_node(csi_node);
         }

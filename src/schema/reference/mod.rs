@@ -638,7 +638,9 @@ fn one_line(text: &str) -> String {
 
 mod render;
 
-pub use render::{render_list_text, render_markdown, render_plugin_markdown, render_plugin_text};
+pub use render::{
+    render_list_text, render_markdown, render_plugin_markdown, render_plugin_text, wrap,
+};
 
 #[cfg(test)]
 mod tests {

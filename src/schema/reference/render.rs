@@ -193,7 +193,7 @@ fn defaults_yaml(name: &str, args: &ArgsDoc) -> String {
 }
 
 /// Greedy word wrap at `width` columns; a word longer than `width` gets a line of its own.
-fn wrap(text: &str, width: usize) -> Vec<String> {
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
     for word in text.split_whitespace() {
