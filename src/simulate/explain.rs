@@ -301,7 +301,10 @@ fn best_section(nodes: &[NodeReport], chosen: Option<&str>) -> Vec<String> {
             .iter()
             .map(|s| format!("{} {}×{}={}", s.plugin, s.score, s.weight, s.weighted))
             .collect();
-        if scores.is_empty() {
+        if scores.is_empty() && feasible.len() == 1 {
+            // Upstream skips scoring when a single node passed filtering.
+            lines.push("      not scored: the only node that passed filtering".to_string());
+        } else if scores.is_empty() {
             lines.push("      no Score plugin ran".to_string());
         } else {
             lines.extend(wrap_list(&scores, "      ", "      "));
@@ -538,7 +541,7 @@ fn pods_hint(state: &EndState, group: &ReasonGroup) -> Vec<String> {
         return Vec::new();
     }
     let mut lines = vec![format!(
-        "  - {REASON_TOO_MANY_PODS} on {}; each allows no more pods:",
+        "  - {REASON_TOO_MANY_PODS} on {}, each at its pod capacity:",
         count(group.nodes.len(), "node", "nodes")
     )];
     lines.extend(
@@ -546,7 +549,7 @@ fn pods_hint(state: &EndState, group: &ReasonGroup) -> Vec<String> {
             .take(CLOSEST_NODES)
             .map(|(name, pods, capacity)| {
                 format!(
-                    "      {name}: holds {} of the {capacity} it allows",
+                    "      {name}: holds {}, allows {capacity}",
                     count(*pods, "pod", "pods")
                 )
             }),
@@ -580,8 +583,8 @@ fn affinity_hint(pod: &Pod, group: &ReasonGroup) -> Vec<String> {
         return Vec::new();
     }
     let text = format!(
-        "- {} without what the pod asks for ({}):",
-        count(group.nodes.len(), "node", "nodes"),
+        "- {} the labels the pod asks for ({}):",
+        count(group.nodes.len(), "node lacks", "nodes lack"),
         names(&group.nodes).join(" ")
     );
     let mut lines = wrap_words(&text, "  ", "    ");

@@ -234,8 +234,8 @@ What would make it fit, judged on the cluster at the end of the simulation:
       node-a: cpu short by 1100m (requests 2, free 900m of 4)
   - tolerate dedicated=gpu:NoSchedule (1 node: gpu-1)
   - tolerate dedicated=gpu:NoSchedule and team=ml:NoExecute (1 node: gpu-2)
-  - Too many pods on 1 node; each allows no more pods:
-      node-e: holds 1 pod of the 1 it allows
+  - Too many pods on 1 node, each at its pod capacity:
+      node-e: holds 1 pod, allows 1
   Each hint lifts one reason. Filtering stops at a node's first failing plugin, so a node may still
   fail one that runs after it.
 ";
@@ -283,7 +283,7 @@ Filtered out: 7 of 7 nodes
     let hints = section(&text, "What would make it fit");
     assert!(
         hints.contains(
-            "\n  - 5 nodes without what the pod asks for (node-a, node-b, node-c, node-d, \
+            "\n  - 5 nodes lack the labels the pod asks for (node-a, node-b, node-c, node-d, \
              node-e):\n      nodeSelector: disktype=hdd\n"
         ),
         "{hints}"
@@ -567,4 +567,52 @@ fn long_text_is_wrapped_between_words() {
     assert!(lines[1].starts_with("          word"));
     let rejoined: Vec<&str> = lines.iter().flat_map(|l| l.split_whitespace()).collect();
     assert_eq!(rejoined.len(), 41);
+}
+
+#[tokio::test]
+async fn a_single_feasible_node_is_not_scored() {
+    // small selects hostname node-c, the only node with that label.
+    let text = explained("small").await;
+    let best = "\
+Best feasible nodes: 1 of 7 nodes passed filtering
+  node-c  total 0  (chosen)
+      not scored: the only node that passed filtering
+";
+    pretty_assertions::assert_eq!(section(&text, "Best feasible nodes:"), best);
+}
+
+#[test]
+fn required_node_affinity_terms_read_as_label_selectors() {
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web"},
+        "spec": {
+            "containers": [{"name": "c"}],
+            "nodeSelector": {"disktype": "ssd"},
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [
+                        {"key": "zone", "operator": "In", "values": ["z1", "z2"]},
+                        {"key": "gpu", "operator": "DoesNotExist"}
+                    ]},
+                    {"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["8"]}],
+                     "matchFields": [
+                        {"key": "metadata.name", "operator": "NotIn", "values": ["node-x"]}
+                     ]}
+                ]
+            }}}
+        }
+    }))
+    .expect("a pod");
+    let group = ReasonGroup {
+        reason: REASON_NODE_AFFINITY,
+        nodes: vec!["node-a"],
+    };
+    let want = vec![
+        "  - 1 node lacks the labels the pod asks for (node-a):",
+        "      nodeSelector: disktype=ssd",
+        "      required node affinity, one of:",
+        "        zone in (z1, z2), !gpu",
+        "        cores > 8, field metadata.name notin (node-x)",
+    ];
+    assert_eq!(affinity_hint(&pod, &group), want);
 }
