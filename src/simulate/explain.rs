@@ -16,7 +16,7 @@
 //! The explanation is a pure function of the simulation's input and report: no clock,
 //! no colours, sorted wherever the report is not.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint};
@@ -374,12 +374,14 @@ impl<'a> EndState<'a> {
                 add(running, node);
             }
         }
+        let placed: HashMap<(&str, &str), &str> = report
+            .pods
+            .iter()
+            .filter(|p| matches!(p.result, PodResult::Scheduled | PodResult::Waiting))
+            .filter_map(|p| Some(((p.namespace.as_str(), p.name.as_str()), p.node.as_deref()?)))
+            .collect();
         for pending in cluster.pending_pods() {
-            let placed = report.pods.iter().find(|p| {
-                matches!(p.result, PodResult::Scheduled | PodResult::Waiting)
-                    && namespaced_name(pending) == (p.namespace.as_str(), p.name.as_str())
-            });
-            if let Some(node) = placed.and_then(|p| p.node.as_deref()) {
+            if let Some(node) = placed.get(&namespaced_name(pending)) {
                 add(pending, node);
             }
         }
