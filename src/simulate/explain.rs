@@ -408,20 +408,23 @@ fn hints_section(
     cluster: &ClusterInput,
     groups: &[ReasonGroup],
 ) -> Vec<String> {
-    let hints: Vec<String> = EndState::new(report, pod, cluster)
-        .map(|state| {
-            groups
-                .iter()
-                .filter_map(|group| Some((rule_of(group.reason)?, group)))
-                .flat_map(|(rule, group)| match rule {
-                    Rule::Taint => taint_hints(&state, group),
-                    Rule::Insufficient(resource) => resource_hint(&state, group, resource),
-                    Rule::TooManyPods => pods_hint(&state, group),
-                    Rule::NodeAffinity => affinity_hint(state.pod, group),
-                })
-                .collect()
+    let Some(state) = EndState::new(report, pod, cluster) else {
+        return vec![
+            "What would make it fit: no hint; the pod is not among the pending pods of the \
+             input."
+                .to_string(),
+        ];
+    };
+    let hints: Vec<String> = groups
+        .iter()
+        .filter_map(|group| Some((rule_of(group.reason)?, group)))
+        .flat_map(|(rule, group)| match rule {
+            Rule::Taint => taint_hints(&state, group),
+            Rule::Insufficient(resource) => resource_hint(&state, group, resource),
+            Rule::TooManyPods => pods_hint(&state, group),
+            Rule::NodeAffinity => affinity_hint(state.pod, group),
         })
-        .unwrap_or_default();
+        .collect();
     if hints.is_empty() {
         return vec![
             "What would make it fit: no hint; no rule here covers the reasons above.".to_string(),

@@ -462,7 +462,10 @@ Filtered out: 13 of 13 nodes
     pretty_assertions::assert_eq!(section(&text, "Filtered out:"), want);
     // The pod is not in the (empty) cluster: no rule can be checked, so no hint.
     assert!(
-        text.ends_with("What would make it fit: no hint; no rule here covers the reasons above.\n"),
+        text.ends_with(
+            "What would make it fit: no hint; the pod is not among the pending pods of the \
+             input.\n"
+        ),
         "{text}"
     );
 }
@@ -615,4 +618,34 @@ fn required_node_affinity_terms_read_as_label_selectors() {
         "        cores > 8, field metadata.name notin (node-x)",
     ];
     assert_eq!(affinity_hint(&pod, &group), want);
+}
+
+#[test]
+fn a_reason_without_a_rule_gets_no_hint() {
+    let input = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: node-a}
+status:
+  allocatable: {cpu: "4", memory: 8Gi, pods: "110"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers: [{name: c, image: nginx, ports: [{containerPort: 80, hostPort: 80}]}]
+"#;
+    let (cluster, _) = load_str(Path::new("ports.yaml"), input).expect("the cluster loads");
+    let pod = PodReport {
+        nodes: Some(vec![infeasible(
+            "node-a",
+            &["node(s) didn't have free ports for the requested pod ports"],
+        )]),
+        ..pod_report("web", PodResult::Unschedulable)
+    };
+    let text = explain_pod(&Report::default(), &pod, &cluster);
+    assert!(
+        text.ends_with("What would make it fit: no hint; no rule here covers the reasons above.\n"),
+        "{text}"
+    );
 }
