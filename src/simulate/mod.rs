@@ -4,6 +4,7 @@
 pub mod budgets;
 pub mod clock;
 pub mod controllers;
+pub mod explain;
 pub mod input;
 mod listers;
 mod outcomes;
