@@ -5,6 +5,7 @@ pub mod budgets;
 pub mod clock;
 pub mod controllers;
 pub mod input;
+pub mod live;
 mod listers;
 mod outcomes;
 pub mod preemption;
