@@ -22,7 +22,10 @@ pub struct ClientError(pub String);
 
 /// Builds the client from `kubeconfig` (a file, as `--kubeconfig`) or else as kubectl
 /// finds one, with `context` (as `--context`) instead of the current context when given.
-pub async fn client(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<Client, ClientError> {
+pub async fn client(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Result<Client, ClientError> {
     let config = config(kubeconfig, context).await?;
     Client::try_from(config).map_err(|e| ClientError(e.to_string()))
 }

@@ -221,7 +221,11 @@ async fn every_kind_is_read_with_paginated_lists() {
         expected_keys(None),
         "every object, once"
     );
-    assert_eq!(read_keys.len(), expected_keys(None).len(), "no object twice");
+    assert_eq!(
+        read_keys.len(),
+        expected_keys(None).len(),
+        "no object twice"
+    );
     // Kind order, then namespace and name.
     let kind_rank = |key: &String| {
         live::KINDS
@@ -233,7 +237,10 @@ async fn every_kind_is_read_with_paginated_lists() {
     assert_eq!(read_keys, sorted, "documents in kind order, then by name");
     for document in &read.documents {
         assert!(document["apiVersion"].is_string(), "{document}");
-        assert!(document["metadata"]["uid"].is_string(), "kept as served: {document}");
+        assert!(
+            document["metadata"]["uid"].is_string(),
+            "kept as served: {document}"
+        );
     }
     // Every kind that was read has the resourceVersion of its list.
     assert_eq!(read.resource_versions.len(), live::KINDS.len());
@@ -258,7 +265,10 @@ async fn every_kind_is_read_with_paginated_lists() {
         // A list of n objects in pages of 2 takes max(1, ceil(n / 2)) requests, all but
         // the first continued (a full last page may need one more, empty, page).
         let pages = objects.div_ceil(2).max(1);
-        let continued = of_kind.iter().filter(|r| r.query.contains("continue=")).count();
+        let continued = of_kind
+            .iter()
+            .filter(|r| r.query.contains("continue="))
+            .count();
         assert!(
             of_kind.len() >= pages && continued == of_kind.len() - 1,
             "{}: {} objects read in {of_kind:?}",
@@ -362,11 +372,30 @@ async fn a_snapshot_simulates_as_the_objects_it_was_taken_from() {
     let text = std::fs::read_to_string(&snapshot).expect("the snapshot is written");
 
     // Secrets' worth of data is gone; what the scheduler reads is there.
-    for removed in [SECRET, LAST_APPLIED, "managedFields", "envFrom", "command:", "args:"] {
-        assert!(!text.contains(removed), "{removed} is in the snapshot:\n{text}");
+    for removed in [
+        SECRET,
+        LAST_APPLIED,
+        "managedFields",
+        "envFrom",
+        "command:",
+        "args:",
+    ] {
+        assert!(
+            !text.contains(removed),
+            "{removed} is in the snapshot:\n{text}"
+        );
     }
-    for kept in ["name: PASSWORD", "example.com/team: payments", "nodeName: node-a", "Coscheduling", "minAvailable: 1"] {
-        assert!(text.contains(kept), "{kept} is missing from the snapshot:\n{text}");
+    for kept in [
+        "name: PASSWORD",
+        "example.com/team: payments",
+        "nodeName: node-a",
+        "Coscheduling",
+        "minAvailable: 1",
+    ] {
+        assert!(
+            text.contains(kept),
+            "{kept} is missing from the snapshot:\n{text}"
+        );
     }
 
     // The objects as created, written as YAML (JSON is YAML), against the snapshot.
@@ -408,8 +437,16 @@ async fn a_snapshot_simulates_as_the_objects_it_was_taken_from() {
         results,
         [
             ("big".to_string(), "Unschedulable".to_string(), Value::Null),
-            ("trainer-0".to_string(), "Scheduled".to_string(), json!("node-b")),
-            ("web-2".to_string(), "Scheduled".to_string(), json!("node-a")),
+            (
+                "trainer-0".to_string(),
+                "Scheduled".to_string(),
+                json!("node-b")
+            ),
+            (
+                "web-2".to_string(),
+                "Scheduled".to_string(),
+                json!("node-a")
+            ),
             ("z-other".to_string(), "NotServed".to_string(), Value::Null),
         ]
     );
@@ -446,7 +483,12 @@ async fn an_unreadable_cluster_or_kubeconfig_fails() {
     server.shutdown().await;
 
     let kubeconfig = kubeconfig.display().to_string();
-    let refused = berth(vec!["snapshot".into(), "--kubeconfig".into(), kubeconfig.clone()]).await;
+    let refused = berth(vec![
+        "snapshot".into(),
+        "--kubeconfig".into(),
+        kubeconfig.clone(),
+    ])
+    .await;
     assert_exit(&refused, 1);
     let message = stderr(&refused);
     assert!(
@@ -456,13 +498,77 @@ async fn an_unreadable_cluster_or_kubeconfig_fails() {
     assert_eq!(stdout(&refused), "");
 
     let cases = [
-        ("a kubeconfig that does not exist", vec!["--kubeconfig".to_string(), dir.join("missing").display().to_string()]),
-        ("a context the kubeconfig lacks", vec!["--kubeconfig".to_string(), kubeconfig, "--context".into(), "nope".into()]),
-        ("a page size out of range", vec!["--page-size".to_string(), "0".into()]),
+        (
+            "a kubeconfig that does not exist",
+            vec![
+                "--kubeconfig".to_string(),
+                dir.join("missing").display().to_string(),
+            ],
+        ),
+        (
+            "a context the kubeconfig lacks",
+            vec![
+                "--kubeconfig".to_string(),
+                kubeconfig,
+                "--context".into(),
+                "nope".into(),
+            ],
+        ),
+        (
+            "a page size out of range",
+            vec!["--page-size".to_string(), "0".into()],
+        ),
     ];
     for (name, args) in cases {
         let output = berth([vec!["snapshot".to_string()], args].concat()).await;
         assert_eq!(output.status.code(), Some(2), "{name}: {}", stderr(&output));
-        assert!(stderr(&output).contains("error"), "{name}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("error"),
+            "{name}: {}",
+            stderr(&output)
+        );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeconfig_files_merge_and_the_context_flag_picks_one() {
+    let server = cluster().await;
+    let dir = TempDir::new("snapshot-kubeconfig");
+    // The first file's current context (which wins the merge, as in kubectl) points at a
+    // port nothing listens on; the second file is the test server's.
+    let closed = support::http::free_port();
+    let first = dir.write(
+        "first",
+        &format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: gone\n  cluster:\n    server: http://127.0.0.1:{closed}\ncontexts:\n- name: gone\n  context:\n    cluster: gone\n    user: nobody\ncurrent-context: gone\nusers:\n- name: nobody\n  user: {{}}\n"
+        ),
+    );
+    let kubeconfig =
+        std::env::join_paths([first.as_path(), server.kubeconfig_path()]).expect("paths join");
+    let run = |context: Option<&'static str>| {
+        let kubeconfig = kubeconfig.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut command = std::process::Command::new(support::cli::BERTH);
+            command.arg("snapshot").env("KUBECONFIG", kubeconfig);
+            if let Some(context) = context {
+                command.args(["--context", context]);
+            }
+            command.output().expect("berth runs")
+        })
+    };
+    let current = run(None).await.expect("berth ran");
+    assert_exit(&current, 1);
+    assert!(
+        stderr(&current).contains(&format!("127.0.0.1:{closed}")),
+        "{}",
+        stderr(&current)
+    );
+
+    let chosen = run(Some("test-apiserver")).await.expect("berth ran");
+    assert_exit(&chosen, 0);
+    assert!(
+        stdout(&chosen).contains("name: node-a"),
+        "{}",
+        stdout(&chosen)
+    );
 }

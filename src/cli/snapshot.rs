@@ -66,7 +66,10 @@ fn snapshot_command(args: SnapshotArgs) -> u8 {
         Some(path) => match std::fs::write(path, yaml) {
             Ok(()) => EXIT_OK,
             Err(error) => {
-                eprintln!("error: {}: cannot write the snapshot: {error}", path.display());
+                eprintln!(
+                    "error: {}: cannot write the snapshot: {error}",
+                    path.display()
+                );
                 EXIT_INTERNAL
             }
         },

@@ -209,7 +209,9 @@ pub enum LiveError {
         message: String,
     },
     /// The cluster holds more objects than [`ReadOptions::max_objects`].
-    #[error("{server} holds more than {limit} objects of the kinds berth reads (at {kind}); the read was stopped")]
+    #[error(
+        "{server} holds more than {limit} objects of the kinds berth reads (at {kind}); the read was stopped"
+    )]
     TooManyObjects {
         kind: &'static str,
         server: String,

@@ -21,7 +21,11 @@ use serde_json::Value;
 pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Where a document may hold a pod spec.
-const POD_SPEC_PATHS: &[&str] = &["/spec", "/spec/template/spec", "/spec/jobTemplate/spec/template/spec"];
+const POD_SPEC_PATHS: &[&str] = &[
+    "/spec",
+    "/spec/template/spec",
+    "/spec/jobTemplate/spec/template/spec",
+];
 
 /// Where a document may hold object metadata.
 const METADATA_PATHS: &[&str] = &[
@@ -196,10 +200,22 @@ mod tests {
     fn odd_shapes_are_left_alone() {
         for (name, document) in [
             ("not an object", json!("text")),
-            ("containers not a list", json!({"spec": {"containers": "x"}})),
-            ("container not an object", json!({"spec": {"containers": [1, null]}})),
-            ("env entry not an object", json!({"spec": {"containers": [{"env": ["A=1"]}]}})),
-            ("annotations not a map", json!({"metadata": {"annotations": []}})),
+            (
+                "containers not a list",
+                json!({"spec": {"containers": "x"}}),
+            ),
+            (
+                "container not an object",
+                json!({"spec": {"containers": [1, null]}}),
+            ),
+            (
+                "env entry not an object",
+                json!({"spec": {"containers": [{"env": ["A=1"]}]}}),
+            ),
+            (
+                "annotations not a map",
+                json!({"metadata": {"annotations": []}}),
+            ),
         ] {
             let mut scrubbed = document.clone();
             scrub(&mut scrubbed);

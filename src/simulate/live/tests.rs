@@ -69,14 +69,21 @@ fn kinds_are_the_ones_the_simulation_reads_in_a_stable_order() {
         ]
     );
     for spec in KINDS {
-        let (group, version) = spec.api_version.rsplit_once('/').unwrap_or(("", spec.api_version));
+        let (group, version) = spec
+            .api_version
+            .rsplit_once('/')
+            .unwrap_or(("", spec.api_version));
         let expected_prefix = if group.is_empty() {
             format!("/api/{version}/")
         } else {
             format!("/apis/{group}/{version}/")
         };
         assert!(spec.path.starts_with(&expected_prefix), "{spec:?}");
-        assert!(spec.consequence.ends_with(|c: char| c.is_alphanumeric() || c == ')'), "{spec:?}");
+        assert!(
+            spec.consequence
+                .ends_with(|c: char| c.is_alphanumeric() || c == ')'),
+            "{spec:?}"
+        );
     }
 }
 

@@ -33,7 +33,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::simulate::input::{parse_document, split_documents, Source};
+    use crate::simulate::input::{Source, parse_document, split_documents};
 
     /// The documents as the input reader parses them back.
     fn read_back(text: &str) -> Vec<Value> {
@@ -54,19 +54,21 @@ mod tests {
     fn strings_a_yaml_1_1_reader_would_retype_stay_strings() {
         // YAML 1.1 booleans, nulls, numbers in every base, timestamps, and strings that
         // are YAML syntax: each must read back as the same string.
+        #[rustfmt::skip]
         let ambiguous = [
             "y", "Y", "n", "N", "yes", "No", "on", "OFF", "true", "False", "~", "null", "",
             "0", "012", "0x1F", "0o17", "0b101", "1_000", "1e3", "-.5", ".inf", ".NaN",
             "2024-01-01", "2024-01-01T00:00:00Z", "1:20", "<<", "=", "- a", "? b", "#c",
-            "a #b", "key: value", "---", "...", "'quoted'", "\"double\"", "[list]",
-            "{map}", "*alias", "&anchor", "!tag", "|", ">", "%", "@", "`", " lead",
-            "trail ", "line\nbreak", "tab\there", "ünïcode",
+            "a #b", "key: value", "---", "...", "'quoted'", "\"double\"", "[list]", "{map}",
+            "*alias", "&anchor", "!tag", "|", ">", "%", "@", "`", " lead", "trail ",
+            "line\nbreak", "tab\there", "ünïcode",
         ];
         let labels: serde_json::Map<String, Value> = ambiguous
             .iter()
             .enumerate()
             .map(|(index, value)| (format!("example.com/l{index}"), json!(value)))
             .collect();
+        // Map keys come back as the same strings too.
         let keys: serde_json::Map<String, Value> = ["y", "no", "on", "1", "null"]
             .iter()
             .map(|key| (key.to_string(), json!("v")))
@@ -81,7 +83,11 @@ mod tests {
 
     #[test]
     fn every_document_is_opened_by_a_separator() {
-        let documents = vec![json!({"kind": "A"}), json!({"kind": "B"}), json!({"kind": "C"})];
+        let documents = vec![
+            json!({"kind": "A"}),
+            json!({"kind": "B"}),
+            json!({"kind": "C"}),
+        ];
         let text = to_yaml(&documents);
         assert_eq!(split_documents(&text).len(), 3, "{text}");
         assert!(text.starts_with("---\n"), "{text}");
