@@ -100,3 +100,126 @@ fn a_gap_reads_as_one_warning_line() {
         "PodDisruptionBudget: poddisruptionbudgets.policy is forbidden; preemption ignores disruption budgets"
     );
 }
+
+/// A client whose API server is `answer`, called with each request's path and query.
+fn scripted_client(
+    answer: impl Fn(&str, &str) -> (u16, Value) + Clone + Send + Sync + 'static,
+) -> kube::Client {
+    use axum::response::IntoResponse;
+    let router = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let answer = answer.clone();
+        async move {
+            let (status, body) = answer(uri.path(), uri.query().unwrap_or_default());
+            let status = axum::http::StatusCode::from_u16(status)
+                .unwrap_or(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+            (status, axum::Json(body)).into_response()
+        }
+    });
+    kube::Client::new(router, "default")
+}
+
+#[tokio::test]
+async fn an_expired_continue_restarts_the_kind_once() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let node = |name: &str| json!({"metadata": {"name": name}});
+    for (name, expiries, expected) in [
+        (
+            "one expiry: the list restarts from the first page, at a fresh resourceVersion",
+            1,
+            Ok((vec!["n1", "n2"], "9")),
+        ),
+        (
+            "a second expiry: the read fails naming the kind",
+            2,
+            Err("Node"),
+        ),
+    ] {
+        let left = Arc::new(AtomicUsize::new(expiries));
+        let firsts = Arc::new(AtomicUsize::new(0));
+        let client = scripted_client(move |path, query| {
+            if path != "/api/v1/nodes" {
+                return (
+                    200,
+                    json!({"metadata": {"resourceVersion": "1"}, "items": []}),
+                );
+            }
+            if !query.contains("continue=") {
+                // The first page; its resourceVersion moves on with every new list.
+                let version = if firsts.fetch_add(1, Ordering::SeqCst) == 0 {
+                    "5"
+                } else {
+                    "9"
+                };
+                return (
+                    200,
+                    json!({"metadata": {"resourceVersion": version, "continue": "next"}, "items": [node("n1")]}),
+                );
+            }
+            if left.load(Ordering::SeqCst) > 0 {
+                left.fetch_sub(1, Ordering::SeqCst);
+                return (
+                    410,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410, "reason": "Expired", "message": "The provided continue parameter is too old"}),
+                );
+            }
+            (
+                200,
+                json!({"metadata": {"resourceVersion": "9"}, "items": [node("n2")]}),
+            )
+        });
+        let result = read_cluster(&client, &ReadOptions::default()).await;
+        match (result, expected) {
+            (Ok(read), Ok((names, version))) => {
+                let nodes: Vec<&str> = read
+                    .documents
+                    .iter()
+                    .filter(|d| d["kind"] == "Node")
+                    .filter_map(|d| d.pointer("/metadata/name").and_then(Value::as_str))
+                    .collect();
+                assert_eq!(nodes, names, "{name}");
+                assert_eq!(
+                    read.resource_versions.get("Node").map(String::as_str),
+                    Some(version),
+                    "{name}"
+                );
+            }
+            (Err(error), Err(kind)) => {
+                let message = error.to_string();
+                assert!(
+                    message.starts_with(&format!("cannot list {kind} from ")),
+                    "{name}: {message}"
+                );
+                assert!(message.contains("too old"), "{name}: {message}");
+            }
+            (result, expected) => panic!("{name}: got {result:?}, expected {expected:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_server_error_fails_the_read_naming_the_kind_and_the_server() {
+    let client = scripted_client(|path, _| {
+        if path.ends_with("/storageclasses") {
+            (
+                500,
+                json!({"kind": "Status", "code": 500, "message": "etcdserver: request timed out"}),
+            )
+        } else {
+            (200, json!({"metadata": {}, "items": []}))
+        }
+    });
+    let options = ReadOptions {
+        server: "https://cluster.example:6443".to_string(),
+        ..ReadOptions::default()
+    };
+    let error = read_cluster(&client, &options)
+        .await
+        .expect_err("a 500 is not a gap");
+    assert_eq!(
+        error.to_string(),
+        "cannot list StorageClass from https://cluster.example:6443: etcdserver: request timed out"
+    );
+    assert!(!error.is_invalid_input());
+}
