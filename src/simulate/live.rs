@@ -297,7 +297,8 @@ enum Listed {
 
 /// Lists one kind page by page, at most `budget` objects. A continued list whose
 /// resourceVersion has been compacted away (410 Expired) is restarted once from the
-/// first page, as kubectl does not and reflectors do.
+/// first page, at a fresh resourceVersion: client-go's pager falls back to one unpaged
+/// list there instead, which would hold a whole large kind in one response.
 async fn list_kind(
     client: &kube::Client,
     spec: &KindSpec,
