@@ -42,7 +42,8 @@
 //! The core ([`cluster`], [`framework`], [`queue`], [`plugins`], [`scheduler`]) takes
 //! k8s-openapi types in and returns decisions; it performs no Kubernetes I/O. Every file
 //! a user names is read through [`files`], which bounds its size; [`tls`] sets up the
-//! crypto provider every TLS client uses.
+//! crypto provider every TLS client uses and [`kubeconfig`] builds the Kubernetes client
+//! from the user's kubeconfig, as kubectl does.
 
 pub mod api;
 pub mod bench;
@@ -52,6 +53,7 @@ pub mod convert;
 pub mod files;
 pub mod framework;
 pub mod helpers;
+pub mod kubeconfig;
 pub mod observability;
 pub mod operator;
 pub mod plugins;

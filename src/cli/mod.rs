@@ -10,6 +10,7 @@ pub mod crds;
 pub mod plugins;
 pub mod run;
 pub mod simulate;
+pub mod snapshot;
 
 use std::process::ExitCode;
 
@@ -39,6 +40,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Schedule the pending pods of a cluster described in YAML, without a cluster.
     Simulate(simulate::SimulateArgs),
+    /// Write the live cluster as YAML for `berth simulate -f`, without secrets' worth of data.
+    Snapshot(snapshot::SnapshotArgs),
     /// Print the CustomResourceDefinitions (SchedulerProfile, PodGroup) as YAML.
     Crds(crds::CrdsArgs),
     /// Describe the registered plugins: extension points, defaults, weights and args.
@@ -126,6 +129,7 @@ pub fn main(registry: Registry) -> ExitCode {
     match cli.command {
         Command::Run(args) => run::run(args, registry),
         Command::Simulate(args) => simulate::run(args, &registry),
+        Command::Snapshot(args) => snapshot::run(args),
         Command::Crds(args) => crds::run(args, &registry),
         Command::Plugins(args) => plugins::run(args, &registry),
         Command::Convert(args) => convert::run(args, &registry),

@@ -38,7 +38,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Client;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
@@ -86,30 +85,14 @@ pub enum OperatorError {
     Workers(String),
 }
 
-/// The `User-Agent` of berth's requests to the API server.
-pub const USER_AGENT: &str = concat!("berth/", env!("CARGO_PKG_VERSION"));
+pub use crate::kubeconfig::USER_AGENT;
 
-/// Builds the client: from `--kubeconfig` when given, else inferred.
+/// Builds the client: from `--kubeconfig` when given, else inferred (see
+/// [`crate::kubeconfig::client`]).
 pub async fn client(kubeconfig: Option<&PathBuf>) -> Result<Client, OperatorError> {
-    let mut config = match kubeconfig {
-        Some(path) => {
-            let file = Kubeconfig::read_from(path)
-                .map_err(|e| OperatorError::Client(format!("{}: {e}", path.display())))?;
-            kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
-                .await
-                .map_err(|e| OperatorError::Client(e.to_string()))?
-        }
-        None => kube::Config::infer()
-            .await
-            .map_err(|e| OperatorError::Client(e.to_string()))?,
-    };
-    // Names berth in the API server's audit log (kube-rs sends no User-Agent of its own);
-    // the chart's RBAC replay test also tells berth's requests apart by it.
-    config.headers.push((
-        axum::http::header::USER_AGENT,
-        axum::http::HeaderValue::from_static(USER_AGENT),
-    ));
-    Client::try_from(config).map_err(|e| OperatorError::Client(e.to_string()))
+    crate::kubeconfig::client(kubeconfig.map(PathBuf::as_path), None)
+        .await
+        .map_err(|e| OperatorError::Client(e.0))
 }
 
 /// Runs the operator until SIGTERM or Ctrl-C, then drains in-flight bindings, releases

@@ -7,6 +7,7 @@ pub mod controllers;
 pub mod explain;
 pub mod input;
 mod listers;
+pub mod live;
 mod outcomes;
 pub mod preemption;
 pub mod render;

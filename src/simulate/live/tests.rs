@@ -1,0 +1,225 @@
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn pages_are_read_from_list_responses() {
+    let cases = [
+        (
+            "a first page with a continue token",
+            json!({"kind": "PodList", "metadata": {"resourceVersion": "17", "continue": "abc"}, "items": [{"metadata": {"name": "a"}}]}),
+            Some((1, "17".to_string(), Some("abc".to_string()))),
+        ),
+        (
+            "the last page: an empty continue token ends the list",
+            json!({"metadata": {"resourceVersion": "17", "continue": ""}, "items": []}),
+            Some((0, "17".to_string(), None)),
+        ),
+        (
+            "items: null is an empty list",
+            json!({"metadata": {"resourceVersion": "3"}, "items": null}),
+            Some((0, "3".to_string(), None)),
+        ),
+        ("no items: not a list", json!({"kind": "Status"}), None),
+        ("items not an array", json!({"items": {}}), None),
+    ];
+    for (name, response, expected) in cases {
+        let page = Page::read(response)
+            .ok()
+            .map(|p| (p.items.len(), p.resource_version, p.continue_token));
+        assert_eq!(page, expected, "{name}");
+    }
+}
+
+#[test]
+fn items_get_the_kind_they_were_listed_as() {
+    let spec = KINDS
+        .iter()
+        .find(|k| k.kind == "PodDisruptionBudget")
+        .copied()
+        .expect("PodDisruptionBudget is read");
+    let item = json!({"metadata": {"name": "web"}, "spec": {"minAvailable": 1}});
+    assert_eq!(
+        typed(item, &spec),
+        json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"}, "spec": {"minAvailable": 1}})
+    );
+}
+
+#[test]
+fn kinds_are_the_ones_the_simulation_reads_in_a_stable_order() {
+    let kinds: Vec<&str> = KINDS.iter().map(|k| k.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            "Node",
+            "Pod",
+            "Namespace",
+            "PersistentVolumeClaim",
+            "PersistentVolume",
+            "StorageClass",
+            "CSINode",
+            "PriorityClass",
+            "PodDisruptionBudget",
+            "Service",
+            "ReplicaSet",
+            "StatefulSet",
+            "ReplicationController",
+            "PodGroup",
+            "SchedulerProfile",
+        ]
+    );
+    for spec in KINDS {
+        let (group, version) = spec
+            .api_version
+            .rsplit_once('/')
+            .unwrap_or(("", spec.api_version));
+        let expected_prefix = if group.is_empty() {
+            format!("/api/{version}/")
+        } else {
+            format!("/apis/{group}/{version}/")
+        };
+        assert!(spec.path.starts_with(&expected_prefix), "{spec:?}");
+        assert!(
+            spec.consequence
+                .ends_with(|c: char| c.is_alphanumeric() || c == ')'),
+            "{spec:?}"
+        );
+    }
+}
+
+#[test]
+fn a_gap_reads_as_one_warning_line() {
+    let gap = KindGap {
+        kind: "PodDisruptionBudget",
+        status: 403,
+        message: "poddisruptionbudgets.policy is forbidden".to_string(),
+        consequence: "preemption ignores disruption budgets",
+    };
+    assert_eq!(
+        gap.to_string(),
+        "PodDisruptionBudget: poddisruptionbudgets.policy is forbidden; preemption ignores disruption budgets"
+    );
+}
+
+/// A client whose API server is `answer`, called with each request's path and query.
+fn scripted_client(
+    answer: impl Fn(&str, &str) -> (u16, Value) + Clone + Send + Sync + 'static,
+) -> kube::Client {
+    use axum::response::IntoResponse;
+    let router = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let answer = answer.clone();
+        async move {
+            let (status, body) = answer(uri.path(), uri.query().unwrap_or_default());
+            let status = axum::http::StatusCode::from_u16(status)
+                .unwrap_or(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+            (status, axum::Json(body)).into_response()
+        }
+    });
+    kube::Client::new(router, "default")
+}
+
+#[tokio::test]
+async fn an_expired_continue_restarts_the_kind_once() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let node = |name: &str| json!({"metadata": {"name": name}});
+    for (name, expiries, expected) in [
+        (
+            "one expiry: the list restarts from the first page, at a fresh resourceVersion",
+            1,
+            Ok((vec!["n1", "n2"], "9")),
+        ),
+        (
+            "a second expiry: the read fails naming the kind",
+            2,
+            Err("Node"),
+        ),
+    ] {
+        let left = Arc::new(AtomicUsize::new(expiries));
+        let firsts = Arc::new(AtomicUsize::new(0));
+        let client = scripted_client(move |path, query| {
+            if path != "/api/v1/nodes" {
+                return (
+                    200,
+                    json!({"metadata": {"resourceVersion": "1"}, "items": []}),
+                );
+            }
+            if !query.contains("continue=") {
+                // The first page; its resourceVersion moves on with every new list.
+                let version = if firsts.fetch_add(1, Ordering::SeqCst) == 0 {
+                    "5"
+                } else {
+                    "9"
+                };
+                return (
+                    200,
+                    json!({"metadata": {"resourceVersion": version, "continue": "next"}, "items": [node("n1")]}),
+                );
+            }
+            if left.load(Ordering::SeqCst) > 0 {
+                left.fetch_sub(1, Ordering::SeqCst);
+                return (
+                    410,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410, "reason": "Expired", "message": "The provided continue parameter is too old"}),
+                );
+            }
+            (
+                200,
+                json!({"metadata": {"resourceVersion": "9"}, "items": [node("n2")]}),
+            )
+        });
+        let result = read_cluster(&client, &ReadOptions::default()).await;
+        match (result, expected) {
+            (Ok(read), Ok((names, version))) => {
+                let nodes: Vec<&str> = read
+                    .documents
+                    .iter()
+                    .filter(|d| d["kind"] == "Node")
+                    .filter_map(|d| d.pointer("/metadata/name").and_then(Value::as_str))
+                    .collect();
+                assert_eq!(nodes, names, "{name}");
+                assert_eq!(
+                    read.resource_versions.get("Node").map(String::as_str),
+                    Some(version),
+                    "{name}"
+                );
+            }
+            (Err(error), Err(kind)) => {
+                let message = error.to_string();
+                assert!(
+                    message.starts_with(&format!("cannot list {kind} from ")),
+                    "{name}: {message}"
+                );
+                assert!(message.contains("too old"), "{name}: {message}");
+            }
+            (result, expected) => panic!("{name}: got {result:?}, expected {expected:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_server_error_fails_the_read_naming_the_kind_and_the_server() {
+    let client = scripted_client(|path, _| {
+        if path.ends_with("/storageclasses") {
+            (
+                500,
+                json!({"kind": "Status", "code": 500, "message": "etcdserver: request timed out"}),
+            )
+        } else {
+            (200, json!({"metadata": {}, "items": []}))
+        }
+    });
+    let options = ReadOptions {
+        server: "https://cluster.example:6443".to_string(),
+        ..ReadOptions::default()
+    };
+    let error = read_cluster(&client, &options)
+        .await
+        .expect_err("a 500 is not a gap");
+    assert_eq!(
+        error.to_string(),
+        "cannot list StorageClass from https://cluster.example:6443: etcdserver: request timed out"
+    );
+    assert!(!error.is_invalid_input());
+}

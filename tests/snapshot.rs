@@ -1,0 +1,574 @@
+//! Reading a live cluster (`berth::simulate::live`) and `berth snapshot`, against the test
+//! API server: every kind is read with paginated lists, a kind the user may not list or
+//! the server does not serve is a reported gap, and a snapshot simulates exactly as the
+//! objects it was taken from (issue 19's round trip).
+
+use std::collections::BTreeSet;
+use std::process::Output;
+
+use berth::simulate::live::{self, ReadOptions};
+use kube::api::PostParams;
+use kube::core::Request;
+use serde_json::{Value, json};
+use test_apiserver::{Fault, TestApiServer};
+
+mod support;
+use support::cli::{assert_exit, run_berth, stderr, stdout};
+use support::temp::TempDir;
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+const SECRET: &str = "s3cret-value";
+
+/// `(list path, object)` for everything the test cluster holds, in the order
+/// `berth snapshot` writes them (kind order, then namespace and name), so that the same
+/// objects written as YAML give the same report order.
+///
+/// - node-a (4 CPUs) runs shop/web-1 (2 CPUs); node-b (2 CPUs, tainted
+///   `dedicated=batch:NoSchedule`, label values a YAML 1.1 reader would take for
+///   booleans) runs shop/db-1 (1 CPU).
+/// - Pending: shop/big (3 CPUs: fits nowhere, and at priority 0 preempts nothing),
+///   shop/trainer-0 (gang profile, PodGroup `trainers`, tolerates the taint, only
+///   node-b), shop/web-2 (PriorityClass `high`, 1 CPU: only node-a fits) and
+///   shop/z-other (a scheduler name no profile serves).
+///
+/// Every pod's outcome is the same in any queue order, so server-set creation
+/// timestamps cannot change the report.
+fn cluster_objects() -> Vec<(String, Value)> {
+    let node = |name: &str, cpu: &str, extra: Value| {
+        let mut node = json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": format!("zone-{name}")}},
+            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}, "capacity": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}
+        });
+        merge(&mut node, extra);
+        ("/api/v1/nodes".to_string(), node)
+    };
+    let pod = |name: &str, cpu: &str, extra: Value| {
+        let mut pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": name, "namespace": "shop", "labels": {"app": name},
+                "annotations": {LAST_APPLIED: format!("{{\"password\":\"{SECRET}\"}}"), "example.com/team": "payments"}
+            },
+            "spec": {
+                "containers": [{
+                    "name": "main", "image": "registry.example/app:1",
+                    "command": ["/app", format!("--token={SECRET}")],
+                    "args": ["--password", SECRET],
+                    "env": [{"name": "PASSWORD", "value": SECRET}, {"name": "DB", "valueFrom": {"secretKeyRef": {"name": SECRET, "key": "k"}}}],
+                    "envFrom": [{"secretRef": {"name": SECRET}}],
+                    "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}
+                }],
+                "priority": 0
+            }
+        });
+        merge(&mut pod, extra);
+        ("/api/v1/namespaces/shop/pods".to_string(), pod)
+    };
+    vec![
+        node("node-a", "4", json!({})),
+        node(
+            "node-b",
+            "2",
+            json!({
+                "metadata": {"labels": {"example.com/spot": "no", "example.com/ssd": "y", "example.com/arm": "on"}},
+                "spec": {"taints": [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]}
+            }),
+        ),
+        pod("big", "3", json!({})),
+        pod(
+            "db-1",
+            "1",
+            json!({"spec": {"nodeName": "node-b", "tolerations": [{"key": "dedicated", "operator": "Exists"}]}}),
+        ),
+        pod(
+            "trainer-0",
+            "1",
+            json!({
+                "metadata": {"labels": {"berth.dev/pod-group": "trainers"}},
+                "spec": {
+                    "schedulerName": "gang",
+                    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}],
+                    "nodeSelector": {"example.com/spot": "no"}
+                }
+            }),
+        ),
+        pod(
+            "web-1",
+            "2",
+            json!({"metadata": {"managedFields": [{"manager": "kubectl", "operation": "Update", "apiVersion": "v1"}]}, "spec": {"nodeName": "node-a"}}),
+        ),
+        pod(
+            "web-2",
+            "1",
+            json!({"metadata": {"labels": {"app": "web-1"}}, "spec": {"priorityClassName": "high", "priority": 1000}}),
+        ),
+        pod(
+            "z-other",
+            "1",
+            json!({"spec": {"schedulerName": "other-scheduler"}}),
+        ),
+        (
+            "/api/v1/namespaces".to_string(),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "labels": {"team": "n"}}}),
+        ),
+        (
+            "/apis/scheduling.k8s.io/v1/priorityclasses".to_string(),
+            json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}),
+        ),
+        (
+            "/apis/policy/v1/namespaces/shop/poddisruptionbudgets".to_string(),
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "shop"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web-1"}}}}),
+        ),
+        (
+            "/apis/berth.dev/v1alpha1/namespaces/shop/podgroups".to_string(),
+            json!({"apiVersion": "berth.dev/v1alpha1", "kind": "PodGroup", "metadata": {"name": "trainers", "namespace": "shop"}, "spec": {"minMember": 1}}),
+        ),
+        (
+            "/apis/berth.dev/v1alpha1/schedulerprofiles".to_string(),
+            json!({
+                "apiVersion": "berth.dev/v1alpha1", "kind": "SchedulerProfile", "metadata": {"name": "gang"},
+                "spec": {
+                    "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]}, "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}},
+                    "pluginConfig": {"coscheduling": {"permitWaitingTimeSeconds": 60, "podGroupBackoffSeconds": 0}}
+                }
+            }),
+        ),
+    ]
+}
+
+/// Merges `extra` into `base`, maps recursively.
+fn merge(base: &mut Value, extra: Value) {
+    match (base, extra) {
+        (Value::Object(base), Value::Object(extra)) => {
+            for (key, value) in extra {
+                merge(base.entry(key).or_insert(Value::Null), value);
+            }
+        }
+        (base, extra) => *base = extra,
+    }
+}
+
+/// The namespaces the test API server creates itself.
+const BUILTIN_NAMESPACES: [&str; 2] = ["default", "kube-system"];
+
+/// A server with berth's CRDs and [`cluster_objects`] created.
+async fn cluster() -> TestApiServer {
+    let server = support::api::start_with_crds(&support::api::berth_crds()).await;
+    let client = server.client().await;
+    let mut objects = cluster_objects();
+    // Namespaces first, as the API server would require.
+    objects.sort_by_key(|(path, _)| !path.ends_with("/namespaces"));
+    for (path, object) in objects {
+        let body = serde_json::to_vec(&object).expect("JSON encodes");
+        let request = Request::new(path.as_str())
+            .create(&PostParams::default(), body)
+            .expect("a create request");
+        client
+            .request::<Value>(request)
+            .await
+            .unwrap_or_else(|e| panic!("creating {object}: {e}"));
+    }
+    server
+}
+
+/// `Kind namespace/name` of each document.
+fn keys(documents: &[Value]) -> Vec<String> {
+    documents
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {}/{}",
+                d["kind"].as_str().unwrap_or_default(),
+                d["metadata"]["namespace"].as_str().unwrap_or_default(),
+                d["metadata"]["name"].as_str().unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// The keys of everything the server holds, without `except_kind`.
+fn expected_keys(except_kind: Option<&str>) -> BTreeSet<String> {
+    let created = cluster_objects().into_iter().map(|(_, o)| o);
+    let builtin = BUILTIN_NAMESPACES
+        .iter()
+        .map(|name| json!({"kind": "Namespace", "metadata": {"name": name}}));
+    keys(&created.chain(builtin).collect::<Vec<_>>())
+        .into_iter()
+        .filter(|key| except_kind.is_none_or(|kind| !key.starts_with(&format!("{kind} "))))
+        .collect()
+}
+
+fn options(page_size: u32) -> ReadOptions {
+    ReadOptions {
+        page_size,
+        ..ReadOptions::default()
+    }
+}
+
+#[tokio::test]
+async fn every_kind_is_read_with_paginated_lists() {
+    let server = cluster().await;
+    server.clear_requests();
+    let read = live::read_cluster(&server.client().await, &options(2))
+        .await
+        .expect("the cluster is read");
+
+    assert_eq!(read.gaps, vec![]);
+    let read_keys = keys(&read.documents);
+    assert_eq!(
+        read_keys.iter().cloned().collect::<BTreeSet<_>>(),
+        expected_keys(None),
+        "every object, once"
+    );
+    assert_eq!(
+        read_keys.len(),
+        expected_keys(None).len(),
+        "no object twice"
+    );
+    // Kind order, then namespace and name.
+    let kind_rank = |key: &String| {
+        live::KINDS
+            .iter()
+            .position(|k| key.starts_with(&format!("{} ", k.kind)))
+    };
+    let mut sorted = read_keys.clone();
+    sorted.sort_by_key(|key| (kind_rank(key), key.clone()));
+    assert_eq!(read_keys, sorted, "documents in kind order, then by name");
+    for document in &read.documents {
+        assert!(document["apiVersion"].is_string(), "{document}");
+        assert!(
+            document["metadata"]["uid"].is_string(),
+            "kept as served: {document}"
+        );
+    }
+    // Every kind that was read has the resourceVersion of its list.
+    assert_eq!(read.resource_versions.len(), live::KINDS.len());
+
+    let lists: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb == "list")
+        .collect();
+    for kind in live::KINDS {
+        let resource = kind.path.rsplit('/').next().unwrap_or_default();
+        let of_kind: Vec<_> = lists.iter().filter(|r| r.resource == resource).collect();
+        assert!(
+            of_kind.iter().all(|r| r.query.contains("limit=2")),
+            "{}: {of_kind:?}",
+            kind.kind
+        );
+        let objects = expected_keys(None)
+            .iter()
+            .filter(|k| k.starts_with(&format!("{} ", kind.kind)))
+            .count();
+        // A list of n objects in pages of 2 takes max(1, ceil(n / 2)) requests, all but
+        // the first continued (a full last page may need one more, empty, page).
+        let pages = objects.div_ceil(2).max(1);
+        let continued = of_kind
+            .iter()
+            .filter(|r| r.query.contains("continue="))
+            .count();
+        assert!(
+            of_kind.len() >= pages && continued == of_kind.len() - 1,
+            "{}: {} objects read in {of_kind:?}",
+            kind.kind,
+            objects
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_forbidden_kind_is_a_gap_and_the_rest_is_read() {
+    let server = cluster().await;
+    server.inject_fault(Fault {
+        verb: Some("list".into()),
+        resource: Some("poddisruptionbudgets".into()),
+        count: 1,
+        status: 403,
+        message: "poddisruptionbudgets.policy is forbidden: User \"dev\" cannot list resource \"poddisruptionbudgets\"".into(),
+    });
+    let read = live::read_cluster(&server.client().await, &options(500))
+        .await
+        .expect("a forbidden kind is not fatal");
+
+    assert_eq!(read.gaps.len(), 1, "{:?}", read.gaps);
+    let gap = &read.gaps[0];
+    assert_eq!((gap.kind, gap.status), ("PodDisruptionBudget", 403));
+    assert!(gap.message.contains("cannot list resource"), "{gap}");
+    assert_eq!(gap.consequence, "preemption ignores disruption budgets");
+    assert_eq!(
+        keys(&read.documents).into_iter().collect::<BTreeSet<_>>(),
+        expected_keys(Some("PodDisruptionBudget"))
+    );
+    assert!(!read.resource_versions.contains_key("PodDisruptionBudget"));
+}
+
+#[tokio::test]
+async fn kinds_the_server_does_not_serve_are_gaps() {
+    // No berth CRDs installed: PodGroups and SchedulerProfiles are not found.
+    let server = support::api::start().await;
+    let read = live::read_cluster(&server.client().await, &options(500))
+        .await
+        .expect("missing CRDs are not fatal");
+    let gaps: Vec<_> = read.gaps.iter().map(|g| (g.kind, g.status)).collect();
+    assert_eq!(gaps, [("PodGroup", 404), ("SchedulerProfile", 404)]);
+    assert_eq!(
+        keys(&read.documents),
+        ["Namespace /default", "Namespace /kube-system"]
+    );
+}
+
+#[tokio::test]
+async fn too_many_objects_stop_the_read() {
+    let server = cluster().await;
+    let limited = ReadOptions {
+        max_objects: 3,
+        ..options(500)
+    };
+    let error = live::read_cluster(&server.client().await, &limited)
+        .await
+        .expect_err("more than 3 objects");
+    // 2 nodes, then 6 pods: the pods overflow the limit.
+    assert!(
+        error.to_string().contains("more than 3 objects") && error.to_string().contains("Pod"),
+        "{error}"
+    );
+}
+
+/// Runs the binary off the runtime's threads, so the server keeps serving meanwhile.
+async fn berth(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_berth(&args, None)
+    })
+    .await
+    .expect("berth ran")
+}
+
+fn simulate_report(output: &Output) -> Value {
+    assert_exit(output, 0);
+    serde_json::from_str(&stdout(output)).expect("the report is JSON")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_simulates_as_the_objects_it_was_taken_from() {
+    let server = cluster().await;
+    let dir = TempDir::new("snapshot");
+    let snapshot = dir.join("snapshot.yaml");
+    let kubeconfig = server.kubeconfig_path().display().to_string();
+    let output = berth(vec![
+        "snapshot".into(),
+        "--kubeconfig".into(),
+        kubeconfig,
+        "--page-size".into(),
+        "3".into(),
+        "-o".into(),
+        snapshot.display().to_string(),
+    ])
+    .await;
+    assert_exit(&output, 0);
+    assert_eq!(stderr(&output), "", "no kind is missing");
+    let text = std::fs::read_to_string(&snapshot).expect("the snapshot is written");
+
+    // Secrets' worth of data is gone; what the scheduler reads is there.
+    for removed in [
+        SECRET,
+        LAST_APPLIED,
+        "managedFields",
+        "envFrom",
+        "command:",
+        "args:",
+    ] {
+        assert!(
+            !text.contains(removed),
+            "{removed} is in the snapshot:\n{text}"
+        );
+    }
+    for kept in [
+        "name: PASSWORD",
+        "example.com/team: payments",
+        "nodeName: node-a",
+        "Coscheduling",
+        "minAvailable: 1",
+    ] {
+        assert!(
+            text.contains(kept),
+            "{kept} is missing from the snapshot:\n{text}"
+        );
+    }
+
+    // The objects as created, written as YAML (JSON is YAML), against the snapshot.
+    let original: String = cluster_objects()
+        .iter()
+        .map(|(_, object)| format!("---\n{object}\n"))
+        .collect();
+    let original = dir.write("original.yaml", &original);
+    let simulate = |file: std::path::PathBuf| {
+        berth(vec![
+            "simulate".into(),
+            "-f".into(),
+            file.display().to_string(),
+            "-o".into(),
+            "json".into(),
+            "--explain".into(),
+        ])
+    };
+    let expected = simulate_report(&simulate(original).await);
+    let from_snapshot = simulate_report(&simulate(snapshot).await);
+    assert_eq!(from_snapshot, expected);
+
+    // The report is the cluster's: the scenario's placements, not an empty simulation.
+    let results: Vec<(String, String, Value)> = expected["pods"]
+        .as_array()
+        .map(|pods| {
+            pods.iter()
+                .map(|p| {
+                    (
+                        p["name"].as_str().unwrap_or_default().to_string(),
+                        p["result"].as_str().unwrap_or_default().to_string(),
+                        p["node"].clone(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        results,
+        [
+            ("big".to_string(), "Unschedulable".to_string(), Value::Null),
+            (
+                "trainer-0".to_string(),
+                "Scheduled".to_string(),
+                json!("node-b")
+            ),
+            (
+                "web-2".to_string(),
+                "Scheduled".to_string(),
+                json!("node-a")
+            ),
+            ("z-other".to_string(), "NotServed".to_string(), Value::Null),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forbidden_kind_is_one_warning_line() {
+    let server = cluster().await;
+    server.inject_fault(Fault {
+        verb: Some("list".into()),
+        resource: Some("priorityclasses".into()),
+        count: 1,
+        status: 403,
+        message: "priorityclasses.scheduling.k8s.io is forbidden".into(),
+    });
+    let kubeconfig = server.kubeconfig_path().display().to_string();
+    let output = berth(vec!["snapshot".into(), "--kubeconfig".into(), kubeconfig]).await;
+    assert_exit(&output, 0);
+    assert_eq!(
+        stderr(&output),
+        "warning: PriorityClass: priorityclasses.scheduling.k8s.io is forbidden; pods keep the spec.priority the API server gave them\n"
+    );
+    assert!(stdout(&output).contains("kind: Node"));
+    assert!(!stdout(&output).contains("kind: PriorityClass"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_cluster_or_kubeconfig_fails() {
+    let server = support::api::start().await;
+    let dir = TempDir::new("snapshot-errors");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::copy(server.kubeconfig_path(), &kubeconfig).expect("kubeconfig copied");
+    let url = server.url();
+    server.shutdown().await;
+
+    let kubeconfig = kubeconfig.display().to_string();
+    let refused = berth(vec![
+        "snapshot".into(),
+        "--kubeconfig".into(),
+        kubeconfig.clone(),
+    ])
+    .await;
+    assert_exit(&refused, 1);
+    let message = stderr(&refused);
+    assert!(
+        message.starts_with("error: cannot list Node from ") && message.contains(&url),
+        "{message}"
+    );
+    assert_eq!(stdout(&refused), "");
+
+    let cases = [
+        (
+            "a kubeconfig that does not exist",
+            vec![
+                "--kubeconfig".to_string(),
+                dir.join("missing").display().to_string(),
+            ],
+        ),
+        (
+            "a context the kubeconfig lacks",
+            vec![
+                "--kubeconfig".to_string(),
+                kubeconfig,
+                "--context".into(),
+                "nope".into(),
+            ],
+        ),
+        (
+            "a page size out of range",
+            vec!["--page-size".to_string(), "0".into()],
+        ),
+    ];
+    for (name, args) in cases {
+        let output = berth([vec!["snapshot".to_string()], args].concat()).await;
+        assert_eq!(output.status.code(), Some(2), "{name}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("error"),
+            "{name}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeconfig_files_merge_and_the_context_flag_picks_one() {
+    let server = cluster().await;
+    let dir = TempDir::new("snapshot-kubeconfig");
+    // The first file's current context (which wins the merge, as in kubectl) points at a
+    // port nothing listens on; the second file is the test server's.
+    let closed = support::http::free_port();
+    let first = dir.write(
+        "first",
+        &format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: gone\n  cluster:\n    server: http://127.0.0.1:{closed}\ncontexts:\n- name: gone\n  context:\n    cluster: gone\n    user: nobody\ncurrent-context: gone\nusers:\n- name: nobody\n  user: {{}}\n"
+        ),
+    );
+    let kubeconfig =
+        std::env::join_paths([first.as_path(), server.kubeconfig_path()]).expect("paths join");
+    let run = |context: Option<&'static str>| {
+        let kubeconfig = kubeconfig.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut command = std::process::Command::new(support::cli::BERTH);
+            command.arg("snapshot").env("KUBECONFIG", kubeconfig);
+            if let Some(context) = context {
+                command.args(["--context", context]);
+            }
+            command.output().expect("berth runs")
+        })
+    };
+    let current = run(None).await.expect("berth ran");
+    assert_exit(&current, 1);
+    assert!(
+        stderr(&current).contains(&format!("127.0.0.1:{closed}")),
+        "{}",
+        stderr(&current)
+    );
+
+    let chosen = run(Some("test-apiserver")).await.expect("berth ran");
+    assert_exit(&chosen, 0);
+    assert!(
+        stdout(&chosen).contains("name: node-a"),
+        "{}",
+        stdout(&chosen)
+    );
+}
