@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod convert;
 pub mod crds;
+pub mod kubectl;
 pub mod plugins;
 pub mod run;
 pub mod simulate;
@@ -38,7 +39,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the operator: SchedulerProfiles become live schedulers in the cluster.
     Run(run::RunArgs),
-    /// Schedule the pending pods of a cluster described in YAML, without a cluster.
+    /// Schedule the pending pods of a cluster described in YAML (or read from the live
+    /// cluster with --from-cluster), without a scheduler running.
     Simulate(simulate::SimulateArgs),
     /// Write the live cluster as YAML for `berth simulate -f`, without secrets' worth of data.
     Snapshot(snapshot::SnapshotArgs),
@@ -120,7 +122,13 @@ pub fn main(registry: Registry) -> ExitCode {
     // One rustls crypto provider for the whole process, before any TLS client (kube's, the
     // Prometheus plugins') is built.
     crate::tls::install_default_crypto_provider();
-    let cli = Cli::parse();
+    // Installed as `kubectl-berth`, the binary is the kubectl plugin.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.first().is_some_and(kubectl::is_kubectl_plugin) {
+        logging::init_with(LogFormat::Text, None, logging::QUIET_FILTER);
+        return kubectl::main(args, &registry);
+    }
+    let cli = Cli::parse_from(args);
     let default_filter = match cli.command {
         Command::Run(_) => logging::OPERATOR_FILTER,
         _ => logging::QUIET_FILTER,

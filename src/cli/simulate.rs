@@ -18,7 +18,11 @@ use crate::framework::Registry;
 use crate::framework::parallel::{MAX_PARALLELISM, default_parallelism};
 
 use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT};
-use crate::simulate::input::{self, InputError};
+use crate::simulate::explain;
+use crate::simulate::input::{self, ClusterInput, InputError};
+use crate::simulate::live;
+
+use super::snapshot::{ClusterArgs, read_live_cluster};
 use crate::simulate::render;
 use crate::simulate::report::Report;
 use crate::simulate::run::{SimulateError, SimulateOptions, check_profiles, simulate_on_workers};
@@ -26,8 +30,35 @@ use crate::simulate::run::{SimulateError, SimulateOptions, check_profiles, simul
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
     /// YAML file with Nodes, Pods, SchedulerProfiles, ... (repeatable; `-` reads stdin).
-    #[arg(short = 'f', long = "filename", value_name = "FILE", required = true)]
+    /// With --from-cluster, its objects replace the cluster's of the same kind, namespace
+    /// and name, or are added.
+    #[arg(
+        short = 'f',
+        long = "filename",
+        value_name = "FILE",
+        required_unless_present = "from_cluster"
+    )]
     pub filenames: Vec<PathBuf>,
+    /// Read the cluster from its API server, with your kubeconfig's credentials (lists
+    /// only: nothing is written).
+    #[arg(long)]
+    pub from_cluster: bool,
+    /// With --from-cluster: the kubeconfig file [default: KUBECONFIG, else
+    /// ~/.kube/config, else the in-cluster account].
+    #[arg(long, value_name = "FILE", requires = "from_cluster")]
+    pub kubeconfig: Option<PathBuf>,
+    /// With --from-cluster: the kubeconfig context [default: the current context].
+    #[arg(long, value_name = "NAME", requires = "from_cluster")]
+    pub context: Option<String>,
+    /// Explain one pending pod, NAMESPACE/NAME: why it goes where it goes, or why it
+    /// fits nowhere (every pending pod is still simulated, so the answer is the one the
+    /// whole run gives).
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    pub pod: Option<String>,
+    /// What-if: schedule every pending pod with this SchedulerProfile (by name) and list
+    /// the pods whose outcome changes compared with their own schedulers.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = OutputFormat::Table)]
     pub output: OutputFormat,
@@ -59,9 +90,12 @@ pub fn run(args: SimulateArgs, registry: &Registry) -> ExitCode {
 }
 
 fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
-    let (cluster, warnings) = match input::load_files(&args.filenames) {
+    let Some(runtime) = super::driver_runtime() else {
+        return EXIT_INTERNAL;
+    };
+    let (cluster, warnings) = match load_input(&args, &runtime) {
         Ok(loaded) => loaded,
-        Err(error) => return report_input_error(&error),
+        Err(code) => return code,
     };
     for warning in &warnings {
         warn(warning);
@@ -77,11 +111,28 @@ fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
         }
         return EXIT_INVALID_INPUT;
     }
-    let Some(runtime) = super::driver_runtime() else {
-        return EXIT_INTERNAL;
+    let target = match args.pod.as_deref().map(|text| pending_pod(&cluster, text)) {
+        None => None,
+        Some(Ok(target)) => Some(target),
+        Some(Err(message)) => {
+            eprintln!("error: {message}");
+            return EXIT_INVALID_INPUT;
+        }
+    };
+    let what_if = match args
+        .profile
+        .as_deref()
+        .map(|name| scheduler_of(&cluster, name))
+    {
+        None => None,
+        Some(Ok(scheduler)) => Some(scheduler),
+        Some(Err(message)) => {
+            eprintln!("error: {message}");
+            return EXIT_INVALID_INPUT;
+        }
     };
     let options = SimulateOptions {
-        explain: args.explain,
+        explain: args.explain || target.is_some(),
         seed: args.seed,
         // Threads beyond the node count would have no node to filter.
         parallelism: args
@@ -90,12 +141,51 @@ fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
             .unwrap_or_else(default_parallelism)
             .min(cluster.nodes.len().max(1)),
     };
-    match simulate_on_workers(&runtime, cluster, profiles.valid, registry, options) {
+    let run = |input: ClusterInput| {
+        simulate_on_workers(
+            &runtime,
+            input,
+            profiles.valid.clone(),
+            registry,
+            options.clone(),
+        )
+    };
+    let result = match &what_if {
+        None => run(cluster.clone()),
+        Some(scheduler) => match run(cluster.clone()) {
+            Ok(baseline) => run(redirect_pending(cluster.clone(), scheduler)).map(|mut report| {
+                report.moved = report.moves_from(&baseline);
+                report
+            }),
+            Err(error) => Err(error),
+        },
+    };
+    match result {
         Ok(report) => {
             for warning in report.warnings() {
                 warn(warning);
             }
-            print_report(&report, args.output)
+            match &target {
+                Some((namespace, name)) if args.output == OutputFormat::Table => {
+                    let pod = report
+                        .pods
+                        .iter()
+                        .find(|p| p.namespace == *namespace && p.name == *name);
+                    match pod {
+                        Some(pod) => super::write_stdout(
+                            &explain::explain_pod(&report, pod, &cluster),
+                            "the explanation",
+                        ),
+                        None => {
+                            eprintln!(
+                                "error: the simulation did not report pod {namespace}/{name}"
+                            );
+                            EXIT_INTERNAL
+                        }
+                    }
+                }
+                _ => print_report(&report, args.output),
+            }
         }
         Err(SimulateError::InvalidProfiles(invalid)) => {
             for line in invalid.iter().flat_map(|p| p.lines()) {
@@ -118,6 +208,104 @@ fn simulate_command(args: SimulateArgs, registry: &Registry) -> u8 {
             EXIT_INTERNAL
         }
     }
+}
+
+/// The simulated cluster: the `-f` files, or the API server's objects with the files on
+/// top. An error has been printed when this returns the exit code.
+fn load_input(
+    args: &SimulateArgs,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(ClusterInput, Vec<input::InputWarning>), u8> {
+    if !args.from_cluster {
+        return input::load_files(&args.filenames).map_err(|error| report_input_error(&error));
+    }
+    let cluster = ClusterArgs {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+        page_size: live::DEFAULT_PAGE_SIZE,
+    };
+    // Prints the `error:` line, or a `warning:` line per kind it could not list.
+    let read = read_live_cluster(runtime, &cluster)?;
+    input::load_cluster(read.documents, &args.filenames).map_err(|error| report_input_error(&error))
+}
+
+/// `NAMESPACE/NAME` of a pending pod of `cluster`, or why it is not one.
+fn pending_pod(cluster: &ClusterInput, text: &str) -> Result<(String, String), String> {
+    let Some((namespace, name)) = text
+        .split_once('/')
+        .filter(|(n, m)| !n.is_empty() && !m.is_empty())
+    else {
+        return Err(format!(
+            "--pod {text:?}: expected NAMESPACE/NAME, e.g. default/web-0"
+        ));
+    };
+    let named = |pod: &&k8s_openapi::api::core::v1::Pod| {
+        pod.metadata.namespace.as_deref() == Some(namespace)
+            && pod.metadata.name.as_deref() == Some(name)
+    };
+    if cluster.pending_pods().any(|pod| named(&pod)) {
+        return Ok((namespace.to_string(), name.to_string()));
+    }
+    if let Some(pod) = cluster.running_pods().find(named) {
+        let node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .unwrap_or_default();
+        return Err(format!(
+            "pod {namespace}/{name} is not pending: it is bound to node {node}"
+        ));
+    }
+    Err(format!("pod {namespace}/{name} is not in the cluster"))
+}
+
+/// The scheduler name of the SchedulerProfile named `name`.
+fn scheduler_of(cluster: &ClusterInput, name: &str) -> Result<String, String> {
+    cluster
+        .profiles
+        .iter()
+        .find(|p| {
+            p.raw
+                .pointer("/metadata/name")
+                .and_then(serde_json::Value::as_str)
+                == Some(name)
+        })
+        .map(|p| p.scheduler_name())
+        .ok_or_else(|| {
+            let known: Vec<String> = cluster
+                .profiles
+                .iter()
+                .filter_map(|p| {
+                    p.raw
+                        .pointer("/metadata/name")?
+                        .as_str()
+                        .map(str::to_string)
+                })
+                .collect();
+            format!(
+                "--profile {name}: no SchedulerProfile of that name (the input has: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )
+        })
+}
+
+/// `cluster` with every pending pod handed to `scheduler`.
+fn redirect_pending(mut cluster: ClusterInput, scheduler: &str) -> ClusterInput {
+    for pod in &mut cluster.pods {
+        if input::is_finished(pod) {
+            continue;
+        }
+        if let Some(spec) = pod.spec.as_mut()
+            && spec.node_name.as_deref().is_none_or(str::is_empty)
+        {
+            spec.scheduler_name = Some(scheduler.to_string());
+        }
+    }
+    cluster
 }
 
 /// One `warning: ...` line on stderr, whatever the message holds.

@@ -299,7 +299,7 @@ fn best_section(nodes: &[NodeReport], chosen: Option<&str>) -> Vec<String> {
         let scores: Vec<String> = node
             .scores
             .iter()
-            .map(|s| format!("{} {}×{}={}", s.plugin, s.score, s.weight, s.weighted))
+            .map(|s| format!("{} {}x{}={}", s.plugin, s.score, s.weight, s.weighted))
             .collect();
         if scores.is_empty() && feasible.len() == 1 {
             // Upstream skips scoring when a single node passed filtering.

@@ -290,6 +290,109 @@ pub fn load_str(file: &Path, text: &str) -> Result<(ClusterInput, Vec<InputWarni
     loader.finish()
 }
 
+/// The file name [`load_cluster`] gives objects read from the API server.
+pub const CLUSTER_SOURCE: &str = "<cluster>";
+
+/// A cluster read from an API server (one JSON object per entry, as the server returned
+/// it), with the objects of `overlays` on top: an overlay object of the same kind,
+/// namespace and name replaces the cluster's, any other is added. Cluster objects are
+/// loaded exactly as `berth simulate -f` loads the same objects written as YAML, except
+/// that a pod keeps the `spec.priority` the API server admitted it with, and that an
+/// added object without a `creationTimestamp` is created after the cluster's newest
+/// object (a pending pod added on top queues behind the cluster's, as a new pod would).
+pub fn load_cluster(
+    cluster: Vec<Value>,
+    overlays: &[PathBuf],
+) -> Result<(ClusterInput, Vec<InputWarning>), InputError> {
+    let mut documents: Vec<(Source, String, Value)> = cluster
+        .into_iter()
+        .enumerate()
+        .map(|(index, value)| {
+            let at = Source {
+                file: PathBuf::from(CLUSTER_SOURCE),
+                document: index,
+            };
+            (at, String::new(), value)
+        })
+        .collect();
+    let latest = documents
+        .iter()
+        .filter_map(|(_, _, value)| value.pointer("/metadata/creationTimestamp")?.as_str())
+        .filter_map(|text| text.parse::<Timestamp>().ok())
+        .map(|time| time.as_second())
+        .max()
+        .unwrap_or(CREATION_EPOCH_SECONDS);
+    let mut index: HashMap<(String, String, String), usize> = documents
+        .iter()
+        .enumerate()
+        .filter_map(|(position, (_, _, value))| Some((object_key(value)?, position)))
+        .collect();
+    for path in overlays {
+        let text = read_file(path)?;
+        for (number, document) in split_documents(&text).iter().enumerate() {
+            if !document.has_content {
+                continue;
+            }
+            let at = Source {
+                file: path.clone(),
+                document: number,
+            };
+            let value = parse_document(document, &at)?;
+            for (prefix, item) in list_items(value) {
+                match object_key(&item).and_then(|key| index.get(&key).copied()) {
+                    Some(position) => documents[position] = (at.clone(), prefix, item),
+                    None => {
+                        if let Some(key) = object_key(&item) {
+                            index.insert(key, documents.len());
+                        }
+                        documents.push((at.clone(), prefix, item));
+                    }
+                }
+            }
+        }
+    }
+    let mut loader = Loader::after_cluster(latest);
+    for (at, prefix, value) in documents {
+        loader.load_value(value, &at, &prefix)?;
+    }
+    loader.finish()
+}
+
+/// The objects of a document: the items of a `List` (with their path), or the document.
+fn list_items(value: Value) -> Vec<(String, Value)> {
+    let is_list = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|kind| {
+            kind == "List" || (kind.ends_with("List") && value.get("items").is_some())
+        });
+    if !is_list {
+        return vec![(String::new(), value)];
+    }
+    match value.get("items") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| (format!("items[{index}]."), item.clone()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// (kind, namespace, name) of an object as the loader admits it: a namespaced kind
+/// without a namespace is in `default`. `None` for objects without a name.
+fn object_key(value: &Value) -> Option<(String, String, String)> {
+    let kind = value.get("kind")?.as_str()?.to_string();
+    let name = value.pointer("/metadata/name")?.as_str()?.to_string();
+    let namespaced = loader::Kind::from_kind(&kind).is_some_and(loader::Kind::namespaced);
+    let namespace = match value.pointer("/metadata/namespace").and_then(Value::as_str) {
+        _ if !namespaced => String::new(),
+        Some(namespace) if !namespace.is_empty() => namespace.to_string(),
+        _ => DEFAULT_NAMESPACE.to_string(),
+    };
+    Some((kind, namespace, name))
+}
+
 /// The text of `path` (`-` is stdin), at most [`files::MANIFEST_LIMIT`] bytes of it.
 fn read_file(path: &Path) -> Result<String, InputError> {
     files::read_to_string(path, files::MANIFEST_LIMIT).map_err(|error| match error {

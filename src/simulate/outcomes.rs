@@ -95,6 +95,7 @@ pub(super) fn build_report(
         pods,
         degraded: Vec::new(),
         evicted,
+        moved: Vec::new(),
     }
 }
 

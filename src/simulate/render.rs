@@ -42,6 +42,15 @@ pub fn render_table(report: &Report) -> String {
         out.push('\n');
         out.push_str(&align(std::iter::once(header).chain(rows), ""));
     }
+    if !report.moved.is_empty() {
+        let header = ["MOVED POD", "FROM", "TO"].map(String::from);
+        let rows = report
+            .moved
+            .iter()
+            .map(|m| [m.pod.clone(), m.from.clone(), m.to.clone()]);
+        out.push('\n');
+        out.push_str(&align(std::iter::once(header).chain(rows), ""));
+    }
     for pod in &report.pods {
         if let Some(nodes) = &pod.nodes {
             out.push('\n');

@@ -17,6 +17,47 @@ pub struct Report {
     /// Pods evicted by preemptions, in eviction order; omitted when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evicted: Vec<EvictedPod>,
+    /// With `--profile` (what-if): the pods whose outcome differs from the simulation
+    /// without it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub moved: Vec<MovedPod>,
+}
+
+/// A pod the what-if profile places differently: `from` and `to` are a node name or,
+/// for a pod without one, its result (`Unschedulable`, `Waiting`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MovedPod {
+    pub pod: String,
+    pub from: String,
+    pub to: String,
+}
+
+impl Report {
+    /// The pods whose outcome in `self` differs from `baseline`'s, in `self`'s order.
+    pub fn moves_from(&self, baseline: &Report) -> Vec<MovedPod> {
+        let outcome = |pod: &PodReport| match &pod.node {
+            Some(node) if !node.is_empty() => node.clone(),
+            _ => pod.result.to_string(),
+        };
+        let before: std::collections::HashMap<(&str, &str), String> = baseline
+            .pods
+            .iter()
+            .map(|pod| ((pod.namespace.as_str(), pod.name.as_str()), outcome(pod)))
+            .collect();
+        self.pods
+            .iter()
+            .filter_map(|pod| {
+                let from = before.get(&(pod.namespace.as_str(), pod.name.as_str()))?;
+                let to = outcome(pod);
+                (*from != to).then(|| MovedPod {
+                    pod: format!("{}/{}", pod.namespace, pod.name),
+                    from: from.clone(),
+                    to,
+                })
+            })
+            .collect()
+    }
 }
 
 /// A pod a preemption evicted from its node (deleted, in a cluster).

@@ -304,11 +304,11 @@ Filtered out: 3 of 7 nodes
     let best = "\
 Best feasible nodes: 4 of 7 nodes passed filtering
   node-a  total 100  (chosen)
-      NodeAffinity 100×1=100
+      NodeAffinity 100x1=100
   node-b  total  80
-      NodeAffinity 80×1=80
+      NodeAffinity 80x1=80
   node-c  total  20
-      NodeAffinity 20×1=20
+      NodeAffinity 20x1=20
 ";
     pretty_assertions::assert_eq!(section(&text, "Best feasible nodes:"), best);
     assert!(!text.contains("What would make it fit"), "{text}");
@@ -428,13 +428,13 @@ fn best_nodes_break_ties_by_name_and_keep_a_chosen_node_ranked_lower() {
     let want = "\
 Best feasible nodes: 4 of 5 nodes passed filtering
   a  total 70
-      NodeResourcesFit 70×1=70
+      NodeResourcesFit 70x1=70
   b  total 70
-      NodeResourcesFit 70×1=70
+      NodeResourcesFit 70x1=70
   c  total 50
-      NodeResourcesFit 50×1=50
+      NodeResourcesFit 50x1=50
   d  total 50  (chosen)
-      NodeResourcesFit 50×1=50
+      NodeResourcesFit 50x1=50
 ";
     pretty_assertions::assert_eq!(section(&text, "Best feasible nodes:"), want);
 }

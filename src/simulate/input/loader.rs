@@ -113,7 +113,6 @@ impl Kind {
 }
 
 /// Builds a [`ClusterInput`] document by document.
-#[derive(Default)]
 pub(super) struct Loader {
     input: ClusterInput,
     warnings: Vec<InputWarning>,
@@ -126,6 +125,27 @@ pub(super) struct Loader {
     /// The path of each workload read as a `List` item (`items[3].`), for errors found
     /// when its pods are created.
     workload_paths: HashMap<(Kind, String, String), String>,
+    /// The `creationTimestamp` (Unix seconds) given to the first object without one; later
+    /// objects get one second more each.
+    epoch_seconds: i64,
+    /// Pods that have `spec.priority` keep it (they were admitted by a live API server);
+    /// otherwise it is derived from the PriorityClass, as Priority admission does.
+    keep_admitted_priorities: bool,
+}
+
+impl Default for Loader {
+    fn default() -> Self {
+        Loader {
+            input: ClusterInput::default(),
+            warnings: Vec::new(),
+            seen: HashMap::new(),
+            pod_sources: Vec::new(),
+            objects: 0,
+            workload_paths: HashMap::new(),
+            epoch_seconds: CREATION_EPOCH_SECONDS,
+            keep_admitted_priorities: false,
+        }
+    }
 }
 
 impl Loader {
@@ -224,7 +244,7 @@ impl Loader {
         prefix: &str,
     ) -> Result<(), InputError> {
         self.objects += 1;
-        let created = creation_time(self.objects - 1);
+        let created = self.creation_time(self.objects - 1);
         match kind {
             Kind::Node => {
                 let mut node: Node = decode(value, at, prefix)?;
@@ -493,6 +513,13 @@ impl Loader {
         add_system_priority_classes(&mut self.input.priority_classes);
         let classes = &self.input.priority_classes;
         for (pod, at) in self.input.pods.iter_mut().zip(&self.pod_sources) {
+            // A pod with a resourceVersion was stored by an API server, so Priority
+            // admission already ran on it (its class may be gone or unreadable since).
+            let has_priority = pod.spec.as_ref().and_then(|s| s.priority).is_some();
+            let stored = pod.metadata.resource_version.is_some();
+            if has_priority && (stored || self.keep_admitted_priorities) {
+                continue;
+            }
             resolve_priority(pod, classes).map_err(|error| InputError::field(at, error))?;
         }
         default_storage_classes(&mut self.input);
@@ -605,7 +632,7 @@ impl Loader {
         at: &Source,
     ) -> Result<(), InputError> {
         self.objects += 1;
-        let created = creation_time(self.objects - 1);
+        let created = self.creation_time(self.objects - 1);
         self.admit(kind, meta, created, at, "")
     }
 }
@@ -679,6 +706,26 @@ pub(super) fn decode<T: DeserializeOwned>(
 }
 
 pub(super) fn creation_time(index: i64) -> Time {
-    let seconds = CREATION_EPOCH_SECONDS.saturating_add(index);
+    time_at(CREATION_EPOCH_SECONDS.saturating_add(index))
+}
+
+fn time_at(seconds: i64) -> Time {
     Time(Timestamp::from_second(seconds).unwrap_or(Timestamp::UNIX_EPOCH))
+}
+
+impl Loader {
+    /// A loader for objects read from a live API server: pods keep their admitted
+    /// priorities, and objects without a `creationTimestamp` are created after
+    /// `latest` (Unix seconds), the newest of the cluster's.
+    pub(super) fn after_cluster(latest: i64) -> Loader {
+        Loader {
+            epoch_seconds: latest.saturating_add(1),
+            keep_admitted_priorities: true,
+            ..Loader::default()
+        }
+    }
+
+    fn creation_time(&self, index: i64) -> Time {
+        time_at(self.epoch_seconds.saturating_add(index))
+    }
 }

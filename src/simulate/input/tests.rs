@@ -186,3 +186,60 @@ fn not_an_object_is_an_error() {
         );
     }
 }
+
+#[test]
+fn cluster_objects_take_overlays_by_kind_namespace_and_name() {
+    use serde_json::json;
+    let cluster = vec![
+        json!({"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": "n1", "creationTimestamp": "2026-01-01T00:00:00Z"},
+               "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}),
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "web", "namespace": "default", "uid": "u-web",
+                            "creationTimestamp": "2026-01-01T00:00:10Z"},
+               "spec": {"priorityClassName": "gone", "priority": 7,
+                        "containers": [{"name": "c", "image": "i"}]}}),
+    ];
+    let dir = std::env::temp_dir().join(format!("berth-overlay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let overlay = dir.join("overlay.yaml");
+    std::fs::write(
+        &overlay,
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n\
+         status: {allocatable: {cpu: \"16\", memory: 8Gi, pods: \"110\"}}\n---\n\
+         apiVersion: v1\nkind: List\nitems:\n\
+         - apiVersion: v1\n  kind: Pod\n  metadata: {name: extra}\n  spec: {containers: [{name: c, image: i}]}\n",
+    )
+    .expect("overlay written");
+    let (input, _) = load_cluster(cluster, &[overlay]).expect("loads");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // The overlay's node replaced the cluster's; the pod list gained the overlay's pod.
+    assert_eq!(input.nodes.len(), 1);
+    let allocatable = input.nodes[0]
+        .status
+        .as_ref()
+        .and_then(|s| s.allocatable.as_ref())
+        .and_then(|a| a.get("cpu"))
+        .map(|q| q.0.clone());
+    assert_eq!(allocatable.as_deref(), Some("16"));
+    let names: Vec<_> = input
+        .pods
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(names, ["web", "extra"]);
+    // An admitted priority stays although its class is not in the input.
+    assert_eq!(
+        input.pods[0].spec.as_ref().and_then(|s| s.priority),
+        Some(7)
+    );
+    // The added pod is created after the cluster's newest object (2026-01-01T00:00:10Z).
+    let created = input.pods[1]
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0.as_second());
+    let newest: Timestamp = "2026-01-01T00:00:10Z".parse().expect("timestamp");
+    assert!(created > Some(newest.as_second()), "{created:?}");
+}
