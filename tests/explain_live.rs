@@ -181,6 +181,23 @@ async fn from_cluster_is_simulate_on_the_same_objects_and_writes_nothing() {
         outcomes(&offline),
         "--from-cluster (left) vs -f (right)"
     );
+    // Explaining one pod runs the same simulation: the same placements and reasons.
+    let explained = json_report(&berth(&[
+        "simulate",
+        "--from-cluster",
+        "--kubeconfig",
+        config,
+        "--pod",
+        "default/batch-huge",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(
+        outcomes(&explained),
+        live,
+        "--pod (left) vs without (right)"
+    );
+    assert_read_only(&server);
     // The quickstart's two pods that fit nowhere are among them, as the file says.
     for pod in ["default/batch-huge", "ml/gpu-untolerated"] {
         assert_eq!(live[pod].0, "Unschedulable", "{pod}: {:?}", live[pod]);
