@@ -167,18 +167,9 @@ fn simulate_args(command: PluginCommand) -> Result<SimulateArgs, String> {
 /// The name of the one SchedulerProfile `filenames` define.
 fn single_profile(filenames: &[PathBuf]) -> Result<String, String> {
     let (cluster, _) = input::load_files(filenames).map_err(|error| error.to_string())?;
-    let names: Vec<String> = cluster
-        .profiles
-        .iter()
-        .filter_map(|p| {
-            p.raw
-                .pointer("/metadata/name")?
-                .as_str()
-                .map(str::to_string)
-        })
-        .collect();
+    let names: Vec<&str> = cluster.profiles.iter().filter_map(|p| p.name()).collect();
     match names.as_slice() {
-        [one] => Ok(one.clone()),
+        [one] => Ok(one.to_string()),
         [] => Err("the files define no SchedulerProfile to try".to_string()),
         several => Err(format!(
             "the files define several SchedulerProfiles ({}); choose one with --profile",

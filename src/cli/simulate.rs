@@ -261,35 +261,19 @@ fn pending_pod(cluster: &ClusterInput, text: &str) -> Result<(String, String), S
 
 /// The scheduler name of the SchedulerProfile named `name`.
 fn scheduler_of(cluster: &ClusterInput, name: &str) -> Result<String, String> {
+    let names: Vec<&str> = cluster.profiles.iter().filter_map(|p| p.name()).collect();
     cluster
         .profiles
         .iter()
-        .find(|p| {
-            p.raw
-                .pointer("/metadata/name")
-                .and_then(serde_json::Value::as_str)
-                == Some(name)
-        })
+        .find(|p| p.name() == Some(name))
         .map(|p| p.scheduler_name())
         .ok_or_else(|| {
-            let known: Vec<String> = cluster
-                .profiles
-                .iter()
-                .filter_map(|p| {
-                    p.raw
-                        .pointer("/metadata/name")?
-                        .as_str()
-                        .map(str::to_string)
-                })
-                .collect();
-            format!(
-                "--profile {name}: no SchedulerProfile of that name (the input has: {})",
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
-            )
+            let known = if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            };
+            format!("--profile {name}: no SchedulerProfile of that name (the input has: {known})")
         })
 }
 

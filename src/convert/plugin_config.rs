@@ -87,17 +87,7 @@ impl Converter<'_> {
             return None;
         };
         let args_path = format!("{path}.args");
-        let mut args = match args {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(args)) => args.clone(),
-            Some(other) => {
-                self.invalid(&args_path, other, "the plugin's args (a mapping)");
-                return None;
-            }
-        };
-        if !self.strip_type_meta(name, &mut args, &args_path) {
-            return None;
-        }
+        let mut args = self.args_mapping(name, args, &args_path)?;
         let Some(spec) = entry.args.as_ref() else {
             if !args.is_empty() {
                 self.unsupported(args_path, format!("plugin {name} takes no args in berth"));
@@ -122,6 +112,26 @@ impl Converter<'_> {
             self.unsupported(error.path, message);
         }
         None
+    }
+
+    /// A plugin's `args` as a mapping without its type meta; `None` (reported) when they
+    /// are not a mapping or name another plugin's args.
+    pub(super) fn args_mapping(
+        &mut self,
+        name: &str,
+        args: Option<&Value>,
+        args_path: &str,
+    ) -> Option<Map<String, Value>> {
+        let mut args = match args {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(args)) => args.clone(),
+            Some(other) => {
+                self.invalid(args_path, other, "the plugin's args (a mapping)");
+                return None;
+            }
+        };
+        self.strip_type_meta(name, &mut args, args_path)
+            .then_some(args)
     }
 
     /// Drops the `apiVersion`/`kind` of upstream args; false (reported) when `kind` names

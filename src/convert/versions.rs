@@ -307,17 +307,9 @@ impl Converter<'_> {
             return false;
         };
         let args_path = format!("{path}.args");
-        let mut args = match args {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(args)) => args.clone(),
-            Some(other) => {
-                self.invalid(&args_path, other, "the plugin's args (a mapping)");
-                return true;
-            }
-        };
-        if !self.strip_type_meta(name, &mut args, &args_path) {
+        let Some(args) = self.args_mapping(name, args, &args_path) else {
             return true;
-        }
+        };
         for key in args.keys() {
             if !difference.args_fields.contains(&key.as_str()) {
                 let message = match difference.args_fields {

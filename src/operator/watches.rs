@@ -305,34 +305,26 @@ async fn watch_pods(client: Client, tx: UnboundedSender<LoopMessage>) {
             None
         }
     };
-    if minor.is_some_and(|minor| minor < SCHEDULING_GROUP_MINOR) {
+    let pods = if minor.is_some_and(|minor| minor < SCHEDULING_GROUP_MINOR) {
         debug!(
             ?minor,
             "pods carry spec.workloadRef; decoding them as Kubernetes 1.35 sends them"
         );
-        let pods =
-            watcher(Api::<LegacyPod>::all(client), watcher::Config::default()).map_ok(legacy_event);
-        forward(
-            pods,
-            tx,
-            "pods",
-            pod_key,
-            ClusterChange::PodApplied,
-            ClusterChange::PodDeleted,
-        )
-        .await;
+        watcher(Api::<LegacyPod>::all(client), watcher::Config::default())
+            .map_ok(legacy_event)
+            .boxed()
     } else {
-        let pods = watcher(Api::<Pod>::all(client), watcher::Config::default());
-        forward(
-            pods,
-            tx,
-            "pods",
-            pod_key,
-            ClusterChange::PodApplied,
-            ClusterChange::PodDeleted,
-        )
-        .await;
-    }
+        watcher(Api::<Pod>::all(client), watcher::Config::default()).boxed()
+    };
+    forward(
+        pods,
+        tx,
+        "pods",
+        pod_key,
+        ClusterChange::PodApplied,
+        ClusterChange::PodDeleted,
+    )
+    .await;
 }
 
 fn legacy_event(event: Event<LegacyPod>) -> Event<Pod> {

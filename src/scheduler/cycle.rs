@@ -50,22 +50,8 @@ pub(super) async fn schedule_pod(
     let all_nodes = snapshot.nodes();
     let mut diagnosis = record.then(CycleDiagnosis::default);
     if let Some(status) = unsupported::refusal(&pod.pod) {
-        // Every node shares the verdict; PostFilter does not run, as no eviction helps.
-        if let Some(d) = diagnosis.as_mut() {
-            d.filtered = all_nodes
-                .iter()
-                .map(|n| (n.name().to_string(), status.clone()))
-                .collect();
-        }
-        let fit = FitError {
-            num_all_nodes: all_nodes.len(),
-            pre_filter_msg: Some(status.message()),
-            statuses: NodeToStatus {
-                statuses: Default::default(),
-                absent: Some(status),
-            },
-            post_filter_msg: None,
-        };
+        // PostFilter does not run: no eviction helps a pod berth refuses.
+        let fit = rejected_everywhere(all_nodes, status, &mut diagnosis);
         return Err(Failure::fit(&fit).with_diagnosis(diagnosis));
     }
     if all_nodes.is_empty() {
@@ -78,22 +64,7 @@ pub(super) async fn schedule_pod(
         if !status.is_rejected() {
             return Err(Failure::error(&status));
         }
-        // Every node shares the PreFilter's verdict (upstream's absent-nodes status).
-        if let Some(d) = diagnosis.as_mut() {
-            d.filtered = all_nodes
-                .iter()
-                .map(|n| (n.name().to_string(), status.clone()))
-                .collect();
-        }
-        let fit = FitError {
-            num_all_nodes: all_nodes.len(),
-            pre_filter_msg: Some(status.message()),
-            statuses: NodeToStatus {
-                statuses: Default::default(),
-                absent: Some(status),
-            },
-            post_filter_msg: None,
-        };
+        let fit = rejected_everywhere(all_nodes, status, &mut diagnosis);
         return Err(post_filter(fwk, state, pod, snapshot, fit, diagnosis).await);
     }
 
@@ -187,6 +158,30 @@ pub(super) async fn schedule_pod(
         select_host(&feasible, &totals, rng)
     };
     Ok((host, diagnosis))
+}
+
+/// The fit error of a pod rejected before Filter (by PreFilter, or refused): every node
+/// shares the verdict (upstream's absent-nodes status) and the message is the verdict's.
+fn rejected_everywhere(
+    all_nodes: &[Arc<NodeInfo>],
+    status: Status,
+    diagnosis: &mut Option<CycleDiagnosis>,
+) -> FitError {
+    if let Some(d) = diagnosis.as_mut() {
+        d.filtered = all_nodes
+            .iter()
+            .map(|n| (n.name().to_string(), status.clone()))
+            .collect();
+    }
+    FitError {
+        num_all_nodes: all_nodes.len(),
+        pre_filter_msg: Some(status.message()),
+        statuses: NodeToStatus {
+            statuses: Default::default(),
+            absent: Some(status),
+        },
+        post_filter_msg: None,
+    }
 }
 
 /// The node `pod` is nominated to: the nominator's (preemption's decision, which may be

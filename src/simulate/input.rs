@@ -121,6 +121,11 @@ pub struct ProfileDocument {
 }
 
 impl ProfileDocument {
+    /// The profile's `metadata.name`.
+    pub fn name(&self) -> Option<&str> {
+        self.raw.pointer("/metadata/name").and_then(Value::as_str)
+    }
+
     /// The scheduler name the profile claims: `spec.schedulerName`, else `metadata.name`.
     pub fn scheduler_name(&self) -> String {
         let explicit = self
