@@ -169,6 +169,16 @@ impl Cache {
     /// Applies an update of an assigned pod. Updates of unknown or assumed pods and
     /// invalid new pods are ignored with a warning, as upstream reports them.
     pub fn update_pod(&mut self, old: &Pod, new: Pod) {
+        match PodInfo::new(new) {
+            Ok(info) => self.update_pod_info(old, Arc::new(info)),
+            Err(err) => {
+                tracing::warn!(pod = %pod_key(old), error = %err, "ignoring invalid pod update");
+            }
+        }
+    }
+
+    /// [`Cache::update_pod`] for a pod whose info the caller already built.
+    pub fn update_pod_info(&mut self, old: &Pod, info: Arc<PodInfo>) {
         let key = pod_key(old);
         match self.pods.get(&key) {
             None => {
@@ -181,13 +191,6 @@ impl Cache {
             }
             Some(_) => {}
         }
-        let info = match PodInfo::new(new) {
-            Ok(info) => Arc::new(info),
-            Err(err) => {
-                tracing::warn!(pod = %key, error = %err, "ignoring invalid pod update");
-                return;
-            }
-        };
         let Some(node) = info.node_name().map(str::to_owned) else {
             tracing::warn!(pod = %key, "ignoring pod update without a node");
             return;

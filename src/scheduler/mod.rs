@@ -371,7 +371,7 @@ impl Scheduler {
                 if info.pod.metadata.deletion_timestamp.is_some() {
                     self.nominator.victim_left(&key);
                 }
-                self.cache.update_pod(old, info.pod.as_ref().clone());
+                self.cache.update_pod_info(old, Arc::new(info));
                 self.broadcast(ClusterEvent::new(
                     EventResource::AssignedPod,
                     ActionType::UPDATE,
