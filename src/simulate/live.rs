@@ -256,14 +256,6 @@ pub async fn connect(
     Ok(Connection { client, server })
 }
 
-/// The client of [`connect`].
-pub async fn client(
-    kubeconfig: Option<&Path>,
-    context: Option<&str>,
-) -> Result<kube::Client, LiveError> {
-    connect(kubeconfig, context).await.map(|c| c.client)
-}
-
 /// Reads every kind of [`KINDS`]; see the module documentation.
 pub async fn read_cluster(
     client: &kube::Client,
