@@ -1,6 +1,6 @@
 //! The HTTP front: every request is parsed into a [`RequestInfo`], logged, delayed and
 //! checked against injected faults, then routed to discovery, the test controls
-//! (`/__test/...`) or a resource operation on the [`Cluster`].
+//! (`/__test/...`), a review ([`Review`]) or a resource operation on the [`Cluster`].
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::Config;
+use crate::access::{Access, Review};
 use crate::cluster::{Cluster, FieldValidation, ListQuery, PatchRequest, WriteOptions};
 use crate::control::{Control, Fault, RequestRecord};
 use crate::discovery;
@@ -33,6 +34,8 @@ pub struct Shared {
     pub config: Config,
     pub cluster: Mutex<Cluster>,
     pub control: Mutex<Control>,
+    /// What TokenReview and SubjectAccessReview answer from (starts as `config.access`).
+    pub access: Mutex<Access>,
     /// Bumped to end every open watch.
     pub drop_watches: tokio::sync::watch::Sender<u64>,
     /// `127.0.0.1:PORT`, for `/api`'s serverAddressByClientCIDRs.
@@ -42,10 +45,12 @@ pub struct Shared {
 impl Shared {
     pub fn new(config: Config, address: String) -> Shared {
         let cluster = Mutex::new(Cluster::new(config.history_window));
+        let access = Mutex::new(config.access.clone());
         Shared {
             config,
             cluster,
             control: Mutex::new(Control::default()),
+            access,
             drop_watches: tokio::sync::watch::channel(0).0,
             address,
         }
@@ -353,6 +358,15 @@ fn resource_request(
     if !def.verbs.contains(&info.verb) && subresource.is_none() {
         return Err(method_not_allowed(info));
     }
+    if let Some(review) = Review::of(&def) {
+        // Create is a review's only verb (checked above), and only on the collection.
+        if info.name.is_some() {
+            return Err(method_not_allowed(info));
+        }
+        let body = parse_body(headers, &body)?;
+        let answer = review.answer(&lock(&shared.access), body)?;
+        return Ok(json_response(201, &answer));
+    }
     let name = info.name.clone().unwrap_or_default();
     let ns = namespace.clone().unwrap_or_default();
     let needs_namespace = def.namespaced && namespace.is_none();
@@ -505,7 +519,7 @@ fn delete_options(
 }
 
 /// `/__test/requests`, `/__test/faults`, `/__test/drop-watches`, `/__test/expire-history`,
-/// `/__test/delay?ms=N`.
+/// `/__test/delay?ms=N`, `/__test/access`.
 async fn test_control(
     shared: &Shared,
     method: &Method,
@@ -527,6 +541,21 @@ async fn test_control(
             }
             Err(error) => ApiError::bad_request(format!("invalid fault: {error}")).into_response(),
         },
+        ("GET", "access") => json_response(200, &json!(*lock(&shared.access))),
+        ("PUT", "access") => {
+            let parsed = std::str::from_utf8(body)
+                .map_err(|e| e.to_string())
+                .and_then(Access::parse);
+            match parsed {
+                Ok(access) => {
+                    *lock(&shared.access) = access;
+                    ok()
+                }
+                Err(error) => {
+                    ApiError::bad_request(format!("invalid access: {error}")).into_response()
+                }
+            }
+        }
         ("POST", "drop-watches") => {
             shared.drop_watches();
             ok()

@@ -19,11 +19,14 @@
 //! - [`store`]: objects, the store-wide resourceVersion and the kept event history.
 //! - [`watch`]: streams that follow the store's history, with bookmarks and 410s.
 //! - [`table`]: kubectl's Table view of custom resources (printer columns).
+//! - [`access`]: TokenReview and SubjectAccessReview, answered from the configured
+//!   tokens and rules (the server itself allows every request).
 
 // ApiError is the response body of every failure (a metav1.Status with causes); it is
 // returned once per request, so its size does not matter here.
 #![allow(clippy::result_large_err)]
 
+pub mod access;
 pub mod admission;
 pub mod cluster;
 pub mod control;
@@ -53,6 +56,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub use access::{Access, AccessRule, UserInfo};
 pub use control::{Fault, RequestRecord};
 pub use errors::ApiError;
 
@@ -69,6 +73,9 @@ pub struct Config {
     /// The Kubernetes minor version `/version` reports (1.`minor`.0): 37 by default, an
     /// older supported release to run a test against what such a server says.
     pub minor_version: u32,
+    /// The tokens TokenReview knows and the rules SubjectAccessReview applies (none by
+    /// default); [`TestApiServer::set_access`] replaces them while the server runs.
+    pub access: Access,
 }
 
 impl Default for Config {
@@ -77,6 +84,7 @@ impl Default for Config {
             history_window: 10_000,
             bookmark_interval: Duration::from_secs(1),
             minor_version: 37,
+            access: Access::default(),
         }
     }
 }
@@ -100,12 +108,19 @@ impl TestApiServer {
     }
 
     /// Serves on 127.0.0.1:`port` (0: random) and writes the kubeconfig to
-    /// `kubeconfig_path` (None: a fresh temp dir).
+    /// `kubeconfig_path` (None: a fresh temp dir). An invalid `config.access` (see
+    /// [`Access::validate`]) is an `InvalidInput` error.
     pub async fn start_on(
         config: Config,
         port: u16,
         kubeconfig_path: Option<PathBuf>,
     ) -> std::io::Result<TestApiServer> {
+        config.access.validate().map_err(|error| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("invalid access configuration: {error}"),
+            )
+        })?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         let address = listener.local_addr()?;
         let url = format!("http://{address}");
@@ -224,6 +239,22 @@ impl TestApiServer {
     /// Delays every response (None: no delay).
     pub fn set_delay(&self, delay: Option<Duration>) {
         lock(&self.shared.control).delay = delay;
+    }
+
+    /// The tokens and rules TokenReview and SubjectAccessReview answer from now.
+    pub fn access(&self) -> Access {
+        lock(&self.shared.access).clone()
+    }
+
+    /// Replaces the tokens and rules at once, so a test can grant or revoke access while
+    /// its client runs; reviews from then on answer from them. An invalid `access` (see
+    /// [`Access::validate`]) is a 400 BadRequest and changes nothing.
+    pub fn set_access(&self, access: Access) -> Result<(), ApiError> {
+        access
+            .validate()
+            .map_err(|error| ApiError::bad_request(format!("invalid access: {error}")))?;
+        *lock(&self.shared.access) = access;
+        Ok(())
     }
 
     /// Ends every open watch stream now (clients see the stream close, as on a

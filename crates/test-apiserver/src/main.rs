@@ -1,11 +1,12 @@
-//! `test-apiserver [--port N] [--kubeconfig PATH] [--crds DIR]`: runs the test API server
-//! until SIGTERM or ctrl-c. Tests drive it over HTTP (`/__test/...`, see README.md).
+//! `test-apiserver [--port N] [--kubeconfig PATH] [--crds DIR] [--access FILE]`: runs the
+//! test API server until SIGTERM or ctrl-c. Tests drive it over HTTP (`/__test/...`, see
+//! README.md).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
-use test_apiserver::{Config, TestApiServer};
+use test_apiserver::{Access, Config, TestApiServer};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -31,15 +32,36 @@ struct Args {
     /// The Kubernetes minor version `/version` reports (1.N.0).
     #[arg(long, default_value_t = 37)]
     minor_version: u32,
+    /// A JSON or YAML file with the tokens TokenReview knows and the rules
+    /// SubjectAccessReview applies (`{"tokens": {...}, "rules": [...]}`, see README.md).
+    #[arg(long)]
+    access: Option<PathBuf>,
+}
+
+/// The `--access` file, read and checked.
+fn read_access(path: &Path) -> Result<Access, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    Access::parse(&text)
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
+    let access = match &args.access {
+        None => Access::default(),
+        Some(path) => match read_access(path) {
+            Ok(access) => access,
+            Err(error) => {
+                eprintln!("test-apiserver: --access {}: {error}", path.display());
+                return ExitCode::FAILURE;
+            }
+        },
+    };
     let config = Config {
         history_window: args.history_window,
         bookmark_interval: std::time::Duration::from_millis(args.bookmark_interval_ms),
         minor_version: args.minor_version,
+        access,
     };
     let server = match TestApiServer::start_on(config, args.port, args.kubeconfig).await {
         Ok(server) => server,

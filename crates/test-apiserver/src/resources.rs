@@ -1,10 +1,13 @@
-//! The resources the server serves: the built-in ones berth uses, and those of every
-//! established CustomResourceDefinition. Discovery documents and request routing both
+//! The resources the server serves: the built-in ones berth uses (with the create-only
+//! TokenReview and SubjectAccessReview), and those of every established
+//! CustomResourceDefinition. Discovery documents and request routing both
 //! read this registry.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+
+use crate::access::Review;
 
 /// One served resource at one group/version, as discovery describes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -286,6 +289,26 @@ impl Registry {
                 printer_columns: None,
             });
         }
+        // The reviews are answered on create and never stored (see `access`); like the
+        // real server, discovery lists them with `create` as their only verb.
+        for review in Review::ALL {
+            registry.insert(ResourceDef {
+                group: review.group().to_string(),
+                version: "v1".to_string(),
+                resource: review.resource().to_string(),
+                kind: review.kind().to_string(),
+                list_kind: format!("{}List", review.kind()),
+                singular: review.kind().to_ascii_lowercase(),
+                namespaced: false,
+                verbs: vec!["create".to_string()],
+                short_names: Vec::new(),
+                categories: Vec::new(),
+                has_status: false,
+                has_binding: false,
+                schema: None,
+                printer_columns: None,
+            });
+        }
         registry
     }
 
@@ -402,5 +425,28 @@ mod tests {
                 .get("", "v1", "namespaces")
                 .is_some_and(|ns| !ns.verbs.contains(&"deletecollection".to_string()))
         );
+    }
+
+    #[test]
+    fn reviews_are_cluster_scoped_and_create_only() {
+        let registry = Registry::builtin();
+        for (group, resource, kind) in [
+            ("authentication.k8s.io", "tokenreviews", "TokenReview"),
+            (
+                "authorization.k8s.io",
+                "subjectaccessreviews",
+                "SubjectAccessReview",
+            ),
+        ] {
+            let def = registry
+                .get(group, "v1", resource)
+                .unwrap_or_else(|| panic!("{resource} are served"));
+            assert_eq!(def.kind, kind);
+            assert!(!def.namespaced, "{resource}");
+            assert_eq!(def.verbs, ["create"], "{resource}");
+            assert_eq!(Review::of(def).map(Review::kind), Some(kind));
+        }
+        let pods = registry.get("", "v1", "pods").expect("pods are built in");
+        assert_eq!(Review::of(pods), None);
     }
 }
