@@ -1,21 +1,17 @@
-//! The operator's metrics as Prometheus scrapes them, its HTTP endpoints, and log setup.
+//! The operator's metrics as Prometheus scrapes them, and log setup (the HTTP endpoints
+//! that serve them: tests/metrics_server.rs).
 //!
 //! Expected series are written out from upstream kube-scheduler's
 //! `pkg/scheduler/metrics/metrics.go` (names, labels, help texts, buckets) and from the
 //! berth_* metrics' specification, not computed by the code under test.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use berth::framework::{Code, ExtensionPoint, Observer};
 use berth::observability::logging::{self, LogFormat};
-use berth::observability::server::serve;
 use berth::observability::{AttemptResult, Metrics};
 use pretty_assertions::assert_eq;
-
-mod support;
-use support::http;
 
 fn ms(millis: u64) -> Duration {
     Duration::from_millis(millis)
@@ -441,76 +437,6 @@ fn remove_profile_forgets_its_series_only() {
         "1",
     );
     metrics.remove_profile("never-seen");
-}
-
-/// A GET on the server under test: (status, content-type, body).
-fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String, String) {
-    let response = http::get(addr, path).unwrap_or_else(|e| panic!("{e}"));
-    let content_type = response.header("content-type").unwrap_or_default();
-    (response.status, content_type.to_string(), response.body)
-}
-
-#[test]
-fn server_answers_probes_and_metrics_and_stops_on_shutdown() {
-    // The server runs on its own runtime; the test talks to it like a kubelet would.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .expect("bind");
-    let addr = listener.local_addr().expect("local addr");
-    let metrics = Metrics::new();
-    metrics.schedule_attempt("batch", AttemptResult::Scheduled, ms(1));
-    let synced = Arc::new(AtomicBool::new(false));
-    let readiness = {
-        let synced = synced.clone();
-        Arc::new(move || {
-            if synced.load(Ordering::SeqCst) {
-                Ok(())
-            } else {
-                Err("caches not synced: pods".to_string())
-            }
-        })
-    };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = runtime.spawn(serve(listener, metrics, readiness, async {
-        let _ = stopped.await;
-    }));
-
-    let (status, _, body) = get(addr, "/healthz");
-    assert_eq!((status, body.as_str()), (200, "ok"));
-
-    let (status, _, body) = get(addr, "/readyz");
-    assert_eq!((status, body.as_str()), (503, "caches not synced: pods"));
-    synced.store(true, Ordering::SeqCst);
-    let (status, _, body) = get(addr, "/readyz");
-    assert_eq!((status, body.as_str()), (200, "ok"));
-
-    let (status, content_type, body) = get(addr, "/metrics");
-    assert_eq!(status, 200);
-    assert_eq!(
-        content_type,
-        "application/openmetrics-text; version=1.0.0; charset=utf-8"
-    );
-    assert_sample(
-        &body,
-        r#"scheduler_schedule_attempts_total{result="scheduled",profile="batch"}"#,
-        "1",
-    );
-
-    let (status, _, _) = get(addr, "/nothing-here");
-    assert_eq!(status, 404);
-
-    stop.send(()).expect("server still running");
-    let result = runtime
-        .block_on(async { tokio::time::timeout(Duration::from_secs(5), server).await })
-        .expect("server stops after shutdown")
-        .expect("server task");
-    assert!(result.is_ok(), "{result:?}");
-    assert!(std::net::TcpStream::connect(addr).is_err());
 }
 
 #[test]

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 mod support;
 use support::api;
-use support::http::{free_port, status as http_status};
+use support::http::{free_port, loopback};
+use support::https::{self, Trust};
 use support::temp::TempDir;
 
 const BINARY_VAR: &str = "BERTH_STATIC_BINARY";
@@ -175,7 +176,12 @@ async fn static_binary_runs_berth_run_against_an_api_server_named_localhost() {
                 .map(|mut s| s.read_to_string(&mut stderr));
             panic!("the static berth exited ({status}) before it was ready:\n{stderr}");
         }
-        match tokio::task::spawn_blocking(move || http_status(port, "/readyz")).await {
+        // The port is HTTPS with the certificate the static binary generated at start.
+        let readyz = move || {
+            https::get(loopback(port), "localhost", "/readyz", &[], &Trust::Any)
+                .map(|exchange| exchange.response.status)
+        };
+        match tokio::task::spawn_blocking(readyz).await {
             Ok(Ok(200)) => break true,
             other => last = format!("{other:?}"),
         }

@@ -8,8 +8,9 @@ use clap::Args;
 
 use crate::framework::Registry;
 use crate::framework::parallel::{MAX_PARALLELISM, default_parallelism};
+use crate::observability::server::connections::DEFAULT_MAX_CONNECTIONS;
 use crate::operator::leader::LeaseConfig;
-use crate::operator::{OperatorConfig, run as run_operator};
+use crate::operator::{MetricsSecurity, OperatorConfig, run as run_operator};
 
 use super::EXIT_INTERNAL;
 
@@ -33,9 +34,26 @@ pub struct RunArgs {
     /// This replica's identity in the Lease; defaults to POD_NAME, else the host name.
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,
-    /// Address for /metrics, /healthz and /readyz.
+    /// Address for /metrics, /healthz and /readyz (HTTPS unless --metrics-insecure).
     #[arg(long, default_value = "0.0.0.0:10259")]
     pub metrics_bind_address: SocketAddr,
+    /// Serve plain HTTP, and /metrics to anyone who reaches the port: for local use only.
+    /// By default the port is HTTPS and /metrics answers only callers whose bearer token
+    /// the API server authenticates (TokenReview) and authorizes for `get` on /metrics
+    /// (SubjectAccessReview).
+    #[arg(long, conflicts_with_all = ["tls_cert_file", "tls_private_key_file"])]
+    pub metrics_insecure: bool,
+    /// PEM certificate (chain) served on the metrics port; read again when it changes.
+    /// Without it, a self-signed certificate is generated at start.
+    #[arg(long, requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM private key of --tls-cert-file.
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// Connections the metrics port holds open at once; more wait to be accepted.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub metrics_max_connections: u64,
     /// Threads for Filter and Score, 1 to 256 (default: CPU count).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_PARALLELISM as u64))]
     pub parallelism: Option<u64>,
@@ -62,6 +80,17 @@ pub fn run(args: RunArgs, registry: Registry) -> ExitCode {
             duration_seconds: args.lease_duration_seconds.max(1),
         },
         metrics_bind_address: args.metrics_bind_address,
+        metrics_security: match (
+            args.metrics_insecure,
+            args.tls_cert_file,
+            args.tls_private_key_file,
+        ) {
+            (true, _, _) => MetricsSecurity::Insecure,
+            (false, Some(cert), Some(key)) => MetricsSecurity::CertificateFiles { cert, key },
+            (false, _, _) => MetricsSecurity::SelfSigned,
+        },
+        metrics_max_connections: usize::try_from(args.metrics_max_connections)
+            .unwrap_or(DEFAULT_MAX_CONNECTIONS),
         parallelism: args
             .parallelism
             .and_then(|n| usize::try_from(n).ok())

@@ -43,6 +43,9 @@ use tracing::{info, warn};
 
 use crate::framework::{Binder, Nominator, Observer, Parallelizer, Registry, RuntimeClock};
 use crate::observability::Metrics;
+use crate::observability::server::auth::{DelegatedAccess, KubeReviewer};
+use crate::observability::server::tls::ServingCertificate;
+use crate::observability::server::{Endpoints, Limits, Security};
 use crate::scheduler::SchedulerOptions;
 
 use self::leader::{Election, LeaseConfig};
@@ -60,6 +63,10 @@ pub struct OperatorConfig {
     pub lease: LeaseConfig,
     /// Where `/metrics`, `/healthz` and `/readyz` are served.
     pub metrics_bind_address: SocketAddr,
+    /// HTTPS with which certificate, or plain HTTP.
+    pub metrics_security: MetricsSecurity,
+    /// Connections the metrics port holds open at once.
+    pub metrics_max_connections: usize,
     /// Threads for Filter and Score.
     pub parallelism: usize,
     /// Seed of the tie-break among equally scored nodes.
@@ -67,6 +74,19 @@ pub struct OperatorConfig {
     /// Accept profiles serving `default-scheduler` (`--serve-default-scheduler`), for
     /// clusters whose own kube-scheduler is disabled.
     pub serve_default_scheduler: bool,
+}
+
+/// How the metrics port is served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetricsSecurity {
+    /// HTTPS with a certificate generated at start; `/metrics` authenticated and
+    /// authorized through the API server.
+    SelfSigned,
+    /// HTTPS with the certificate in these PEM files, followed for rotations; `/metrics`
+    /// as above.
+    CertificateFiles { cert: PathBuf, key: PathBuf },
+    /// Plain HTTP, `/metrics` open (`--metrics-insecure`).
+    Insecure,
 }
 
 /// Why the operator could not start.
@@ -79,6 +99,8 @@ pub enum OperatorError {
         address: SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot serve HTTPS on the metrics port: {0}")]
+    Certificate(#[from] crate::observability::server::tls::CertificateError),
     #[error("leader election failed to start: {0}")]
     Election(String),
     #[error("{0}")]
@@ -129,7 +151,17 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
             source,
         })?;
     let address = listener.local_addr().unwrap_or(config.metrics_bind_address);
-    info!(%address, "serving /metrics, /healthz and /readyz");
+    let security = metrics_security(&config, &client)?;
+    let scheme = match security {
+        Security::Insecure => "http",
+        Security::Secure { .. } => "https",
+    };
+    info!(%address, scheme, "serving /metrics, /healthz and /readyz");
+    if scheme == "http" {
+        warn!(
+            "--metrics-insecure: /metrics is served over plain HTTP to anyone who reaches the port"
+        );
+    }
     let ready_state = state.clone();
     let readiness: Arc<dyn Fn() -> Result<(), String> + Send + Sync> = Arc::new(move || {
         if ready_state.caches_synced() {
@@ -140,9 +172,16 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
     });
     let server = tokio::spawn(crate::observability::server::serve(
         listener,
-        metrics.clone(),
-        readiness,
-        until_shutdown(shutdown_rx.clone()),
+        Endpoints {
+            metrics: metrics.clone(),
+            readiness,
+        },
+        security,
+        Limits {
+            max_connections: config.metrics_max_connections,
+            ..Limits::default()
+        },
+        shutdown_rx.clone(),
     ));
 
     let mut watch_tasks = watches::spawn(client.clone(), loop_tx.clone());
@@ -257,6 +296,30 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
     let _ = server.await;
     info!("stopped");
     Ok(())
+}
+
+/// The metrics port's protection: its certificate, and the API server as the judge of
+/// who may read `/metrics`.
+fn metrics_security(config: &OperatorConfig, client: &Client) -> Result<Security, OperatorError> {
+    let certificate = match &config.metrics_security {
+        MetricsSecurity::Insecure => return Ok(Security::Insecure),
+        MetricsSecurity::CertificateFiles { cert, key } => {
+            ServingCertificate::from_files(cert, key)?
+        }
+        MetricsSecurity::SelfSigned => {
+            let mut hosts = vec![config.lease.identity.clone()];
+            if !config.metrics_bind_address.ip().is_unspecified() {
+                hosts.push(config.metrics_bind_address.ip().to_string());
+            }
+            ServingCertificate::self_signed(&hosts)?
+        }
+    };
+    Ok(Security::Secure {
+        certificate,
+        access: Arc::new(DelegatedAccess::new(Arc::new(KubeReviewer::new(
+            client.clone(),
+        )))),
+    })
 }
 
 /// Resolves once `shutdown` turns true.

@@ -35,23 +35,44 @@ pub fn get(address: SocketAddr, path: &str) -> Result<Response, String> {
 /// [`get`] with `timeout` for connecting, writing and each read.
 pub fn get_within(address: SocketAddr, path: &str, timeout: Duration) -> Result<Response, String> {
     let what = |e: std::io::Error| format!("GET http://{address}{path}: {e}");
-    let mut stream = TcpStream::connect_timeout(&address, timeout).map_err(what)?;
-    stream.set_read_timeout(Some(timeout)).map_err(what)?;
-    stream.set_write_timeout(Some(timeout)).map_err(what)?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nAccept: */*\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(what)?;
+    let mut stream = connect(address, timeout).map_err(what)?;
+    stream
+        .write_all(request_head(address, path, &[]).as_bytes())
+        .map_err(what)?;
     let mut response = Vec::new();
     stream.read_to_end(&mut response).map_err(what)?;
-    let text = String::from_utf8_lossy(&response);
+    parse_response(&response).map_err(|e| format!("GET http://{address}{path}: {e}"))
+}
+
+/// A TCP connection to `address` with `timeout` for connecting and for each read and
+/// write.
+pub fn connect(address: SocketAddr, timeout: Duration) -> std::io::Result<TcpStream> {
+    let stream = TcpStream::connect_timeout(&address, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    Ok(stream)
+}
+
+/// The head of `GET <path>` with `Connection: close` and `headers`.
+pub fn request_head(address: SocketAddr, path: &str, headers: &[(&str, &str)]) -> String {
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
+    format!(
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nAccept: */*\r\n{extra}Connection: close\r\n\r\n"
+    )
+}
+
+/// An HTTP/1.1 response read to the end of the connection, its body de-chunked.
+pub fn parse_response(bytes: &[u8]) -> Result<Response, String> {
+    let text = String::from_utf8_lossy(bytes);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let status = head
         .split_whitespace()
         .nth(1)
         .and_then(|code| code.parse().ok())
-        .ok_or_else(|| format!("GET http://{address}{path}: not an HTTP response: {text:?}"))?;
+        .ok_or_else(|| format!("not an HTTP response: {text:?}"))?;
     let response = Response {
         status,
         head: head.to_string(),

@@ -1,5 +1,5 @@
 //! What the integration tests share, one copy each: running the `berth` binary ([`cli`]),
-//! a plain HTTP GET and a free port ([`http`]), a scratch directory ([`temp`]), kubectl ([`tools`]), the test
+//! a plain HTTP GET and a free port ([`http`]), a GET over TLS ([`https`]), a scratch directory ([`temp`]), kubectl ([`tools`]), the test
 //! API server with berth's CRDs ([`api`]), a real Prometheus ([`prometheus`]), a scripted
 //! fake one over HTTP and TLS ([`fake_prometheus`]), the simulator in-process ([`simulate`])
 //! and bounded waits ([`wait`]).
@@ -13,6 +13,7 @@ pub mod api;
 pub mod cli;
 pub mod fake_prometheus;
 pub mod http;
+pub mod https;
 pub mod prometheus;
 pub mod simulate;
 pub mod temp;
