@@ -31,6 +31,8 @@ mod preemption;
 mod preemption_calls;
 #[path = "operator_e2e/scheduling.rs"]
 mod scheduling;
+#[path = "operator_e2e/secure_metrics.rs"]
+mod secure_metrics;
 #[path = "operator_e2e/unschedulable.rs"]
 mod unschedulable;
 #[path = "operator_e2e/unsupported.rs"]

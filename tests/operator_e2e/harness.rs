@@ -31,7 +31,7 @@ use tokio::time::Instant;
 
 pub use crate::support::api::repo_root;
 pub use crate::support::wait::within;
-use crate::support::{api, http};
+use crate::support::{api, http, https};
 
 /// One test at a time (see the module docs).
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -155,6 +155,7 @@ impl Cluster {
         let serial = SERIAL.lock().await;
         let server = api::start_with(test_apiserver::Config {
             minor_version: minor,
+            access: metrics_access(),
             ..test_apiserver::Config::default()
         })
         .await;
@@ -551,6 +552,52 @@ pub struct BerthOptions {
     pub seed: u64,
     /// `--serve-default-scheduler`: accept profiles serving `default-scheduler`.
     pub serve_default_scheduler: bool,
+    /// How the metrics port is served: berth's default, HTTPS with a self-signed
+    /// certificate, unless said otherwise.
+    pub metrics: MetricsPort,
+}
+
+/// The metrics port's flags.
+#[derive(Debug, Clone, Default)]
+pub enum MetricsPort {
+    /// No flag: HTTPS, self-signed.
+    #[default]
+    SelfSigned,
+    /// `--tls-cert-file` and `--tls-private-key-file`.
+    CertificateFiles { cert: PathBuf, key: PathBuf },
+    /// `--metrics-insecure`.
+    Insecure,
+}
+
+/// The bearer token every test cluster's TokenReview knows as [`METRICS_READER`], whom its
+/// SubjectAccessReview lets `get` `/metrics` (what binding Prometheus's service account to
+/// the chart's `<fullname>-metrics-reader` ClusterRole does).
+pub const METRICS_READER_TOKEN: &str = "e2e-metrics-reader-token";
+pub const METRICS_READER: &str = "system:serviceaccount:monitoring:prometheus";
+/// A token the clusters know for a user with no permission on `/metrics`.
+pub const NOSY_TOKEN: &str = "e2e-nosy-token";
+pub const NOSY: &str = "system:serviceaccount:default:nosy";
+
+/// The test clusters' tokens and rules (see [`METRICS_READER_TOKEN`]).
+pub fn metrics_access() -> test_apiserver::Access {
+    let user = |name: &str| test_apiserver::UserInfo {
+        username: name.to_string(),
+        uid: format!("uid-{name}"),
+        groups: vec!["system:serviceaccounts".to_string()],
+    };
+    test_apiserver::Access {
+        tokens: BTreeMap::from([
+            (METRICS_READER_TOKEN.to_string(), user(METRICS_READER)),
+            (NOSY_TOKEN.to_string(), user(NOSY)),
+        ]),
+        rules: vec![test_apiserver::AccessRule {
+            name: "metrics-reader".to_string(),
+            users: vec![METRICS_READER.to_string()],
+            verbs: vec!["get".to_string()],
+            non_resource_urls: vec!["/metrics".to_string()],
+            ..Default::default()
+        }],
+    }
 }
 
 impl BerthOptions {
@@ -574,6 +621,8 @@ pub struct Berth {
     child: Child,
     name: String,
     pub metrics: SocketAddr,
+    /// Whether the metrics port speaks HTTPS.
+    pub https: bool,
     logs: Arc<Mutex<Vec<String>>>,
     exited: Option<ExitStatus>,
 }
@@ -600,6 +649,19 @@ impl Berth {
             .arg("2");
         if options.serve_default_scheduler {
             command.arg("--serve-default-scheduler");
+        }
+        match &options.metrics {
+            MetricsPort::SelfSigned => {}
+            MetricsPort::CertificateFiles { cert, key } => {
+                command
+                    .arg("--tls-cert-file")
+                    .arg(cert)
+                    .arg("--tls-private-key-file")
+                    .arg(key);
+            }
+            MetricsPort::Insecure => {
+                command.arg("--metrics-insecure");
+            }
         }
         let name = match &options.leader_identity {
             Some(identity) => {
@@ -637,6 +699,7 @@ impl Berth {
             child,
             name,
             metrics,
+            https: !matches!(options.metrics, MetricsPort::Insecure),
             logs,
             exited: None,
         }
@@ -676,15 +739,39 @@ impl Berth {
         }
     }
 
-    /// GET on the metrics address: status code and body.
+    /// GET on the metrics address as the metrics reader ([`METRICS_READER_TOKEN`]):
+    /// status code and body.
     pub async fn get(&self, path: &str) -> Result<(u16, String), String> {
+        self.get_with_token(path, Some(METRICS_READER_TOKEN)).await
+    }
+
+    /// GET on the metrics address with `token` as bearer token (none: no
+    /// `Authorization` header), over HTTPS unless the port is insecure, trusting any
+    /// certificate.
+    pub async fn get_with_token(
+        &self,
+        path: &str,
+        token: Option<&str>,
+    ) -> Result<(u16, String), String> {
         let address = self.metrics;
         let path = path.to_string();
+        let https = self.https;
+        let authorization = token.map(|token| format!("Bearer {token}"));
         within(
-            "an HTTP GET on the metrics address",
+            "a GET on the metrics address",
             Duration::from_secs(5),
             tokio::task::spawn_blocking(move || {
-                http::get(address, &path).map(|response| (response.status, response.body))
+                let headers: Vec<(&str, &str)> = authorization
+                    .as_deref()
+                    .map(|value| ("Authorization", value))
+                    .into_iter()
+                    .collect();
+                let response = match https {
+                    true => https::get(address, "localhost", &path, &headers, &https::Trust::Any)
+                        .map(|exchange| exchange.response)?,
+                    false => http::get(address, &path)?,
+                };
+                Ok((response.status, response.body))
             }),
         )
         .await
@@ -698,7 +785,8 @@ impl Berth {
         let mut seen = Vec::new();
         loop {
             self.assert_running();
-            match self.get("/readyz").await {
+            // As the kubelet probes: no token.
+            match self.get_with_token("/readyz", None).await {
                 Ok((200, _)) => return seen,
                 Ok((status, _)) => seen.push(status),
                 Err(_) => seen.push(0),
