@@ -1,7 +1,8 @@
 //! The Helm chart (`charts/berth`, issue 9): what `helm lint` and `helm template` say,
 //! what the rendered manifests contain, that kubectl accepts them, that `berth run` works
-//! with exactly the arguments and environment the chart gives it, and that its RBAC is
-//! exactly what berth uses (`rbac_replay`).
+//! with exactly the arguments and environment the chart gives it (its HTTPS probes answer,
+//! `/metrics` only for the service account the chart's metrics reader role binds), and
+//! that its RBAC is exactly what berth uses (`rbac_replay`).
 //!
 //! helm and kubectl come from `scripts/install-kubectl.sh`; tests that need them skip
 //! loudly without them, and fail on CI (`CI=true`). `rbac_replay` reads the request logs
@@ -31,12 +32,14 @@ use serde_json::{Value, json};
 use test_apiserver::TestApiServer;
 
 use helm::{Manifests, NAMESPACE, chart_dir, helm_or_skip, kubectl_or_skip, repo_root, utf8};
-use process::{ChartProcess, POD_NAME, eventually, free_port, http_status, within};
+use process::{ChartProcess, POD_NAME, eventually, free_port, get_metrics, probe_status, within};
 use rbac::{
-    E2E_LEASE_NAME, Grant, Grants, Scope, attributes_of, is_public_discovery, read_request_logs,
+    E2E_LEASE_NAME, Grant, Grants, Rule, Scope, attributes_of, is_public_discovery,
+    read_request_logs,
 };
 use support::api;
 use support::temp::TempDir;
+use test_apiserver::{Access, AccessRule, UserInfo};
 
 /// The values file with every optional feature on.
 fn all_features() -> PathBuf {
@@ -142,6 +145,7 @@ fn default_render_has_the_expected_objects_with_standard_labels() {
         manifests.kinds(),
         [
             "ClusterRole",
+            "ClusterRole",
             "ClusterRoleBinding",
             "Deployment",
             "Role",
@@ -150,7 +154,8 @@ fn default_render_has_the_expected_objects_with_standard_labels() {
             "Service",
             "ServiceAccount"
         ],
-        "the default render (optional ServiceMonitor, PodDisruptionBudget and NetworkPolicy off)"
+        "the default render: berth's ClusterRole and the metrics reader, berth's binding only \
+         (no reader subjects); optional ServiceMonitor, PodDisruptionBudget and NetworkPolicy off"
     );
     for object in &manifests.objects {
         let labels = &object["metadata"]["labels"];
@@ -282,6 +287,185 @@ fn image_digest_pins_the_image_instead_of_the_tag() {
     assert_eq!(pinned.container()["image"], format!("berth@{digest}"));
 }
 
+// ---------------------------------------------------------------------------------------
+// The metrics port: HTTPS, /metrics for authorized scrapers only (issue 20)
+
+#[test]
+fn default_render_is_the_secure_metrics_setup() {
+    let Some(helm) = helm_or_skip("default_render_is_the_secure_metrics_setup") else {
+        return;
+    };
+    let text = helm.template(&[]).expect("helm template");
+    assert!(
+        !text.contains("metrics-insecure"),
+        "the chart never serves the metrics port over plain HTTP:\n{text}"
+    );
+    let manifests = Manifests::parse(&text);
+    assert_probes(&manifests, 10259);
+    assert_eq!(
+        manifests.flag("metrics-max-connections").as_deref(),
+        Some("256")
+    );
+    // The self-signed certificate berth generates: no certificate files, no volume.
+    for flag in ["tls-cert-file", "tls-private-key-file"] {
+        assert_eq!(manifests.flag(flag), None, "--{flag} without metrics.tls");
+    }
+    assert!(
+        manifests.one("Deployment")["spec"]["template"]["spec"]["volumes"].is_null(),
+        "no volume without metrics.tls.secretName"
+    );
+
+    // berth's ClusterRole lets it create the two reviews, and nothing else of their groups.
+    let grants = Grants::from_manifests(&manifests, "berth", NAMESPACE);
+    for group in ["authentication.k8s.io", "authorization.k8s.io"] {
+        let granted: Vec<(String, String)> = grants
+            .granted()
+            .into_iter()
+            .filter(|(_, g, _, _)| g == group)
+            .map(|(scope, _, resource, verb)| {
+                assert_eq!(scope, Scope::Cluster, "{group} {resource} {verb}");
+                (resource, verb)
+            })
+            .collect();
+        let review = match group {
+            "authentication.k8s.io" => "tokenreviews",
+            _ => "subjectaccessreviews",
+        };
+        assert_eq!(
+            granted,
+            [(review.to_string(), "create".to_string())],
+            "berth's ClusterRole grants exactly create on {group} {review} \
+             (src/observability/server/auth.rs)"
+        );
+    }
+
+    // The ClusterRole scrapers are bound to: get on /metrics and nothing else; bound to
+    // nobody until metrics.reader.subjects names someone.
+    assert_eq!(
+        grants.metrics_reader.as_deref(),
+        Some("berth-metrics-reader")
+    );
+    let reader = named(&manifests, "ClusterRole", "berth-metrics-reader");
+    assert_eq!(
+        reader["rules"],
+        json!([{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}])
+    );
+    let bindings: Vec<&Value> = manifests
+        .all("ClusterRoleBinding")
+        .iter()
+        .map(|b| &b["metadata"]["name"])
+        .collect();
+    assert_eq!(
+        bindings,
+        [&json!("berth")],
+        "berth's binding only: the reader's needs metrics.reader.subjects"
+    );
+}
+
+#[test]
+fn metrics_tls_secret_is_mounted_as_a_directory_for_the_certificate_flags() {
+    let Some(helm) =
+        helm_or_skip("metrics_tls_secret_is_mounted_as_a_directory_for_the_certificate_flags")
+    else {
+        return;
+    };
+    let manifests = helm.render(&["--set", "metrics.tls.secretName=berth-metrics-tls"]);
+    let dir = assert_secret_mounted_for_the_certificate_flags(&manifests, "berth-metrics-tls");
+    assert!(
+        dir.starts_with('/') && !dir.ends_with('/'),
+        "a directory path: {dir}"
+    );
+    assert_probes(&manifests, 10259);
+    assert!(
+        manifests.args().iter().all(|a| a != "--metrics-insecure"),
+        "{:?}",
+        manifests.args()
+    );
+}
+
+/// The Secret `secret_name` is a pod volume, mounted read-only as a directory whose
+/// `tls.crt` and `tls.key` are `--tls-cert-file` and `--tls-private-key-file`; returns
+/// the directory.
+fn assert_secret_mounted_for_the_certificate_flags(
+    manifests: &Manifests,
+    secret_name: &str,
+) -> String {
+    let pod = &manifests.one("Deployment")["spec"]["template"]["spec"];
+    let volume = pod["volumes"]
+        .as_array()
+        .and_then(|volumes| {
+            volumes
+                .iter()
+                .find(|v| v["secret"]["secretName"] == secret_name)
+        })
+        .unwrap_or_else(|| panic!("no volume of Secret {secret_name}: {}", pod["volumes"]));
+    let container = manifests.container();
+    let mount = container["volumeMounts"]
+        .as_array()
+        .and_then(|mounts| mounts.iter().find(|m| m["name"] == volume["name"]))
+        .unwrap_or_else(|| panic!("volume {} is not mounted: {container}", volume["name"]));
+    assert_eq!(mount["readOnly"], true, "{mount}");
+    assert!(
+        mount["subPath"].is_null(),
+        "the directory, not a subPath: the kubelet never updates a subPath mount when the \
+         Secret rotates: {mount}"
+    );
+    let dir = mount["mountPath"]
+        .as_str()
+        .expect("a mountPath")
+        .to_string();
+    assert_eq!(
+        manifests.flag("tls-cert-file"),
+        Some(format!("{dir}/tls.crt"))
+    );
+    assert_eq!(
+        manifests.flag("tls-private-key-file"),
+        Some(format!("{dir}/tls.key"))
+    );
+    dir
+}
+
+/// The object of `kind` named `name`.
+fn named<'a>(manifests: &'a Manifests, kind: &str, name: &str) -> &'a Value {
+    manifests
+        .all(kind)
+        .into_iter()
+        .find(|o| o["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name}; kinds: {:?}", manifests.kinds()))
+}
+
+#[test]
+fn the_chart_refuses_an_insecure_metrics_port_and_subjects_without_the_reader_role() {
+    let Some(helm) = helm_or_skip(
+        "the_chart_refuses_an_insecure_metrics_port_and_subjects_without_the_reader_role",
+    ) else {
+        return;
+    };
+    let subjects = "metrics.reader.subjects[0].kind=Group,metrics.reader.subjects[0].name=scrapers";
+    for (sets, complaint) in [
+        (
+            vec!["extraArgs[0]=--metrics-insecure"],
+            "does not serve metrics over plain HTTP",
+        ),
+        (
+            vec!["rbac.create=false", subjects],
+            "metrics.reader.subjects needs rbac.create and metrics.reader.create",
+        ),
+        (
+            vec!["metrics.reader.create=false", subjects],
+            "metrics.reader.subjects needs rbac.create and metrics.reader.create",
+        ),
+    ] {
+        let args: Vec<&str> = sets.iter().flat_map(|set| ["--set", set]).collect();
+        let stderr = helm
+            .template(&args)
+            .map(|out| panic!("helm template {args:?} must fail; it rendered:\n{out}"))
+            .unwrap_err()
+            .failure();
+        assert!(stderr.contains(complaint), "{args:?}: {stderr}");
+    }
+}
+
 /// The `fieldPath` of env var `name`'s downward-API source.
 fn field_ref(container: &Value, name: &str) -> Option<String> {
     container["env"]
@@ -292,8 +476,8 @@ fn field_ref(container: &Value, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Liveness on /healthz and readiness on /readyz, on the named container port that is
-/// the port of `--metrics-bind-address` (`port`).
+/// Liveness on /healthz and readiness on /readyz, over HTTPS, on the named container
+/// port that is the port of `--metrics-bind-address` (`port`).
 fn assert_probes(manifests: &Manifests, port: u16) {
     let container = manifests.container();
     assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
@@ -303,6 +487,10 @@ fn assert_probes(manifests: &Manifests, port: u16) {
             container_port(container, &container[probe]["httpGet"]["port"]),
             port,
             "{probe}"
+        );
+        assert_eq!(
+            container[probe]["httpGet"]["scheme"], "HTTPS",
+            "{probe}: the metrics port serves HTTPS only"
         );
     }
     let bind = manifests
@@ -370,21 +558,27 @@ fn all_features_render_every_optional_object_wired_to_the_deployment() {
         manifests.args()
     );
     assert_probes(&manifests, 18080);
+    assert_eq!(
+        manifests.flag("metrics-max-connections").as_deref(),
+        Some("64")
+    );
     let pod = &deployment["spec"]["template"]["spec"];
     assert_eq!(pod["imagePullSecrets"][0]["name"], "registry-credentials");
-    // A Secret for a metric plugin's bearerTokenFile, mounted read-only.
+    // The metrics port's certificate Secret and, next to it, a Secret for a metric
+    // plugin's bearerTokenFile, mounted read-only.
+    assert_secret_mounted_for_the_certificate_flags(&manifests, "berth-metrics-tls");
+    let volume = pod["volumes"]
+        .as_array()
+        .and_then(|volumes| volumes.iter().find(|v| v["name"] == "prometheus-token"))
+        .unwrap_or_else(|| panic!("extraVolumes missing: {}", pod["volumes"]));
+    assert_eq!(volume["secret"]["secretName"], "prometheus-token");
+    let mount = manifests.container()["volumeMounts"]
+        .as_array()
+        .and_then(|mounts| mounts.iter().find(|m| m["name"] == "prometheus-token"))
+        .unwrap_or_else(|| panic!("extraVolumeMounts missing: {}", manifests.container()));
     assert_eq!(
-        pod["volumes"][0]["secret"]["secretName"],
-        "prometheus-token"
-    );
-    let mount = &manifests.container()["volumeMounts"][0];
-    assert_eq!(
-        (&mount["name"], &mount["mountPath"], &mount["readOnly"]),
-        (
-            &json!("prometheus-token"),
-            &json!("/var/run/secrets/prometheus"),
-            &json!(true)
-        )
+        (&mount["mountPath"], &mount["readOnly"]),
+        (&json!("/var/run/secrets/prometheus"), &json!(true))
     );
     let anti =
         &pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0];
@@ -413,6 +607,35 @@ fn all_features_render_every_optional_object_wired_to_the_deployment() {
         service["spec"]["ports"][0]["name"]
     );
     assert_eq!(monitor["spec"]["endpoints"][0]["path"], "/metrics");
+    assert_eq!(monitor["spec"]["endpoints"][0]["scheme"], "https");
+    assert_eq!(
+        monitor["spec"]["endpoints"][0]["tlsConfig"],
+        json!({
+            "ca": {"secret": {"name": "berth-metrics-tls", "key": "ca.crt"}},
+            "serverName": "berth-scheduler-metrics.berth-system.svc",
+        }),
+        "metrics.serviceMonitor.tlsConfig replaces insecureSkipVerify"
+    );
+    // The scrapers bound to the metrics reader: a ServiceAccount and a Group (whose
+    // apiGroup the chart fills in).
+    let binding = named(
+        &manifests,
+        "ClusterRoleBinding",
+        "berth-scheduler-metrics-reader",
+    );
+    assert_eq!(binding["roleRef"]["name"], "berth-scheduler-metrics-reader");
+    assert_eq!(
+        binding["subjects"],
+        json!([
+            {"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"},
+            {"kind": "Group", "name": "metrics-readers", "apiGroup": "rbac.authorization.k8s.io"},
+        ])
+    );
+    let grants = Grants::from_manifests(&manifests, "berth-sa", NAMESPACE);
+    assert_eq!(
+        grants.metrics_reader.as_deref(),
+        Some("berth-scheduler-metrics-reader")
+    );
     for (label, value) in monitor["spec"]["selector"]["matchLabels"]
         .as_object()
         .expect("matchLabels")
@@ -442,8 +665,61 @@ fn example_values_files_render() {
     );
     ha.one("PodDisruptionBudget");
     let metrics = helm.render(&["--values", utf8(&example_values()[1])]);
-    metrics.one("ServiceMonitor");
     metrics.one("NetworkPolicy");
+    // Scraped as kube-prometheus scrapes kube-scheduler: HTTPS with Prometheus's own
+    // service account token; the self-signed certificate is not verified.
+    let endpoint = &metrics.one("ServiceMonitor")["spec"]["endpoints"][0];
+    assert_eq!(endpoint["scheme"], "https", "{endpoint}");
+    assert_eq!(
+        endpoint["bearerTokenFile"], "/var/run/secrets/kubernetes.io/serviceaccount/token",
+        "{endpoint}"
+    );
+    assert_eq!(
+        endpoint["tlsConfig"],
+        json!({"insecureSkipVerify": true}),
+        "{endpoint}"
+    );
+    assert!(
+        metrics.flag("tls-cert-file").is_none(),
+        "the example uses the self-signed certificate"
+    );
+    // kube-prometheus-stack's Prometheus service account may get /metrics.
+    let binding = named(&metrics, "ClusterRoleBinding", "berth-metrics-reader");
+    assert_eq!(
+        binding["roleRef"],
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+               "name": "berth-metrics-reader"})
+    );
+    assert_eq!(
+        binding["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "kube-prometheus-stack-prometheus",
+                "namespace": "monitoring"}])
+    );
+    let grants = Grants::from_manifests(&metrics, "berth", NAMESPACE);
+    assert_eq!(
+        grants.metrics_reader.as_deref(),
+        Some("berth-metrics-reader")
+    );
+}
+
+/// The NOTES `helm install --dry-run=client` prints with `extra` arguments.
+fn install_notes(helm: &helm::Helm, extra: &[&str]) -> String {
+    let chart = chart_dir();
+    let mut args = vec![
+        "install",
+        "berth",
+        utf8(&chart),
+        "--namespace",
+        NAMESPACE,
+        "--dry-run=client",
+    ];
+    args.extend_from_slice(extra);
+    let install = helm.run(&args).success();
+    install
+        .stdout
+        .split_once("NOTES:")
+        .map(|(_, notes)| notes.to_string())
+        .unwrap_or_else(|| panic!("no NOTES in:\n{}", install.stdout))
 }
 
 #[test]
@@ -451,31 +727,59 @@ fn notes_show_a_workload_using_the_charts_profile() {
     let Some(helm) = helm_or_skip("notes_show_a_workload_using_the_charts_profile") else {
         return;
     };
-    let chart = chart_dir();
-    let install = helm
-        .run(&[
-            "install",
-            "berth",
-            utf8(&chart),
-            "--namespace",
-            NAMESPACE,
-            "--dry-run=client",
-            // --set replaces the whole list: the name is given again.
+    // --set replaces the whole list: the name is given again.
+    let notes = install_notes(
+        &helm,
+        &[
             "--set",
             "profiles[0].name=berth-default,profiles[0].spec.schedulerName=batch",
-        ])
-        .success();
-    let notes = install
-        .stdout
-        .split_once("NOTES:")
-        .map(|(_, notes)| notes)
-        .unwrap_or_else(|| panic!("no NOTES in:\n{}", install.stdout));
+        ],
+    );
     assert!(
         notes.contains("- berth-default (schedulerName: batch)"),
         "{notes}"
     );
     assert!(notes.contains("schedulerName: batch\n"), "{notes}");
     assert!(notes.contains("kubectl get schedulerprofiles"), "{notes}");
+}
+
+#[test]
+fn notes_tell_how_to_scrape_the_secure_metrics_port() {
+    let Some(helm) = helm_or_skip("notes_tell_how_to_scrape_the_secure_metrics_port") else {
+        return;
+    };
+    let curl = r#"curl -sk -H "Authorization: Bearer $TOKEN" https://127.0.0.1:10259/metrics"#;
+    // Default values: nobody is bound yet; the notes say how to bind.
+    let notes = install_notes(&helm, &[]);
+    for expected in [
+        "serves /metrics over HTTPS on port 10259 (self-signed certificate)",
+        "kubectl create clusterrolebinding berth-metrics-reader \\\n      --clusterrole=berth-metrics-reader",
+        "kubectl -n berth-system port-forward deploy/berth 10259 &",
+        "create token <service-account>",
+        curl,
+    ] {
+        assert!(
+            notes.contains(expected),
+            "NOTES lack {expected:?}:\n{notes}"
+        );
+    }
+    assert!(!notes.contains("http://"), "no plain HTTP: {notes}");
+    // The metrics example: Prometheus's service account is bound; its token is the one
+    // to try.
+    let example = example_values()[1].clone();
+    let notes = install_notes(&helm, &["--values", utf8(&example)]);
+    for expected in [
+        "ClusterRole berth-metrics-reader grants that permission, bound to:\n  - ServiceAccount \
+         monitoring/kube-prometheus-stack-prometheus",
+        "as the ServiceMonitor berth does",
+        "TOKEN=$(kubectl -n monitoring create token kube-prometheus-stack-prometheus)",
+        curl,
+    ] {
+        assert!(
+            notes.contains(expected),
+            "NOTES lack {expected:?}:\n{notes}"
+        );
+    }
 }
 
 #[test]
@@ -493,6 +797,21 @@ fn values_schema_rejects_unknown_keys_and_invalid_values() {
         ("serveDefaultScheduler=maybe", "serveDefaultScheduler"),
         ("parallelism=100000", "parallelism"),
         ("profiles[0].name=Not_A_Name", "name"),
+        ("metrics.maxConnections=0", "maxConnections"),
+        ("metrics.maxConnections=65537", "maxConnections"),
+        ("metrics.tls.secretNam=x", "secretNam"),
+        ("metrics.tls.secretName=Not_A_Name", "secretName"),
+        ("metrics.insecure=true", "insecure"),
+        ("metrics.reader.create=maybe", "create"),
+        (
+            "metrics.reader.subjects[0].kind=Robot,metrics.reader.subjects[0].name=r",
+            "kind",
+        ),
+        (
+            "metrics.reader.subjects[0].kind=ServiceAccount,metrics.reader.subjects[0].name=p",
+            "namespace",
+        ),
+        ("metrics.serviceMonitor.tlsConfig=skip", "tlsConfig"),
     ] {
         let stderr = helm
             .template(&["--set", set])
@@ -663,27 +982,78 @@ async fn berth_run_with_the_rendered_args_and_env_schedules_a_pod() {
     else {
         return;
     };
-    // The metrics port is the one value changed: the test needs a free one.
+    // The metrics port is changed because the test needs a free one; a Prometheus
+    // service account is bound to the metrics reader.
     let port = free_port();
-    let manifests = helm.render(&["--set", &format!("metrics.port={port}")]);
+    let manifests = helm.render(&[
+        "--set",
+        &format!("metrics.port={port}"),
+        "--set",
+        "metrics.reader.subjects[0].kind=ServiceAccount,metrics.reader.subjects[0].name=prometheus,\
+         metrics.reader.subjects[0].namespace=monitoring",
+    ]);
     assert_probes(&manifests, port);
     let (server, client) = installed_release(&manifests).await;
+    // The API server answers berth's reviews as its RBAC authorizer would with the chart's
+    // metrics reader ClusterRole and binding.
+    let user = |username: &str| UserInfo {
+        username: username.to_string(),
+        ..UserInfo::default()
+    };
+    server
+        .set_access(Access {
+            tokens: BTreeMap::from([
+                (
+                    "prometheus-token".to_string(),
+                    user("system:serviceaccount:monitoring:prometheus"),
+                ),
+                (
+                    "nosy-token".to_string(),
+                    user("system:serviceaccount:default:nosy"),
+                ),
+            ]),
+            rules: metrics_reader_access(&manifests),
+        })
+        .expect("valid access rules");
 
     let mut berth = ChartProcess::spawn(&manifests, server.kubeconfig_path());
-    let readiness = manifests.container()["readinessProbe"]["httpGet"]["path"]
-        .as_str()
-        .expect("a path")
-        .to_string();
-    eventually("berth answers its readiness probe", &mut berth, || {
-        let readiness = readiness.clone();
-        async move {
-            match tokio::task::spawn_blocking(move || http_status(port, &readiness)).await {
-                Ok(Ok(200)) => Ok(()),
-                other => Err(format!("{other:?}")),
+    let container = manifests.container().clone();
+    eventually(
+        "berth answers its readiness probe as the kubelet sends it",
+        &mut berth,
+        || {
+            let container = container.clone();
+            async move {
+                let probe = move || probe_status(&container, "readinessProbe", port);
+                match tokio::task::spawn_blocking(probe).await {
+                    Ok(Ok(200)) => Ok(()),
+                    other => Err(format!("{other:?}")),
+                }
             }
-        }
-    })
+        },
+    )
     .await;
+
+    // /metrics over HTTPS: only for the bound service account's token.
+    for (token, expected) in [
+        (None, 401),
+        (Some("made-up-token"), 401),
+        (Some("nosy-token"), 403),
+        (Some("prometheus-token"), 200),
+    ] {
+        let response = tokio::task::spawn_blocking(move || get_metrics(port, token))
+            .await
+            .expect("the request task")
+            .unwrap_or_else(|e| panic!("GET /metrics with token {token:?}: {e}"));
+        assert_eq!(
+            response.status, expected,
+            "GET /metrics over HTTPS with token {token:?}: {}",
+            response.body
+        );
+        if expected == 200 {
+            assert!(response.body.contains("berth_leader"), "{}", response.body);
+        }
+    }
 
     // A pod for the chart's profile is bound.
     let scheduler = manifests.one("SchedulerProfile")["metadata"]["name"].clone();
@@ -760,6 +1130,48 @@ async fn installed_release(manifests: &Manifests) -> (TestApiServer, kube::Clien
         create(&profiles, profile.clone()).await;
     }
     (server, client)
+}
+
+/// The rules the API server's RBAC authorizer would apply to berth's SubjectAccessReviews
+/// given the chart's metrics reader ClusterRole and its ClusterRoleBinding: each rule of
+/// the role, for the binding's subjects.
+fn metrics_reader_access(manifests: &Manifests) -> Vec<AccessRule> {
+    let reader = named(manifests, "ClusterRole", "berth-metrics-reader");
+    let binding = named(manifests, "ClusterRoleBinding", "berth-metrics-reader");
+    assert_eq!(binding["roleRef"]["name"], reader["metadata"]["name"]);
+    let (mut users, mut groups) = (Vec::new(), Vec::new());
+    for subject in binding["subjects"].as_array().expect("subjects") {
+        let name = subject["name"]
+            .as_str()
+            .expect("a subject name")
+            .to_string();
+        match subject["kind"].as_str() {
+            Some("ServiceAccount") => users.push(format!(
+                "system:serviceaccount:{}:{name}",
+                subject["namespace"].as_str().expect("a namespace")
+            )),
+            Some("User") => users.push(name),
+            Some("Group") => groups.push(name),
+            other => panic!("subject kind {other:?}"),
+        }
+    }
+    reader["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .map(Rule::parse)
+        .map(|rule| AccessRule {
+            name: "berth-metrics-reader".to_string(),
+            users: users.clone(),
+            groups: groups.clone(),
+            verbs: rule.verbs,
+            non_resource_urls: rule.non_resource_urls,
+            api_groups: rule.api_groups,
+            resources: rule.resources,
+            resource_names: rule.resource_names,
+            namespaces: Vec::new(),
+        })
+        .collect()
 }
 
 /// Creates `object` through `api`; fails the test when the server refuses it.

@@ -12,7 +12,9 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::helm::{Manifests, NAMESPACE, repo_root};
-pub use crate::support::http::{free_port, status as http_status};
+pub use crate::support::http::free_port;
+use crate::support::http::{self, Response, loopback};
+use crate::support::https::{self, Trust};
 
 /// The pod name the downward API would give `POD_NAME`.
 pub const POD_NAME: &str = "berth-6d4cf56db6-x7k2p";
@@ -116,6 +118,42 @@ impl Drop for ChartProcess {
             );
         }
     }
+}
+
+/// What the kubelet's `httpGet` probe `probe` (`livenessProbe`, `readinessProbe`) of
+/// `container` gets from berth listening on `port`: the status, over the probe's `scheme`
+/// (HTTP when it names none). Over HTTPS the certificate is not verified, as the kubelet
+/// does not verify it. Blocking.
+pub fn probe_status(container: &Value, probe: &str, port: u16) -> Result<u16, String> {
+    let get = &container[probe]["httpGet"];
+    let path = get["path"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{probe} has no httpGet path: {get}"));
+    match get["scheme"].as_str().unwrap_or("HTTP") {
+        "HTTP" => http::get(loopback(port), path).map(|response| response.status),
+        "HTTPS" => https::get(loopback(port), "localhost", path, &[], &Trust::Any)
+            .map(|exchange| exchange.response.status),
+        other => panic!("{probe}: scheme {other:?} is neither HTTP nor HTTPS"),
+    }
+}
+
+/// `GET /metrics` over HTTPS from berth on `port`, with `Authorization: Bearer <token>`
+/// when a token is given, trusting any certificate (as the chart's ServiceMonitor does
+/// with the self-signed one). Blocking.
+pub fn get_metrics(port: u16, token: Option<&str>) -> Result<Response, String> {
+    let authorization = token.map(|token| format!("Bearer {token}"));
+    let headers: Vec<(&str, &str)> = authorization
+        .iter()
+        .map(|value| ("Authorization", value.as_str()))
+        .collect();
+    https::get(
+        loopback(port),
+        "localhost",
+        "/metrics",
+        &headers,
+        &Trust::Any,
+    )
+    .map(|exchange| exchange.response)
 }
 
 /// The exec-form ENTRYPOINT of the Dockerfile's final stage.

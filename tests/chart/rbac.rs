@@ -5,6 +5,10 @@
 //! subresource), its verb, and — when the rule lists `resourceNames` — its object name.
 //! As in Kubernetes RBAC, a rule with `resourceNames` never matches `list`, `watch` or
 //! `create` of a collection, which carry no name.
+//!
+//! The chart's metrics reader ClusterRole (`<fullname>-metrics-reader`) is not berth's:
+//! it is the permission berth's `/metrics` asks scrapers for. It is kept out of berth's
+//! grants, and checked to grant nothing but `get` on the non-resource URL `/metrics`.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -44,17 +48,21 @@ impl fmt::Display for Attributes {
     }
 }
 
-/// One PolicyRule.
-#[derive(Debug, Clone)]
+/// The name suffix of the chart's metrics reader ClusterRole (`<fullname>-metrics-reader`).
+pub const METRICS_READER_SUFFIX: &str = "-metrics-reader";
+
+/// One PolicyRule: on resources, or on non-resource URLs (RBAC forbids both in one rule).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     pub api_groups: Vec<String>,
     pub resources: Vec<String>,
     pub verbs: Vec<String>,
     pub resource_names: Vec<String>,
+    pub non_resource_urls: Vec<String>,
 }
 
 impl Rule {
-    fn parse(rule: &Value) -> Rule {
+    pub fn parse(rule: &Value) -> Rule {
         let strings = |field: &str| -> Vec<String> {
             rule[field]
                 .as_array()
@@ -71,14 +79,20 @@ impl Rule {
             resources: strings("resources"),
             verbs: strings("verbs"),
             resource_names: strings("resourceNames"),
+            non_resource_urls: strings("nonResourceURLs"),
         };
         assert!(
-            rule["nonResourceURLs"].is_null(),
-            "berth needs no non-resource URLs: {rule}"
+            parsed.non_resource_urls.is_empty()
+                || (parsed.api_groups.is_empty()
+                    && parsed.resources.is_empty()
+                    && parsed.resource_names.is_empty()),
+            "a rule is either on resources or on non-resource URLs (the API server rejects \
+             both): {rule}"
         );
         parsed
     }
 
+    /// Whether the rule allows the resource request (a non-resource rule never does).
     pub fn allows(&self, request: &Attributes) -> bool {
         let names_match = self.resource_names.is_empty()
             || request
@@ -98,6 +112,7 @@ impl Rule {
             &self.resources,
             &self.verbs,
             &self.resource_names,
+            &self.non_resource_urls,
         ]
         .iter()
         .any(|field| field.iter().any(|entry| entry.contains('*')))
@@ -117,22 +132,34 @@ pub enum Scope {
 /// One granted permission: (scope, API group, resource, verb).
 pub type Grant = (Scope, String, String, String);
 
-/// The ClusterRole and Roles of a rendered chart, each checked to be bound to
-/// `service_account` (in `namespace`).
+/// berth's ClusterRole and Roles in a rendered chart, each checked to be bound to
+/// `service_account` (in `namespace`), and nothing else.
 #[derive(Debug)]
 pub struct Grants {
     pub rules: Vec<(Scope, Rule)>,
+    /// The metrics reader ClusterRole, when rendered: left out of `rules` after
+    /// [`assert_metrics_reader`].
+    pub metrics_reader: Option<String>,
 }
 
 impl Grants {
     pub fn from_manifests(manifests: &Manifests, service_account: &str, namespace: &str) -> Grants {
         let mut rules = Vec::new();
+        let mut metrics_reader = None;
         for (role_kind, binding_kind) in [
             ("ClusterRole", "ClusterRoleBinding"),
             ("Role", "RoleBinding"),
         ] {
             for role in manifests.all(role_kind) {
                 let name = role["metadata"]["name"].as_str().expect("a role name");
+                if role_kind == "ClusterRole" && name.ends_with(METRICS_READER_SUFFIX) {
+                    assert_metrics_reader(manifests, role, service_account, namespace);
+                    assert!(
+                        metrics_reader.replace(name.to_string()).is_none(),
+                        "more than one ClusterRole named *{METRICS_READER_SUFFIX}"
+                    );
+                    continue;
+                }
                 let scope = match role_kind {
                     "ClusterRole" => Scope::Cluster,
                     _ => Scope::Namespace(
@@ -155,11 +182,20 @@ impl Grants {
                     namespace,
                 );
                 for rule in role["rules"].as_array().expect("rules").iter() {
-                    rules.push((scope.clone(), Rule::parse(rule)));
+                    let rule = Rule::parse(rule);
+                    assert!(
+                        rule.non_resource_urls.is_empty(),
+                        "berth requests no non-resource URL beyond public discovery; {role_kind} \
+                         {name} grants {rule:?}"
+                    );
+                    rules.push((scope.clone(), rule));
                 }
             }
         }
-        Grants { rules }
+        Grants {
+            rules,
+            metrics_reader,
+        }
     }
 
     /// The rules that allow `request`.
@@ -194,6 +230,51 @@ impl Grants {
             }
         }
         granted
+    }
+}
+
+/// The metrics reader ClusterRole `role` grants exactly `get` on the non-resource URL
+/// `/metrics`, and is not bound to berth's `service_account` (berth scrapes nobody).
+pub fn assert_metrics_reader(
+    manifests: &Manifests,
+    role: &Value,
+    service_account: &str,
+    namespace: &str,
+) {
+    let name = role["metadata"]["name"].as_str().expect("a role name");
+    let rules: Vec<Rule> = role["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .map(Rule::parse)
+        .collect();
+    let only_get_metrics = Rule {
+        api_groups: vec![],
+        resources: vec![],
+        verbs: vec!["get".into()],
+        resource_names: vec![],
+        non_resource_urls: vec!["/metrics".into()],
+    };
+    assert_eq!(
+        rules,
+        [only_get_metrics],
+        "ClusterRole {name} must grant exactly `get` on /metrics"
+    );
+    for binding in manifests.all("ClusterRoleBinding") {
+        if binding["roleRef"]["name"] != name {
+            continue;
+        }
+        let berth = binding["subjects"].as_array().is_some_and(|subjects| {
+            subjects.iter().any(|s| {
+                s["kind"] == "ServiceAccount"
+                    && s["name"] == service_account
+                    && s["namespace"] == namespace
+            })
+        });
+        assert!(
+            !berth,
+            "ClusterRole {name} is for scrapers, not berth's ServiceAccount: {binding}"
+        );
     }
 }
 
