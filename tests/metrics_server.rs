@@ -24,7 +24,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 mod support;
-use support::https::{self, Trust};
+use support::https::{self, Issued, Trust};
 use support::{http, temp::TempDir};
 
 const READER: &str = "system:serviceaccount:monitoring:prometheus";
@@ -153,6 +153,15 @@ impl Drop for Server {
     }
 }
 
+/// The metrics text carries the attempt [`Server::start`] recorded.
+#[track_caller]
+fn assert_counts_the_attempt(body: &str) {
+    assert!(
+        body.contains(r#"scheduler_schedule_attempts_total{result="scheduled",profile="batch"} 1"#),
+        "{body}"
+    );
+}
+
 fn body_json(response: &http::Response) -> Value {
     serde_json::from_str(&response.body)
         .unwrap_or_else(|e| panic!("{e}: not JSON: {:?}", response.body))
@@ -180,13 +189,7 @@ fn insecure_server_answers_probes_and_metrics_to_anyone_and_stops_on_shutdown() 
         metrics.header("content-type"),
         Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
     );
-    assert!(
-        metrics
-            .body
-            .contains(r#"scheduler_schedule_attempts_total{result="scheduled",profile="batch"} 1"#),
-        "{}",
-        metrics.body
-    );
+    assert_counts_the_attempt(&metrics.body);
     assert_eq!(get("/nothing-here").status, 404);
 
     let address = server.address;
@@ -298,13 +301,7 @@ fn secure_server_guards_metrics_and_leaves_the_probes_open() {
         }
     }
     let metrics = server.get("/metrics", &[("Authorization", "Bearer reader-token")]);
-    assert!(
-        metrics
-            .body
-            .contains(r#"scheduler_schedule_attempts_total{result="scheduled",profile="batch"} 1"#),
-        "{}",
-        metrics.body
-    );
+    assert_counts_the_attempt(&metrics.body);
     // Plain HTTP on the HTTPS port is no way around it: the handshake fails.
     assert!(
         http::get(server.address, "/metrics").map(|r| r.status) != Ok(200),
@@ -312,41 +309,11 @@ fn secure_server_guards_metrics_and_leaves_the_probes_open() {
     );
 }
 
-/// A CA and a serving certificate for `localhost` it issued, PEM.
-struct Issued {
-    ca: rustls::pki_types::CertificateDer<'static>,
-    cert_pem: String,
-    key_pem: String,
-    der: rustls::pki_types::CertificateDer<'static>,
-}
-
-fn issue(ca_name: &str) -> Issued {
-    let ca_key = rcgen::KeyPair::generate().expect("CA key");
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, ca_name);
-    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("CA");
-    let key = rcgen::KeyPair::generate().expect("key");
-    let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
-        .expect("params")
-        .signed_by(&key, &ca)
-        .expect("issued");
-    Issued {
-        ca: ca.der().clone(),
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-        der: cert.der().clone(),
-    }
-}
-
 #[test]
 fn certificate_files_are_served_and_a_rotation_is_picked_up_without_a_restart() {
     let dir = TempDir::new("metrics-tls");
-    let first = issue("first CA");
-    let cert = dir.write("tls.crt", &first.cert_pem);
-    let key = dir.write("tls.key", &first.key_pem);
+    let first = Issued::new("first CA");
+    let (cert, key) = first.install(&dir);
     let server = Server::start(Mode::Files(cert, key), Limits::default());
 
     // A client with the CA bundle verifies the chain and the name.
@@ -359,13 +326,12 @@ fn certificate_files_are_served_and_a_rotation_is_picked_up_without_a_restart() 
     )
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(exchange.response.status, 200);
-    assert_eq!(exchange.certificate, first.der);
+    assert_eq!(exchange.certificate, first.leaf);
 
     // cert-manager renews: both files are replaced while the server runs.
-    let second = issue("second CA");
-    dir.write("tls.crt", &second.cert_pem);
-    dir.write("tls.key", &second.key_pem);
-    https::wait_for_certificate(server.address, &second.der, Duration::from_secs(10))
+    let second = Issued::new("second CA");
+    second.install(&dir);
+    https::wait_for_certificate(server.address, &second.leaf, Duration::from_secs(10))
         .unwrap_or_else(|e| panic!("{e}"));
     let exchange = https::get(
         server.address,

@@ -24,7 +24,7 @@ use crate::harness::{
     eventually, metrics_access, node, pod, profile,
 };
 use crate::support::http;
-use crate::support::https::{self, Trust};
+use crate::support::https::{self, Issued, Trust};
 use crate::support::temp::TempDir;
 
 /// The four answers the issue names, and the reviews that were made for them.
@@ -130,36 +130,6 @@ async fn insecure_port_serves_plain_http_without_reviews() {
     berth.terminate_cleanly().await;
 }
 
-/// A CA and a certificate for `localhost` it issued, written as `tls.crt`/`tls.key`.
-struct Issued {
-    ca: rustls::pki_types::CertificateDer<'static>,
-    leaf: rustls::pki_types::CertificateDer<'static>,
-}
-
-fn issue_into(dir: &TempDir, ca_name: &str) -> Issued {
-    let ca_key = rcgen::KeyPair::generate().expect("CA key");
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, ca_name);
-    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("CA");
-    let key = rcgen::KeyPair::generate().expect("key");
-    let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
-        .expect("params")
-        .signed_by(&key, &ca)
-        .expect("issued");
-    // As a Secret volume is updated: the files are replaced, not edited in place.
-    for (name, text) in [("tls.crt", cert.pem()), ("tls.key", key.serialize_pem())] {
-        let staged = dir.write(&format!(".{name}.new"), &text);
-        std::fs::rename(&staged, dir.join(name)).expect("replace");
-    }
-    Issued {
-        ca: ca.der().clone(),
-        leaf: cert.der().clone(),
-    }
-}
-
 async fn verified_status(
     address: SocketAddr,
     ca: &Issued,
@@ -190,14 +160,12 @@ async fn verified_status(
 async fn certificate_files_replaced_while_berth_runs_are_served_without_a_restart() {
     let cluster = Cluster::start().await;
     let dir = TempDir::new("e2e-metrics-tls");
-    let first = issue_into(&dir, "first CA");
+    let first = Issued::new("first CA");
+    let (cert, key) = first.install(&dir);
     let mut berth = Berth::spawn(
         &cluster,
         BerthOptions {
-            metrics: MetricsPort::CertificateFiles {
-                cert: dir.join("tls.crt"),
-                key: dir.join("tls.key"),
-            },
+            metrics: MetricsPort::CertificateFiles { cert, key },
             ..BerthOptions::default()
         },
     );
@@ -210,7 +178,8 @@ async fn certificate_files_replaced_while_berth_runs_are_served_without_a_restar
     );
     assert_the_four_cases(&cluster, &berth).await;
 
-    let second = issue_into(&dir, "second CA");
+    let second = Issued::new("second CA");
+    second.install(&dir);
     let address = berth.metrics;
     let leaf = second.leaf.clone();
     tokio::task::spawn_blocking(move || {

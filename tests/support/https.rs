@@ -13,6 +13,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
 use super::http::{self, Response, TIMEOUT};
+use super::temp::TempDir;
 
 /// Which server certificates the client accepts.
 #[derive(Debug, Clone)]
@@ -21,6 +22,48 @@ pub enum Trust {
     Any,
     /// Certificates issued by this root for the name given to [`get`].
     Root(CertificateDer<'static>),
+}
+
+/// A CA and a serving certificate for `localhost` it issued.
+pub struct Issued {
+    pub ca: CertificateDer<'static>,
+    pub leaf: CertificateDer<'static>,
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl Issued {
+    /// A fresh CA named `ca_name` and a certificate for `localhost` signed by it.
+    pub fn new(ca_name: &str) -> Issued {
+        let ca_key = rcgen::KeyPair::generate().expect("CA key");
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, ca_name);
+        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("CA");
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .expect("params")
+            .signed_by(&key, &ca)
+            .expect("issued");
+        Issued {
+            ca: ca.der().clone(),
+            leaf: cert.der().clone(),
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        }
+    }
+
+    /// Writes `tls.crt` and `tls.key` into `dir` as a Secret volume is updated: each
+    /// file replaced by a rename, never edited in place. Returns both paths.
+    pub fn install(&self, dir: &TempDir) -> (std::path::PathBuf, std::path::PathBuf) {
+        for (name, text) in [("tls.crt", &self.cert_pem), ("tls.key", &self.key_pem)] {
+            let staged = dir.write(&format!(".{name}.new"), text);
+            std::fs::rename(&staged, dir.join(name)).expect("replace");
+        }
+        (dir.join("tls.crt"), dir.join("tls.key"))
+    }
 }
 
 /// An answer over HTTPS and the server's end-entity certificate.

@@ -75,6 +75,7 @@ pub async fn serve(
     limits: Limits,
     mut shutdown: watch::Receiver<bool>,
 ) -> io::Result<()> {
+    let app = super::bounded_body(app, limits.max_body_bytes);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let mut connections = JoinSet::new();
@@ -141,7 +142,7 @@ async fn serve_connection<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = TowerToHyperService::new(super::bounded_body(app, limits.max_body_bytes));
+    let service = TowerToHyperService::new(app);
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
