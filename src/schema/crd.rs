@@ -362,6 +362,12 @@ fn schema_generator() -> SchemaGenerator {
         .into_generator()
 }
 
+/// A field transform (`#[schemars(transform = without_default)]`) for a field whose
+/// serde default does not pass the field's own schema: the CRD then has no default there.
+pub fn without_default(schema: &mut schemars::Schema) {
+    schema.remove("default");
+}
+
 /// Marks untyped nodes (e.g. a `serde_json::Value` field, schema `{}`) with
 /// `x-kubernetes-preserve-unknown-fields`, the structural way to say "any value".
 fn preserve_untyped_values(schema: &mut Value) {
@@ -446,6 +452,13 @@ fn check_node(schema: &Value, pointer: &str, in_junctor: bool, problems: &mut Ve
     {
         problems.push(format!("{pointer}: type is required"));
     }
+    if let Some(default) = object.get("default") {
+        problems.extend(
+            default_violations(object, default)
+                .into_iter()
+                .map(|problem| format!("{pointer}/default: {problem}")),
+        );
+    }
     for (key, value) in object {
         match (key.as_str(), value) {
             ("properties", Value::Object(properties)) => {
@@ -473,6 +486,54 @@ fn check_node(schema: &Value, pointer: &str, in_junctor: bool, problems: &mut Ve
             _ => {}
         }
     }
+}
+
+/// How a node's `default` breaks the node's own bounds: kube-apiserver validates every
+/// default against its schema and refuses the whole CRD when one does not pass (an
+/// empty-list default under `minItems: 1` did, unnoticed, until the end-to-end tests met a
+/// real API server). The bounds serde defaults can break are checked; CEL rules on
+/// defaults are left to the API server.
+fn default_violations(schema: &Map<String, Value>, default: &Value) -> Vec<String> {
+    let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
+    let mut problems = Vec::new();
+    let mut below = |what: &str, key: &str, actual: usize| {
+        if bound(key).is_some_and(|min| (actual as f64) < min) {
+            problems.push(format!("{what} {actual} is below {key} {}", schema[key]));
+        }
+    };
+    match default {
+        Value::Array(items) => below("length", "minItems", items.len()),
+        Value::String(text) => below("length", "minLength", text.chars().count()),
+        Value::Object(fields) => below("size", "minProperties", fields.len()),
+        _ => {}
+    }
+    let length = match default {
+        Value::Array(items) => Some(items.len()),
+        Value::String(text) => Some(text.chars().count()),
+        Value::Object(fields) => Some(fields.len()),
+        _ => None,
+    };
+    for key in ["maxItems", "maxLength", "maxProperties"] {
+        if let (Some(max), Some(length)) = (bound(key), length) {
+            if length as f64 > max {
+                problems.push(format!("length {length} is above {key} {max}"));
+            }
+        }
+    }
+    if let Some(number) = default.as_f64() {
+        if bound("minimum").is_some_and(|min| number < min) {
+            problems.push(format!("{number} is below minimum {}", schema["minimum"]));
+        }
+        if bound("maximum").is_some_and(|max| number > max) {
+            problems.push(format!("{number} is above maximum {}", schema["maximum"]));
+        }
+    }
+    if let Some(Value::Array(allowed)) = schema.get("enum") {
+        if !allowed.contains(default) {
+            problems.push(format!("{default} is not in the enum"));
+        }
+    }
+    problems
 }
 
 /// `{type: integer}` / `{type: string}`: the one junctor pattern allowed to set `type`,

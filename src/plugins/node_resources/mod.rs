@@ -169,8 +169,11 @@ pub struct RequestedToCapacityRatioParam {
     /// points).
     // Upstream `validateFunctionShape`. Sorted with no repeated value is strictly
     // increasing; `isSorted` is in the Kubernetes CEL list library (1.25+) and in kube-cel.
+    // No schema default: `[]` would break `minItems: 1`, and the API server refuses a
+    // CRD whose default fails its own schema.
     #[schemars(
         length(min = 1, max = MAX_SHAPE_POINTS),
+        transform = crate::schema::without_default,
         extend("x-kubernetes-validations" = [{
             "rule": "self.map(p, p.utilization).isSorted() && self.all(p, self.exists_one(q, q.utilization == p.utilization))",
             "message": "utilization values must be strictly increasing",
