@@ -36,10 +36,10 @@ impl Harness {
         let server = api::start_with_crds(&api::berth_crds()).await;
         let client = server.client().await;
         let (leader_tx, leader_rx) = watch::channel(leader);
-        let (_, synced_rx) = watch::channel(true);
+        let (_, synced_rx) = watch::channel(Vec::new());
         let state = OperatorState {
             leader: leader_rx,
-            caches_synced: synced_rx,
+            unlisted: synced_rx,
             serving: Default::default(),
             workloads: Default::default(),
             pod_groups: Default::default(),

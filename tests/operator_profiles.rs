@@ -45,7 +45,7 @@ struct Harness {
     events: Api<Event>,
     commands: mpsc::UnboundedReceiver<LoopMessage>,
     leader: watch::Sender<bool>,
-    synced: watch::Sender<bool>,
+    synced: watch::Sender<Vec<&'static str>>,
     serving: Arc<RwLock<BTreeMap<String, String>>>,
     /// Reconciles finished so far (through the metrics hook).
     reconciles: Arc<AtomicUsize>,
@@ -63,7 +63,12 @@ impl Harness {
         let client = server.client().await;
         let (loop_tx, commands) = mpsc::unbounded_channel();
         let (leader_tx, leader_rx) = watch::channel(leader);
-        let (synced_tx, synced_rx) = watch::channel(synced);
+        let unlisted = if synced {
+            vec![]
+        } else {
+            vec!["nodes", "pods"]
+        };
+        let (synced_tx, synced_rx) = watch::channel(unlisted);
         let serving = Arc::new(RwLock::new(BTreeMap::new()));
         let reconciles = Arc::new(AtomicUsize::new(0));
         let counter = reconciles.clone();
@@ -73,7 +78,7 @@ impl Harness {
             loop_tx,
             state: OperatorState {
                 leader: leader_rx,
-                caches_synced: synced_rx,
+                unlisted: synced_rx,
                 serving: serving.clone(),
                 workloads: Default::default(),
                 pod_groups: Default::default(),
@@ -472,7 +477,7 @@ async fn an_unchanged_status_is_not_patched_again() {
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let reconciles = h.reconciles.load(Ordering::SeqCst);
     h.leader.send(true).expect("the controller listens");
-    h.synced.send(true).expect("the controller listens");
+    h.synced.send(vec![]).expect("the controller listens");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(h.reconciles.load(Ordering::SeqCst) > reconciles);
     assert_eq!(h.status_writes(), 1);
@@ -492,9 +497,14 @@ async fn transition_times_move_only_for_the_condition_that_flips() {
             has(s, "Accepted", "True", "Valid") && has(s, "Ready", "False", "CachesNotSynced")
         })
         .await;
+    // The message names what berth still waits for (the harness's unlisted kinds).
+    assert_eq!(
+        condition(&before, "Ready").map(|c| c.message.as_str()),
+        Some("waiting for the first list of nodes, pods")
+    );
     // metav1.Time has whole seconds: make a new transition time distinguishable.
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    h.synced.send(true).expect("the controller listens");
+    h.synced.send(vec![]).expect("the controller listens");
     let after = h.wait_status("batch", "Ready=True", running).await;
 
     let time = |s: &SchedulerProfileStatus, t: &str| {

@@ -36,7 +36,8 @@ pub mod reason {
     pub const NOT_ACCEPTED: &str = "NotAccepted";
     /// Ready False: this replica does not hold the lease.
     pub const NOT_LEADER: &str = "NotLeader";
-    /// Ready False: the node and pod caches have not completed their first list.
+    /// Ready False: some cache has not completed its first list (the message names the
+    /// kinds).
     pub const CACHES_NOT_SYNCED: &str = "CachesNotSynced";
     /// Ready False: no instance runs for the profile (the scheduling loop is gone).
     pub const STOPPED: &str = "Stopped";

@@ -18,6 +18,7 @@
 //!    condition, deletion and events; clearing lower-priority nominations).
 //! 5. [`leader`] elects one active replica with a coordination.k8s.io Lease.
 
+pub mod backoff;
 pub mod binder;
 pub mod conditions;
 pub mod leader;
@@ -130,13 +131,14 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         Election::always_leader()
     };
     metrics.set_leader(*leader.borrow());
-    let (synced_tx, synced_rx) = watch::channel(false);
+    let (unlisted_tx, unlisted_rx) =
+        watch::channel(scheduling_loop::cached_kinds().collect::<Vec<_>>());
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let (loop_tx, loop_rx) = mpsc::unbounded_channel();
     let (report_tx, report_rx) = mpsc::channel(1024);
     let state = OperatorState {
         leader: leader.clone(),
-        caches_synced: synced_rx.clone(),
+        unlisted: unlisted_rx.clone(),
         serving: Default::default(),
         workloads: Default::default(),
         pod_groups: Default::default(),
@@ -163,13 +165,14 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         );
     }
     let ready_state = state.clone();
-    let readiness: Arc<dyn Fn() -> Result<(), String> + Send + Sync> = Arc::new(move || {
-        if ready_state.caches_synced() {
-            Ok(())
-        } else {
-            Err("caches not synced".to_string())
-        }
-    });
+    let readiness: Arc<dyn Fn() -> Result<(), String> + Send + Sync> =
+        Arc::new(move || match ready_state.unlisted_kinds() {
+            kinds if kinds.is_empty() => Ok(()),
+            kinds => Err(format!(
+                "caches not synced: waiting for the first list of {}",
+                kinds.join(", ")
+            )),
+        });
     let server = tokio::spawn(crate::observability::server::serve(
         listener,
         Endpoints {
@@ -265,7 +268,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
             messages: loop_rx,
             reports: report_tx,
             leader,
-            caches_synced: synced_tx,
+            unlisted: unlisted_tx,
             shutdown: shutdown_rx,
         },
         metrics,

@@ -56,7 +56,7 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, watch};
@@ -177,7 +177,7 @@ pub async fn run(
     };
     let triggers = futures::stream::select_all([
         changes(ctx.state.leader.clone()),
-        changes(ctx.state.caches_synced.clone()),
+        changes(ctx.state.unlisted.clone()),
         requests(retriggers),
     ]);
     let error_memory = memory.clone();
@@ -597,7 +597,10 @@ impl Planner<'_> {
             (
                 false,
                 reason::CACHES_NOT_SYNCED,
-                "waiting for the node and pod caches to complete their first list".to_string(),
+                format!(
+                    "waiting for the first list of {}",
+                    self.ctx.state.unlisted_kinds().join(", ")
+                ),
             )
         } else {
             (
@@ -681,8 +684,7 @@ fn watch_deletions(
     retrigger: mpsc::UnboundedSender<()>,
 ) -> BoxStream<'static, ()> {
     let mut listed: HashSet<String> = HashSet::new();
-    watcher(api, watcher::Config::default())
-        .default_backoff()
+    super::backoff::reflector_backoff(watcher(api, watcher::Config::default()))
         .map(move |event| match event {
             Ok(watcher::Event::Delete(object)) => {
                 if let Some(id) = Identity::of(&object) {
@@ -737,7 +739,7 @@ fn forget(ctx: &ProfileContext, memory: &mut Memory, uid: &str) {
 
 /// A stream that yields once per change of `receiver`'s value (sent values count as
 /// changes even when equal).
-fn changes(receiver: watch::Receiver<bool>) -> BoxStream<'static, ()> {
+fn changes<T: Send + Sync + 'static>(receiver: watch::Receiver<T>) -> BoxStream<'static, ()> {
     futures::stream::unfold(receiver, |mut receiver| async move {
         receiver.changed().await.ok().map(|()| ((), receiver))
     })

@@ -57,12 +57,23 @@ const SYNCED_KINDS: [&str; 4] = [
     super::watches::DISRUPTION_BUDGETS_KIND,
 ];
 
+/// Every kind the loop waits for before it schedules, in a fixed order.
+pub fn cached_kinds() -> impl Iterator<Item = &'static str> {
+    SYNCED_KINDS.into_iter().chain(STORAGE_KINDS)
+}
+
+/// The kinds of [`cached_kinds`] not in `listed`.
+fn unlisted_kinds(listed: &HashSet<&'static str>) -> Vec<&'static str> {
+    cached_kinds().filter(|k| !listed.contains(k)).collect()
+}
+
 /// The loop's inputs and outputs.
 pub struct LoopChannels {
     pub messages: mpsc::UnboundedReceiver<LoopMessage>,
     pub reports: mpsc::Sender<SchedulingReport>,
     pub leader: watch::Receiver<bool>,
-    pub caches_synced: watch::Sender<bool>,
+    /// The kinds not listed yet ([`OperatorState::unlisted`](super::types::OperatorState)).
+    pub unlisted: watch::Sender<Vec<&'static str>>,
     /// Flips to true when the process is shutting down.
     pub shutdown: watch::Receiver<bool>,
 }
@@ -111,7 +122,7 @@ impl SchedulingLoop {
 
     fn active(&self) -> bool {
         *self.channels.leader.borrow()
-            && *self.channels.caches_synced.borrow()
+            && self.channels.unlisted.borrow().is_empty()
             && !*self.channels.shutdown.borrow()
     }
 
@@ -314,14 +325,16 @@ impl SchedulingLoop {
             }
             _ => {}
         }
-        let first = self.listed.insert(kind);
-        let synced = SYNCED_KINDS
-            .iter()
-            .chain(&STORAGE_KINDS)
-            .all(|k| self.listed.contains(k));
-        if first && synced {
-            info!("caches synced");
-            let _ = self.channels.caches_synced.send(true);
+        if self.listed.insert(kind) {
+            let unlisted = unlisted_kinds(&self.listed);
+            if unlisted.is_empty() {
+                info!("caches synced");
+            }
+            self.channels.unlisted.send_if_modified(|kinds| {
+                let changed = *kinds != unlisted;
+                *kinds = unlisted;
+                changed
+            });
         }
     }
 

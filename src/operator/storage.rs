@@ -22,7 +22,6 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::{
     CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment,
 };
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, Resource};
 use tokio::sync::mpsc::UnboundedSender;
@@ -152,7 +151,8 @@ where
     K: Sync + 'static,
     K::DynamicType: Default,
 {
-    let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+    let stream =
+        super::backoff::reflector_backoff(watcher::watcher(api, watcher::Config::default()));
     tokio::spawn(keep(stream, feed, volumes, tx))
 }
 

@@ -100,8 +100,9 @@ pub struct SchedulingReport {
 pub struct OperatorState {
     /// Whether this replica holds the lease (always true without `--leader-elect`).
     pub leader: watch::Receiver<bool>,
-    /// Whether the node and pod caches have completed their first list.
-    pub caches_synced: watch::Receiver<bool>,
+    /// The kinds whose cache has not completed its first list yet, by plural (`nodes`,
+    /// `persistentvolumes`, ...); empty once every cache is synced.
+    pub unlisted: watch::Receiver<Vec<&'static str>>,
     /// The scheduler names the scheduling loop currently serves, with the profile
     /// (metadata.name) behind each.
     pub serving: Arc<RwLock<BTreeMap<String, String>>>,
@@ -122,6 +123,11 @@ impl OperatorState {
     }
 
     pub fn caches_synced(&self) -> bool {
-        *self.caches_synced.borrow()
+        self.unlisted.borrow().is_empty()
+    }
+
+    /// The kinds still waiting for their first list (empty when synced).
+    pub fn unlisted_kinds(&self) -> Vec<&'static str> {
+        self.unlisted.borrow().clone()
     }
 }

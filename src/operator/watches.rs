@@ -15,7 +15,6 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, Resource};
 use tokio::sync::mpsc::UnboundedSender;
@@ -288,7 +287,7 @@ where
     K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
     K::DynamicType: Default,
 {
-    watcher::watcher(api, config).default_backoff()
+    super::backoff::reflector_backoff(watcher::watcher(api, config))
 }
 
 fn node_key(node: &Node) -> String {
