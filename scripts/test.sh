@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite of berth: formatting, lints, unit, integration and CLI tests.
 # Installs what the tests need when it is missing (kubectl and helm, see scripts/install-kubectl.sh;
-# prometheus and promtool, see scripts/install-prometheus.sh).
+# prometheus and promtool, see scripts/install-prometheus.sh; the real Kubernetes components,
+# see scripts/kube-build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,25 @@ if ! bash scripts/install-kubectl.sh; then
     fi
     echo "################################################################################" >&2
     echo "WARNING: scripts/install-kubectl.sh failed; tests that need kubectl will SKIP." >&2
+    echo "################################################################################" >&2
+fi
+
+# The real Kubernetes components (etcd, kube-apiserver, kube-controller-manager and
+# kube-scheduler 1.37 and 1.35, kwok) the end-to-end tests run against, built from the Go
+# modules under kube/ on a machine's first run and cached outside the clone
+# (scripts/kube-build.sh; docs/testing.md). On CI a failure fails the run; on a laptop
+# without Go the real-cluster tests skip loudly instead.
+echo "== build or reuse the real Kubernetes components"
+kube_started=$SECONDS
+if command -v go >/dev/null 2>&1; then
+    bash scripts/kube-build.sh >/dev/null
+    echo "components ready in $((SECONDS - kube_started)) s"
+elif [ "${CI:-}" = "true" ]; then
+    echo "ERROR: go is not installed; CI builds kube-apiserver and friends from Go modules" >&2
+    exit 1
+else
+    echo "################################################################################" >&2
+    echo "WARNING: go is not installed; the tests against a real kube-apiserver will SKIP." >&2
     echo "################################################################################" >&2
 fi
 
@@ -46,8 +66,9 @@ BERTH_STATIC_BINARY="$(CARGO_TARGET_DIR="${BERTH_STATIC_TARGET_DIR:-$HOME/.cache
 export BERTH_STATIC_BINARY
 echo "built $BERTH_STATIC_BINARY in $((SECONDS - static_started)) s"
 
-# The end-to-end tests write berth's requests to the test API server here; rbac_replay
-# (tests/chart.rs) checks them against the chart's RBAC once they have all run.
+# The end-to-end tests write berth's requests here (the real API server's audit log, or
+# the test API server's request log); rbac_replay (tests/chart.rs) checks them against the
+# chart's RBAC once they have all run.
 BERTH_E2E_REQUEST_LOG_DIR="$(mktemp -d "${TMPDIR:-/tmp}/berth-e2e-requests.XXXXXX")"
 export BERTH_E2E_REQUEST_LOG_DIR
 trap 'rm -rf "$BERTH_E2E_REQUEST_LOG_DIR"' EXIT

@@ -29,6 +29,8 @@ mod metrics;
 mod preemption;
 #[path = "operator_e2e/preemption_calls.rs"]
 mod preemption_calls;
+#[path = "operator_e2e/real_faults.rs"]
+mod real_faults;
 #[path = "operator_e2e/scheduling.rs"]
 mod scheduling;
 #[path = "operator_e2e/secure_metrics.rs"]
@@ -41,3 +43,5 @@ mod unsupported;
 mod validation;
 #[path = "operator_e2e/volumes.rs"]
 mod volumes;
+#[path = "operator_e2e/workloads.rs"]
+mod workloads;

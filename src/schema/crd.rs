@@ -514,10 +514,10 @@ fn default_violations(schema: &Map<String, Value>, default: &Value) -> Vec<Strin
         _ => None,
     };
     for key in ["maxItems", "maxLength", "maxProperties"] {
-        if let (Some(max), Some(length)) = (bound(key), length) {
-            if length as f64 > max {
-                problems.push(format!("length {length} is above {key} {max}"));
-            }
+        if let (Some(max), Some(length)) = (bound(key), length)
+            && length as f64 > max
+        {
+            problems.push(format!("length {length} is above {key} {max}"));
         }
     }
     if let Some(number) = default.as_f64() {
@@ -528,10 +528,10 @@ fn default_violations(schema: &Map<String, Value>, default: &Value) -> Vec<Strin
             problems.push(format!("{number} is above maximum {}", schema["maximum"]));
         }
     }
-    if let Some(Value::Array(allowed)) = schema.get("enum") {
-        if !allowed.contains(default) {
-            problems.push(format!("{default} is not in the enum"));
-        }
+    if let Some(Value::Array(allowed)) = schema.get("enum")
+        && !allowed.contains(default)
+    {
+        problems.push(format!("{default} is not in the enum"));
     }
     problems
 }
@@ -744,6 +744,27 @@ mod tests {
                 json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}}),
                 ": properties and additionalProperties are mutually exclusive",
             ),
+            // kube-apiserver 1.37: "default: Invalid value: 0: in body should have at least 1 items".
+            (
+                "empty default under minItems",
+                json!({"type": "object", "properties": {"shape": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "default": []}}}),
+                "/properties/shape/default: length 0 is below minItems 1",
+            ),
+            (
+                "default above maximum",
+                json!({"type": "integer", "maximum": 100, "default": 101}),
+                "/default: 101 is above maximum 100",
+            ),
+            (
+                "default outside the enum",
+                json!({"type": "string", "enum": ["A", "B"], "default": "C"}),
+                "/default: \"C\" is not in the enum",
+            ),
+            (
+                "default string too long",
+                json!({"type": "string", "maxLength": 2, "default": "abc"}),
+                "/default: length 3 is above maxLength 2",
+            ),
         ];
         for (name, schema, expected) in cases {
             let problems = structural_problems(&schema);
@@ -754,6 +775,8 @@ mod tests {
         }
         let int_or_string = json!({"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]});
         assert_eq!(structural_problems(&int_or_string), Vec::<String>::new());
+        let fitting_default = json!({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3, "default": [1]});
+        assert_eq!(structural_problems(&fitting_default), Vec::<String>::new());
     }
 
     #[test]

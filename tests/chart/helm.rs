@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub use crate::support::api::repo_root;
-use crate::support::tools::{INSTALL_HINT, find_tool};
 pub use crate::support::tools::{kubectl_or_skip, skip};
 
 /// The chart under test.
@@ -28,13 +27,7 @@ pub const RELEASE: &str = "berth";
 
 /// helm (v3 or v4), or `None` after [`skip`].
 pub fn helm_or_skip(test: &str) -> Option<Helm> {
-    let found = find_tool("helm", &["version", "--short"], |out| {
-        out.starts_with("v3.") || out.starts_with("v4.")
-    });
-    if found.is_none() {
-        skip(test, &format!("helm was not found; {INSTALL_HINT}"));
-    }
-    found.map(|binary| Helm { binary })
+    crate::support::tools::helm_or_skip(test).map(|binary| Helm { binary })
 }
 
 /// A finished command: exit code and output.

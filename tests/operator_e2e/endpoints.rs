@@ -10,14 +10,16 @@ use crate::harness::{Berth, BerthOptions, Cluster, WAIT, eventually, node, pod, 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_after_sync_metrics_after_scheduling_and_sigterm_exits_0() {
-    let cluster = Cluster::start().await;
+    let cluster = Cluster::start_test_server().await;
     cluster.create_node(node("node-1", "4", "8Gi")).await;
     // A slow server keeps the first lists in flight for a while, so /readyz is seen
     // answering 503 before the caches are synced.
-    cluster.server.set_delay(Some(Duration::from_millis(1500)));
+    cluster
+        .server()
+        .set_delay(Some(Duration::from_millis(1500)));
     let mut berth = Berth::spawn(&cluster, BerthOptions::default());
     let before = berth.wait_ready().await;
-    cluster.server.set_delay(None);
+    cluster.server().set_delay(None);
     let answered: Vec<u16> = before.iter().copied().filter(|s| *s != 0).collect();
     assert!(
         answered.first() == Some(&503) && answered.iter().all(|s| *s == 503),

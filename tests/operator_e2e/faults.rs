@@ -23,7 +23,7 @@ async fn create_pods(cluster: &Cluster, names: &[&str]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_every_pod_is_bound_exactly_once_and_none_is_lost() {
-    let cluster = Cluster::start().await;
+    let cluster = Cluster::start_test_server().await;
     cluster.create_node(node("node-1", "8", "16Gi")).await;
     cluster.create_node(node("node-2", "8", "16Gi")).await;
     let mut berth = Berth::spawn(&cluster, BerthOptions::default());
@@ -33,7 +33,7 @@ async fn faults_every_pod_is_bound_exactly_once_and_none_is_lost() {
     let mut all: Vec<&str> = Vec::new();
 
     // 500s on binding: three failures, retried.
-    cluster.server.inject_fault(Fault {
+    cluster.server().inject_fault(Fault {
         verb: Some("create".into()),
         resource: Some("pods/binding".into()),
         count: 3,
@@ -56,8 +56,8 @@ async fn faults_every_pod_is_bound_exactly_once_and_none_is_lost() {
 
     // A 409 on binding: berth reads the pod back (not bound: a real conflict, the bind
     // failed), requeues it, and binds it on the next attempt.
-    let log_mark = cluster.server.requests().len();
-    cluster.server.inject_fault(Fault {
+    let log_mark = cluster.requests().len();
+    cluster.server().inject_fault(Fault {
         verb: Some("create".into()),
         resource: Some("pods/binding".into()),
         count: 1,
@@ -68,7 +68,7 @@ async fn faults_every_pod_is_bound_exactly_once_and_none_is_lost() {
     create_pods(&cluster, &phase).await;
     cluster.wait_bound(&phase, WAIT).await;
     all.extend(phase);
-    let read_back = cluster.server.requests()[log_mark..].iter().any(|r| {
+    let read_back = cluster.requests()[log_mark..].iter().any(|r| {
         r.verb == "get"
             && r.resource == "pods"
             && r.subresource.is_none()
@@ -78,7 +78,7 @@ async fn faults_every_pod_is_bound_exactly_once_and_none_is_lost() {
     assert!(read_back, "berth did not read the pod back after the 409");
 
     // Dropped watches: pods created while the watches reconnect.
-    cluster.server.drop_watches();
+    cluster.server().drop_watches();
     let phase = ["drop-1", "drop-2"];
     create_pods(&cluster, &phase).await;
     cluster.wait_bound(&phase, WAIT).await;
@@ -87,14 +87,14 @@ async fn faults_every_pod_is_bound_exactly_once_and_none_is_lost() {
     // 410 Gone: the history is forgotten and the watches end at once (no bookmark can
     // hand out a fresh resourceVersion in between), so resuming fails with 410 and the
     // watches must relist to see the pods created meanwhile.
-    let log_mark = cluster.server.requests().len();
-    cluster.server.expire_history();
-    cluster.server.drop_watches();
+    let log_mark = cluster.requests().len();
+    cluster.server().expire_history();
+    cluster.server().drop_watches();
     let phase = ["gone-1", "gone-2", "gone-3"];
     create_pods(&cluster, &phase).await;
     cluster.wait_bound(&phase, WAIT).await;
     all.extend(phase);
-    let relisted = cluster.server.requests()[log_mark..]
+    let relisted = cluster.requests()[log_mark..]
         .iter()
         .any(|r| r.verb == "list" && r.resource == "pods");
     assert!(
@@ -121,12 +121,12 @@ async fn faults_every_pod_is_bound_exactly_once_and_none_is_lost() {
     .await;
 
     // A slow API server: every response 200 ms late.
-    cluster.server.set_delay(Some(Duration::from_millis(200)));
+    cluster.server().set_delay(Some(Duration::from_millis(200)));
     let phase = ["slow-1", "slow-2", "slow-3"];
     create_pods(&cluster, &phase).await;
     cluster.wait_bound(&phase, WAIT).await;
     all.extend(phase);
-    cluster.server.set_delay(None);
+    cluster.server().set_delay(None);
 
     // Settle: anything still in flight has had time to land (or double-land).
     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use kube::api::{Api, DynamicObject, PostParams};
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 
@@ -122,7 +124,9 @@ async fn unschedulable_message(cluster: &Cluster, name: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gang_of_4_with_room_for_3_binds_nothing_until_a_node_fits() {
-    let cluster = Cluster::start().await;
+    let Some(cluster) = Cluster::start().await else {
+        return;
+    };
     cluster.create_node(node("node-a", "3", "16Gi")).await;
     let mut berth = start_gang(&cluster).await;
 
@@ -193,9 +197,10 @@ async fn gang_of_4_with_room_for_3_binds_nothing_until_a_node_fits() {
         bound.iter().all(|(_, n)| *n == 1),
         "successful bindings per member: {bound:?}"
     );
-    eventually("PodGroup train reaches phase Scheduled", WAIT, || async {
+    // kwok starts the bound members, so the group goes on from Scheduled to Running.
+    eventually("PodGroup train reaches phase Running", WAIT, || async {
         let pg = pod_group(&cluster, "train").await;
-        if pg["status"]["phase"] == "Scheduled"
+        if pg["status"]["phase"] == "Running"
             && condition(&pg, "Scheduled").is_some_and(|c| c["status"] == "True")
         {
             Ok(())
@@ -209,25 +214,50 @@ async fn gang_of_4_with_room_for_3_binds_nothing_until_a_node_fits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gang_job_pods_get_an_implicit_pod_group_owned_by_the_job_and_are_bound() {
-    let cluster = Cluster::start().await;
+    let Some(cluster) = Cluster::start().await else {
+        return;
+    };
     cluster.create_node(node("node-a", "4", "16Gi")).await;
     let mut berth = start_gang(&cluster).await;
 
-    let job_uid = "6f1c2a7e-0000-4000-8000-00000000a001";
-    let names = ["job-a-0", "job-a-1", "job-a-2"];
-    for name in names {
-        let mut p = member(name, "job-a");
-        p["metadata"]["annotations"] = json!({"berth.dev/min-member": "3"});
-        p["metadata"]["ownerReferences"] = json!([{
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "name": "job-a",
-            "uid": job_uid,
-            "controller": true,
-            "blockOwnerDeletion": true,
-        }]);
-        cluster.create_pod(p).await;
-    }
+    // A real Job: its controller creates the members (and would garbage-collect pods
+    // that name a Job that does not exist).
+    let mut template = member("ignored", "job-a");
+    template["metadata"]
+        .as_object_mut()
+        .expect("metadata")
+        .remove("name");
+    template["metadata"]["annotations"] = json!({"berth.dev/min-member": "3"});
+    template["spec"]["restartPolicy"] = json!("Never");
+    let (status, job) = cluster
+        .raw(
+            "POST",
+            "/apis/batch/v1/namespaces/default/jobs",
+            &json!({
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": "job-a"},
+                "spec": {"parallelism": 3, "completions": 3, "template": template},
+            }),
+        )
+        .await;
+    assert_eq!(status, 201, "creating Job job-a: {job}");
+    let job_uid = job["metadata"]["uid"].as_str().expect("a uid").to_string();
+    let names: Vec<String> = eventually("the Job creates its 3 pods", WAIT, || async {
+        let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), "default");
+        let list = pods
+            .list(&ListParams::default().labels("berth.dev/pod-group=job-a"))
+            .await
+            .map_err(|e| e.to_string())?;
+        let names: Vec<String> = list.items.iter().map(|p| p.name_any()).collect();
+        if names.len() == 3 {
+            Ok(names)
+        } else {
+            Err(format!("{names:?}"))
+        }
+    })
+    .await;
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
 
     let group = eventually("PodGroup job-a is created", WAIT, || async {
         let pg = pod_group(&cluster, "job-a").await;
@@ -257,9 +287,10 @@ async fn gang_job_pods_get_an_implicit_pod_group_owned_by_the_job_and_are_bound(
         bound.iter().all(|(_, n)| *n == 1),
         "successful bindings per member: {bound:?}"
     );
-    eventually("PodGroup job-a reaches phase Scheduled", WAIT, || async {
+    // kwok runs the members and finishes them (Job pods): the group ends Finished.
+    eventually("PodGroup job-a reaches phase Finished", WAIT, || async {
         let pg = pod_group(&cluster, "job-a").await;
-        if pg["status"]["phase"] == "Scheduled" {
+        if pg["status"]["phase"] == "Finished" {
             Ok(())
         } else {
             Err(conditions_summary(&pg))
@@ -275,7 +306,9 @@ async fn gang_job_pods_get_an_implicit_pod_group_owned_by_the_job_and_are_bound(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_groups_competing_for_room_for_one_bind_one_fully_without_deadlock() {
     for seed in [1, 7] {
-        let cluster = Cluster::start().await;
+        let Some(cluster) = Cluster::start().await else {
+            return;
+        };
         cluster.create_node(node("node-a", "2", "16Gi")).await;
         cluster.create_node(node("node-b", "2", "16Gi")).await;
         let mut berth = start_gang_with(&cluster, BerthOptions::seed(seed), gang_profile()).await;
@@ -330,7 +363,9 @@ async fn two_groups_competing_for_room_for_one_bind_one_fully_without_deadlock()
 /// released and a pod without a group is bound into it while the group backs off.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permit_timeout_releases_the_room_to_a_pod_without_a_group() {
-    let cluster = Cluster::start().await;
+    let Some(cluster) = Cluster::start().await else {
+        return;
+    };
     cluster.create_node(node("node-a", "2", "16Gi")).await;
     let profile = profile(
         "gang",
@@ -412,18 +447,23 @@ async fn permit_timeout_releases_the_room_to_a_pod_without_a_group() {
 /// follower, without waiting for those pods to change.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_leader_creates_the_implicit_groups_of_pods_seen_as_follower() {
-    let cluster = Cluster::start().await;
+    let Some(cluster) = Cluster::start().await else {
+        return;
+    };
     // Someone else leads for the next few seconds and then stops renewing.
     let now = k8s_openapi::jiff::Timestamp::now();
     let micro = |t: k8s_openapi::jiff::Timestamp| t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
     let (status, body) = cluster
         .raw(
             "POST",
-            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+            &format!(
+                "/apis/coordination.k8s.io/v1/namespaces/{}/leases",
+                cluster.lease_namespace()
+            ),
             &json!({
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",
-                "metadata": {"name": LEASE_NAME, "namespace": "default"},
+                "metadata": {"name": LEASE_NAME, "namespace": cluster.lease_namespace()},
                 "spec": {
                     "holderIdentity": "ghost",
                     "leaseDurationSeconds": 6,

@@ -1,6 +1,15 @@
-//! The harness of the operator's end-to-end tests: an in-process test API server with
-//! berth's CRDs ([`Cluster`]) and the real `berth run` binary as a child process
-//! ([`Berth`]).
+//! The harness of the operator's end-to-end tests: a cluster with berth's CRDs
+//! ([`Cluster`]) and the real `berth run` binary as a child process ([`Berth`]).
+//!
+//! A cluster is real unless a test needs a fault only the test API server makes:
+//! [`Cluster::start`] starts etcd, kube-apiserver, kube-controller-manager and kwok
+//! (`crates/kube-cluster`, 1.37; [`Cluster::start_reporting`] for 1.35), installs the
+//! chart with `helm install` (CRDs included, the Deployment scaled to 0) and hands berth
+//! a kubeconfig with a token of the chart's ServiceAccount, so berth has exactly the
+//! chart's permissions. [`Cluster::start_test_server`] starts the in-process test API
+//! server (`crates/test-apiserver`) for the fault tests. The request log of either (the
+//! real API server's audit log, read back as [`RequestRecord`]s) feeds the same
+//! assertions and the chart's RBAC replay.
 //!
 //! Rules every test follows:
 //!
@@ -25,13 +34,14 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use kube_cluster::{KubeCluster, Release};
 use serde_json::{Value, json};
 use test_apiserver::{RequestRecord, TestApiServer};
 use tokio::time::Instant;
 
 pub use crate::support::api::repo_root;
 pub use crate::support::wait::within;
-use crate::support::{api, http, https};
+use crate::support::{self, api, http, https};
 
 /// One test at a time (see the module docs).
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -136,22 +146,106 @@ pub fn conditions_summary(object: &Value) -> String {
 // ---------------------------------------------------------------------------------------
 // The cluster
 
-/// The test API server with berth's CRDs, and a client for it. Holds [`SERIAL`].
+/// Where a test's cluster runs.
+pub enum Backend {
+    /// etcd, kube-apiserver, kube-controller-manager and kwok, with the chart installed.
+    Real(Box<Real>),
+    /// The in-process test API server with `crds/` installed.
+    TestServer(TestApiServer),
+}
+
+/// A real cluster and berth's identity in it.
+pub struct Real {
+    pub kube: KubeCluster,
+    /// A kubeconfig with a token of the chart's ServiceAccount.
+    pub berth_kubeconfig: PathBuf,
+}
+
+/// The namespace the chart is installed into (its Lease and ServiceAccount live there).
+pub const RELEASE_NAMESPACE: &str = "berth-system";
+/// The chart's release name (its ServiceAccount and ClusterRole are named after it).
+pub const RELEASE: &str = "berth";
+
+/// A cluster with berth's CRDs, and an admin's client for it. Holds [`SERIAL`].
 pub struct Cluster {
-    pub server: TestApiServer,
+    pub backend: Backend,
     pub client: kube::Client,
+    /// A bearer token of [`METRICS_READER`], who may `get` `/metrics`.
+    pub metrics_token: String,
+    /// A bearer token of [`NOSY`], who may not.
+    pub nosy_token: String,
     _serial: tokio::sync::MutexGuard<'static, ()>,
 }
 
+/// The name of the running test, for skip messages.
+fn test_name() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("an end-to-end test")
+        .to_string()
+}
+
 impl Cluster {
-    /// Starts a server and installs `crds/` (both of berth's CRDs must be installed).
-    pub async fn start() -> Cluster {
-        Cluster::start_reporting(test_apiserver::Config::default().minor_version).await
+    /// A real Kubernetes 1.37 cluster with the chart installed, or `None` after a loud skip
+    /// on a machine without Go (see the module docs).
+    pub async fn start() -> Option<Cluster> {
+        Cluster::start_real(kube_cluster::Options::release(Release::V1_37)).await
     }
 
-    /// [`Cluster::start`] with a server that reports Kubernetes 1.`minor` (a supported
-    /// release older than the API berth is built against).
-    pub async fn start_reporting(minor: u32) -> Cluster {
+    /// [`Cluster::start`] with the real Kubernetes 1.`minor` (37 or 35).
+    pub async fn start_reporting(minor: u32) -> Option<Cluster> {
+        Cluster::start_reporting_with(minor, &[]).await
+    }
+
+    /// [`Cluster::start_reporting`] with extra kube-apiserver flags (`--feature-gates=...`).
+    pub async fn start_reporting_with(minor: u32, apiserver_args: &[&str]) -> Option<Cluster> {
+        let release = match minor {
+            37 => Release::V1_37,
+            35 => Release::V1_35,
+            other => panic!("no real Kubernetes 1.{other} is built (1.37 and 1.35 are)"),
+        };
+        let options = kube_cluster::Options {
+            apiserver_args: apiserver_args.iter().map(|a| a.to_string()).collect(),
+            ..kube_cluster::Options::release(release)
+        };
+        Cluster::start_real(options).await
+    }
+
+    async fn start_real(options: kube_cluster::Options) -> Option<Cluster> {
+        let serial = SERIAL.lock().await;
+        let kube = support::kube::start_or_skip(&test_name(), options).await?;
+        let client = kube.admin_client().await.unwrap_or_else(|e| panic!("{e}"));
+        let helm = crate::support::tools::helm_or_skip(&test_name())?;
+        install_chart(&helm, &kube, &client).await;
+        let berth_kubeconfig = within(
+            "a token for berth's ServiceAccount",
+            WAIT,
+            kube.service_account_kubeconfig(RELEASE_NAMESPACE, RELEASE, Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+        let metrics_token = service_account_token(&client, "monitoring", "prometheus").await;
+        let nosy_token = service_account_token(&client, "default", "nosy").await;
+        Some(Cluster {
+            backend: Backend::Real(Box::new(Real {
+                kube,
+                berth_kubeconfig,
+            })),
+            client,
+            metrics_token,
+            nosy_token,
+            _serial: serial,
+        })
+    }
+
+    /// The in-process test API server with `crates/`, for faults a real component cannot
+    /// be made to produce on demand (`crates/test-apiserver/README.md` lists them).
+    pub async fn start_test_server() -> Cluster {
+        Cluster::start_test_server_reporting(test_apiserver::Config::default().minor_version).await
+    }
+
+    /// [`Cluster::start_test_server`] reporting Kubernetes 1.`minor`.
+    pub async fn start_test_server_reporting(minor: u32) -> Cluster {
         let serial = SERIAL.lock().await;
         let server = api::start_with(test_apiserver::Config {
             minor_version: minor,
@@ -171,14 +265,55 @@ impl Cluster {
         }
         let client = server.client().await;
         Cluster {
-            server,
+            backend: Backend::TestServer(server),
             client,
+            metrics_token: METRICS_READER_TOKEN.to_string(),
+            nosy_token: NOSY_TOKEN.to_string(),
             _serial: serial,
         }
     }
 
+    /// The test API server; fails the test on a real cluster.
+    pub fn server(&self) -> &TestApiServer {
+        match &self.backend {
+            Backend::TestServer(server) => server,
+            Backend::Real(_) => {
+                panic!("this test needs the test API server (Cluster::start_test_server)")
+            }
+        }
+    }
+
+    /// The real cluster, if this is one.
+    pub fn real(&self) -> Option<&Real> {
+        match &self.backend {
+            Backend::Real(real) => Some(real),
+            Backend::TestServer(_) => None,
+        }
+    }
+
+    /// Every request the API server answered: the test server's log, or the real API
+    /// server's audit log.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        match &self.backend {
+            Backend::TestServer(server) => server.requests(),
+            Backend::Real(real) => support::kube::requests(real.kube.audit_log()),
+        }
+    }
+
+    /// The namespace berth's Lease goes into (the chart's, on a real cluster).
+    pub fn lease_namespace(&self) -> &'static str {
+        match &self.backend {
+            Backend::TestServer(_) => "default",
+            Backend::Real(_) => RELEASE_NAMESPACE,
+        }
+    }
+
+    /// The kubeconfig berth runs with: the chart's ServiceAccount on a real cluster.
     pub fn kubeconfig(&self) -> &Path {
-        self.server.kubeconfig_path()
+        match &self.backend {
+            Backend::TestServer(server) => server.kubeconfig_path(),
+            Backend::Real(real) => &real.berth_kubeconfig,
+        }
     }
 
     pub fn profiles(&self) -> Api<DynamicObject> {
@@ -204,9 +339,62 @@ impl Cluster {
         )
         .await
         .unwrap_or_else(|e| panic!("creating node {:?}: {e}", node.metadata.name));
+        if self.real().is_some() {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            self.wait_node_ready(&name).await;
+        }
     }
 
-    pub async fn create_pod(&self, pod: Value) -> Pod {
+    /// Waits until kwok reports node `name` Ready and the node lifecycle controller has
+    /// no `not-ready`/`unreachable` taint on it (a real cluster's new node has both for a
+    /// moment).
+    pub async fn wait_node_ready(&self, name: &str) {
+        eventually(
+            &format!("node {name} is Ready and untainted"),
+            WAIT,
+            || async {
+                let node = self.nodes().get(name).await.map_err(|e| e.to_string())?;
+                let ready = node
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+                let lifecycle_taints: Vec<String> = node
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.taints.as_ref())
+                    .into_iter()
+                    .flatten()
+                    .filter(|t| {
+                        t.key == "node.kubernetes.io/not-ready"
+                            || t.key == "node.kubernetes.io/unreachable"
+                    })
+                    .map(|t| format!("{}:{}", t.key, t.effect))
+                    .collect();
+                if ready && lifecycle_taints.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!("ready {ready}, taints {lifecycle_taints:?}"))
+                }
+            },
+        )
+        .await;
+    }
+
+    /// Creates a pod. On a real cluster a pod written with `spec.priority` N gets
+    /// `spec.priorityClassName: priority-N` instead, with that PriorityClass created on
+    /// first use: the Priority admission plugin refuses an integer priority that no
+    /// class gives, as on any real cluster.
+    pub async fn create_pod(&self, mut pod: Value) -> Pod {
+        if self.real().is_some()
+            && let Some(priority) = pod["spec"]["priority"].as_i64()
+        {
+            let class = self.ensure_priority_class(priority).await;
+            if let Some(spec) = pod["spec"].as_object_mut() {
+                spec.remove("priority");
+                spec.insert("priorityClassName".into(), json!(class));
+            }
+        }
         let pod: Pod = serde_json::from_value(pod).expect("a Pod");
         within(
             "creating a pod",
@@ -215,6 +403,31 @@ impl Cluster {
         )
         .await
         .unwrap_or_else(|e| panic!("creating pod {:?}: {e}", pod.metadata.name))
+    }
+
+    /// PriorityClass `priority-<value>` with `value`, created when missing; its name.
+    pub async fn ensure_priority_class(&self, value: i64) -> String {
+        use k8s_openapi::api::scheduling::v1::PriorityClass;
+        let name = format!("priority-{value}");
+        let classes: Api<PriorityClass> = Api::all(self.client.clone());
+        let class: PriorityClass = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "value": value,
+            "preemptionPolicy": "PreemptLowerPriority",
+        }))
+        .expect("a PriorityClass");
+        match within(
+            "creating a PriorityClass",
+            WAIT,
+            classes.create(&PostParams::default(), &class),
+        )
+        .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => panic!("creating PriorityClass {name}: {e}"),
+        }
+        name
     }
 
     /// Creates a profile and returns the instant the server answered.
@@ -364,8 +577,7 @@ impl Cluster {
 
     /// Every `POST pods/<name>/binding` in the request log (any status).
     pub fn binding_requests(&self) -> Vec<RequestRecord> {
-        self.server
-            .requests()
+        self.requests()
             .into_iter()
             .filter(|r| {
                 r.verb == "create"
@@ -426,8 +638,7 @@ impl Cluster {
 
     /// PATCHes and PUTs of `schedulerprofiles/<name>/status` in the request log.
     pub fn profile_status_writes(&self, name: &str) -> usize {
-        self.server
-            .requests()
+        self.requests()
             .into_iter()
             .filter(|r| {
                 r.resource == "schedulerprofiles"
@@ -440,7 +651,7 @@ impl Cluster {
 
     /// The holder of Lease `default/<name>`.
     pub async fn lease_holder(&self, name: &str) -> Option<String> {
-        let leases: Api<Lease> = Api::namespaced(self.client.clone(), "default");
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), self.lease_namespace());
         within("reading a lease", WAIT, leases.get_opt(name))
             .await
             .unwrap_or_else(|e| panic!("reading lease {name}: {e}"))
@@ -483,7 +694,7 @@ impl Cluster {
 
     /// The last `n` requests of the log, one per line.
     pub fn request_log_tail(&self, n: usize) -> String {
-        let log = self.server.requests();
+        let log = self.requests();
         let skip = log.len().saturating_sub(n);
         log[skip..]
             .iter()
@@ -501,25 +712,154 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         if std::thread::panicking() {
             eprintln!(
-                "---- test API server request log (last 150) ----{}",
+                "---- API server request log (last 150) ----{}",
                 self.request_log_tail(150)
             );
+            if let Some(real) = self.real() {
+                eprintln!(
+                    "---- the components' logs ----\n{}",
+                    real.kube.logs_tail(40)
+                );
+            }
         }
-        save_berth_requests(&self.server);
+        save_berth_requests(self.requests());
     }
+}
+
+/// Creates ServiceAccount `namespace/name` (and the namespace) when missing and returns a
+/// token of it from the TokenRequest API, valid for an hour.
+async fn service_account_token(client: &kube::Client, namespace: &str, name: &str) -> String {
+    use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": namespace}})).expect("a Namespace");
+    match within(
+        "creating a namespace",
+        WAIT,
+        namespaces.create(&PostParams::default(), &ns),
+    )
+    .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("creating namespace {namespace}: {e}"),
+    }
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    let account: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": name}})).expect("a ServiceAccount");
+    match within(
+        "creating a ServiceAccount",
+        WAIT,
+        accounts.create(&PostParams::default(), &account),
+    )
+    .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("creating ServiceAccount {namespace}/{name}: {e}"),
+    }
+    let request = k8s_openapi::api::authentication::v1::TokenRequest {
+        spec: Some(k8s_openapi::api::authentication::v1::TokenRequestSpec {
+            expiration_seconds: Some(3600),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let answer = within(
+        "a token request",
+        WAIT,
+        accounts.create_token_request(name, &PostParams::default(), &request),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("a token for {namespace}/{name}: {e}"));
+    answer.status.and_then(|s| s.token).expect("a token")
+}
+
+/// `helm install` of the chart into [`RELEASE_NAMESPACE`] (its CRDs included), with the
+/// Deployment scaled to 0 (the tests run berth themselves), and the CRDs established.
+async fn install_chart(helm: &Path, kube: &KubeCluster, client: &kube::Client) {
+    let chart = repo_root().join("charts/berth");
+    let output = Command::new(helm)
+        .arg("install")
+        .arg(RELEASE)
+        .arg(&chart)
+        .args([
+            "--namespace",
+            RELEASE_NAMESPACE,
+            "--create-namespace",
+            "--wait=false",
+        ])
+        .args(["--set", "leaderElection.leaseName=berth"])
+        // The tests create the profiles they need.
+        .args(["--set", "profiles=null"])
+        .args(["--set", "metrics.reader.subjects[0].kind=ServiceAccount"])
+        .args(["--set", "metrics.reader.subjects[0].name=prometheus"])
+        .args(["--set", "metrics.reader.subjects[0].namespace=monitoring"])
+        .arg("--kubeconfig")
+        .arg(kube.admin_kubeconfig())
+        .env("HELM_CACHE_HOME", kube.dir().join("helm/cache"))
+        .env("HELM_CONFIG_HOME", kube.dir().join("helm/config"))
+        .env("HELM_DATA_HOME", kube.dir().join("helm/data"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("running helm");
+    assert!(
+        output.status.success(),
+        "helm install failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(client.clone(), RELEASE_NAMESPACE);
+    within(
+        "scaling the chart's Deployment to 0",
+        WAIT,
+        deployments.patch(
+            RELEASE,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 0}})),
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("scaling deployment {RELEASE_NAMESPACE}/{RELEASE} to 0: {e}"));
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client.clone());
+    for name in ["schedulerprofiles.berth.dev", "podgroups.berth.dev"] {
+        eventually(&format!("CRD {name} is established"), WAIT, || async {
+            let crd = crds.get_opt(name).await.map_err(|e| e.to_string())?;
+            let established = crd
+                .as_ref()
+                .and_then(|c| c.status.as_ref())
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                });
+            if established {
+                Ok(())
+            } else {
+                Err(format!("{:?}", crd.and_then(|c| c.status)))
+            }
+        })
+        .await;
+    }
+    // Pods need their namespace's default ServiceAccount (admission).
+    eventually("namespace default has its ServiceAccount", WAIT, || {
+        kube_cluster::default_service_account(client, "default")
+    })
+    .await;
 }
 
 /// With `BERTH_E2E_REQUEST_LOG_DIR` set, writes the requests berth made (told apart by
 /// its `User-Agent`) as a JSON array of `RequestRecord`s to
 /// `<dir>/<test>-<pid>-<n>.json`, for the chart's RBAC replay (`rbac_replay` in
 /// tests/chart.rs). `scripts/test.sh` sets it.
-fn save_berth_requests(server: &TestApiServer) {
+fn save_berth_requests(requests: Vec<RequestRecord>) {
     static SAVED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let Some(dir) = std::env::var_os("BERTH_E2E_REQUEST_LOG_DIR").map(PathBuf::from) else {
         return;
     };
-    let requests: Vec<RequestRecord> = server
-        .requests()
+    let requests: Vec<RequestRecord> = requests
         .into_iter()
         .filter(|r| r.user_agent.as_deref() == Some(berth::operator::USER_AGENT))
         .collect();
@@ -625,6 +965,8 @@ pub struct Berth {
     pub https: bool,
     logs: Arc<Mutex<Vec<String>>>,
     exited: Option<ExitStatus>,
+    /// The cluster's metrics reader token ([`Cluster::metrics_token`]).
+    metrics_token: String,
 }
 
 /// The Lease both replicas of the leader-election test campaign for.
@@ -667,7 +1009,7 @@ impl Berth {
             Some(identity) => {
                 command
                     .arg("--leader-elect")
-                    .args(["--lease-namespace", "default"])
+                    .args(["--lease-namespace", cluster.lease_namespace()])
                     .args(["--lease-name", LEASE_NAME])
                     .args(["--identity", identity])
                     .args(["--lease-duration-seconds", "4"]);
@@ -702,6 +1044,15 @@ impl Berth {
             https: !matches!(options.metrics, MetricsPort::Insecure),
             logs,
             exited: None,
+            metrics_token: cluster.metrics_token.clone(),
+        }
+    }
+
+    /// SIGKILL, at once (no graceful shutdown, no Lease release).
+    pub fn kill(&mut self) {
+        if self.exited.is_none() {
+            let _ = self.child.kill();
+            self.exited = self.child.wait().ok();
         }
     }
 
@@ -739,10 +1090,10 @@ impl Berth {
         }
     }
 
-    /// GET on the metrics address as the metrics reader ([`METRICS_READER_TOKEN`]):
+    /// GET on the metrics address as the metrics reader ([`Cluster::metrics_token`]):
     /// status code and body.
     pub async fn get(&self, path: &str) -> Result<(u16, String), String> {
-        self.get_with_token(path, Some(METRICS_READER_TOKEN)).await
+        self.get_with_token(path, Some(&self.metrics_token)).await
     }
 
     /// GET on the metrics address with `token` as bearer token (none: no

@@ -30,7 +30,19 @@ fn bound_to(mut p: Value, node: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn editing_a_profile_changes_placements_without_restart_and_deleting_it_stops_binding() {
-    let cluster = Cluster::start().await;
+    edit_and_delete(37).await;
+}
+
+/// The 1.35 smoke subset: the same profile lifecycle against kube-apiserver 1.35.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_profile_lifecycle_against_kubernetes_1_35() {
+    edit_and_delete(35).await;
+}
+
+async fn edit_and_delete(minor: u32) {
+    let Some(cluster) = Cluster::start_reporting(minor).await else {
+        return;
+    };
     for n in nodes() {
         cluster.create_node(n).await;
     }
@@ -166,7 +178,9 @@ async fn editing_a_profile_changes_placements_without_restart_and_deleting_it_st
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_profiles_with_one_scheduler_name_the_newer_reports_duplicate() {
-    let cluster = Cluster::start().await;
+    let Some(cluster) = Cluster::start().await else {
+        return;
+    };
     cluster.create_node(node("node-1", "4", "8Gi")).await;
     let mut berth = Berth::spawn(&cluster, BerthOptions::default());
     berth.wait_ready().await;

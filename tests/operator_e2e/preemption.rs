@@ -87,9 +87,18 @@ async fn full_cluster(cluster: &Cluster) {
         .await;
 }
 
-/// [`full_cluster`] with berth running a default profile for [`SCHEDULER`].
-async fn start() -> (Cluster, Berth) {
-    let cluster = Cluster::start().await;
+/// [`full_cluster`] with berth running a default profile for [`SCHEDULER`], on a real
+/// cluster (`None` after a skip) or, with `test_server`, on the test API server.
+async fn start(test_server: bool) -> Option<(Cluster, Berth)> {
+    let cluster = match test_server {
+        true => Cluster::start_test_server().await,
+        false => Cluster::start().await?,
+    };
+    Some(started(cluster).await)
+}
+
+/// [`full_cluster`] on `cluster` with berth running a default profile for [`SCHEDULER`].
+async fn started(cluster: Cluster) -> (Cluster, Berth) {
     full_cluster(&cluster).await;
     let mut berth = Berth::spawn(&cluster, BerthOptions::default());
     berth.wait_ready().await;
@@ -121,8 +130,23 @@ async fn wait_victim(cluster: &Cluster) -> (String, Pod) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_high_priority_pod_evicts_one_victim_is_nominated_and_binds() {
-    let (cluster, mut berth) = start().await;
+    let Some((cluster, berth)) = start(false).await else {
+        return;
+    };
+    evicts_one_victim(cluster, berth).await;
+}
 
+/// The 1.35 smoke subset: the same preemption against kube-apiserver 1.35.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preemption_against_kubernetes_1_35() {
+    let Some(cluster) = Cluster::start_reporting(35).await else {
+        return;
+    };
+    let berth = started(cluster).await;
+    evicts_one_victim(berth.0, berth.1).await;
+}
+
+async fn evicts_one_victim(cluster: Cluster, mut berth: Berth) {
     let preemptor = cluster.create_pod(pod("preemptor", 1000, "1", None)).await;
     let uid = preemptor.metadata.uid.clone().unwrap_or_default();
 
@@ -200,11 +224,13 @@ async fn a_high_priority_pod_evicts_one_victim_is_nominated_and_binds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_eviction_retries_the_preemptor_and_binds_it_once() {
-    let (cluster, mut berth) = start().await;
+    let Some((cluster, mut berth)) = start(true).await else {
+        return;
+    };
 
     // The first two deletions of a pod fail: the first preemption fails, the preemptor
     // is retried at once and preempts again.
-    cluster.server.inject_fault(Fault {
+    cluster.server().inject_fault(Fault {
         verb: Some("delete".into()),
         resource: Some("pods".into()),
         count: 2,
@@ -215,7 +241,6 @@ async fn a_failed_eviction_retries_the_preemptor_and_binds_it_once() {
 
     let (victim, _) = wait_victim(&cluster).await;
     let deletes = cluster
-        .server
         .requests()
         .into_iter()
         .filter(|r| r.verb == "delete" && r.resource == "pods")

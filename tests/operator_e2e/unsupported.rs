@@ -60,7 +60,13 @@ async fn refusal_of(cluster: &Cluster, name: &str) -> (String, String, String) {
 /// condition, event and message (also the simulator's), that the plain pod binds and that
 /// no refused pod is ever bound.
 async fn refused_live(minor: u32, refused: &[(&str, Value, &str)]) {
-    let cluster = Cluster::start_reporting(minor).await;
+    // The Workload API's pod field is behind the GenericWorkload gate (off by default in
+    // 1.35 and 1.37): without it the API server drops the field and the pod is plain.
+    let Some(cluster) =
+        Cluster::start_reporting_with(minor, &["--feature-gates=GenericWorkload=true"]).await
+    else {
+        return;
+    };
     cluster.create_node(node("n1", "8", "16Gi")).await;
     let mut berth = Berth::spawn(&cluster, BerthOptions::default());
     berth.wait_ready().await;

@@ -14,6 +14,7 @@ pub mod cli;
 pub mod fake_prometheus;
 pub mod http;
 pub mod https;
+pub mod kube;
 pub mod prometheus;
 pub mod simulate;
 pub mod temp;

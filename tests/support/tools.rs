@@ -65,3 +65,14 @@ pub fn kubectl_or_skip(test: &str) -> Option<PathBuf> {
     }
     found
 }
+
+/// helm (v3 or v4), or `None` after [`skip`].
+pub fn helm_or_skip(test: &str) -> Option<PathBuf> {
+    let found = find_tool("helm", &["version", "--short"], |out| {
+        out.starts_with("v3.") || out.starts_with("v4.")
+    });
+    if found.is_none() {
+        skip(test, &format!("helm was not found; {INSTALL_HINT}"));
+    }
+    found
+}

@@ -91,7 +91,8 @@ pub fn cache_dir() -> PathBuf {
 /// The version a `kube/<dir>/go.mod` requires of `module`, read from the file itself.
 fn pinned(dir: &str, module: &str) -> Result<String, Error> {
     let path = repo_root().join("kube").join(dir).join("go.mod");
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::Components(format!("reading {}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Error::Components(format!("reading {}: {e}", path.display())))?;
     text.lines()
         .map(str::trim)
         .map(|line| line.trim_start_matches("require").trim())
@@ -121,7 +122,12 @@ pub fn binaries(release: Release) -> Result<Binaries, Error> {
         kwok: cache.join(format!("kwok-{kwok_version}/kwok")),
         version,
     };
-    let complete = |binary: &Path| binary.parent().is_some_and(|dir| dir.join(".complete").is_file()) && binary.is_file();
+    let complete = |binary: &Path| {
+        binary
+            .parent()
+            .is_some_and(|dir| dir.join(".complete").is_file())
+            && binary.is_file()
+    };
     let mut missing = Vec::new();
     if !complete(&binaries.etcd) {
         missing.push("etcd");
@@ -135,7 +141,11 @@ pub fn binaries(release: Release) -> Result<Binaries, Error> {
     if missing.is_empty() {
         return Ok(binaries);
     }
-    if Command::new("go").arg("version").output().map_or(true, |out| !out.status.success()) {
+    if Command::new("go")
+        .arg("version")
+        .output()
+        .map_or(true, |out| !out.status.success())
+    {
         return Err(Error::NoGo);
     }
     let script = repo_root().join("scripts/kube-build.sh");

@@ -41,7 +41,9 @@ use process::Process;
 /// What can go wrong starting or using a cluster.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("Go is not installed (`go version` failed); the real components are built from Go modules")]
+    #[error(
+        "Go is not installed (`go version` failed); the real components are built from Go modules"
+    )]
     NoGo,
     #[error("the real components: {0}")]
     Components(String),
@@ -127,13 +129,15 @@ fn fresh_dir(prefix: &str) -> Result<PathBuf, Error> {
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
-    std::fs::create_dir_all(&dir).map_err(|e| Error::Io(format!("creating {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::Io(format!("creating {}: {e}", dir.display())))?;
     Ok(dir)
 }
 
 /// A loopback port nothing listens on now.
 pub fn free_port() -> Result<u16, Error> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| Error::Io(format!("finding a free port: {e}")))?;
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| Error::Io(format!("finding a free port: {e}")))?;
     listener
         .local_addr()
         .map(|a| a.port())
@@ -142,13 +146,20 @@ pub fn free_port() -> Result<u16, Error> {
 
 /// A plain-HTTP GET on loopback: the status code and body, or why not.
 fn http_get(address: SocketAddr, path: &str) -> Result<(u16, String), String> {
-    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(2)).map_err(|e| e.to_string())?;
+    let mut stream =
+        TcpStream::connect_timeout(&address, Duration::from_secs(2)).map_err(|e| e.to_string())?;
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .map_err(|e| e.to_string())?;
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n").map_err(|e| e.to_string())?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
     let mut response = String::new();
-    stream.read_to_string(&mut response).map_err(|e| e.to_string())?;
+    stream
+        .read_to_string(&mut response)
+        .map_err(|e| e.to_string())?;
     let status = response
         .split_whitespace()
         .nth(1)
@@ -215,8 +226,11 @@ impl KubeCluster {
             pki.admin.cert.display(),
             pki.admin.key.display()
         );
-        std::fs::write(&admin_kubeconfig, kubeconfig(&server, &pki.ca_cert, "admin", &admin_user))
-            .map_err(|e| Error::Io(format!("writing the admin kubeconfig: {e}")))?;
+        std::fs::write(
+            &admin_kubeconfig,
+            kubeconfig(&server, &pki.ca_cert, "admin", &admin_user),
+        )
+        .map_err(|e| Error::Io(format!("writing the admin kubeconfig: {e}")))?;
         let mut cluster = KubeCluster {
             audit_log: dir.join("audit.log"),
             keep_dir: std::env::var_os("BERTH_KUBE_KEEP").is_some(),
@@ -289,7 +303,12 @@ impl KubeCluster {
             "--unsafe-no-fsync=true".to_string(),
             "--log-level=warn".to_string(),
         ];
-        let process = Process::start("etcd", &self.binaries.etcd, args(&list), self.dir.join("etcd.log"))?;
+        let process = Process::start(
+            "etcd",
+            &self.binaries.etcd,
+            args(&list),
+            self.dir.join("etcd.log"),
+        )?;
         self.etcd = Some(process);
         self.wait_etcd().await
     }
@@ -323,11 +342,20 @@ impl KubeCluster {
             format!("--tls-private-key-file={}", pki.serving.key.display()),
             format!("--client-ca-file={}", pki.ca_cert.display()),
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local".to_string(),
-            format!("--service-account-key-file={}", pki.service_account_public.display()),
-            format!("--service-account-signing-key-file={}", pki.service_account_key.display()),
+            format!(
+                "--service-account-key-file={}",
+                pki.service_account_public.display()
+            ),
+            format!(
+                "--service-account-signing-key-file={}",
+                pki.service_account_key.display()
+            ),
             "--service-cluster-ip-range=10.96.0.0/16".to_string(),
             "--authorization-mode=RBAC".to_string(),
-            format!("--audit-policy-file={}", self.dir.join("audit-policy.yaml").display()),
+            format!(
+                "--audit-policy-file={}",
+                self.dir.join("audit-policy.yaml").display()
+            ),
             format!("--audit-log-path={}", self.audit_log.display()),
             "--audit-log-mode=blocking".to_string(),
             "--profiling=false".to_string(),
@@ -339,7 +367,8 @@ impl KubeCluster {
 
     async fn start_apiserver(&mut self) -> Result<(), Error> {
         let policy = self.dir.join("audit-policy.yaml");
-        std::fs::write(&policy, AUDIT_POLICY).map_err(|e| Error::Io(format!("writing {}: {e}", policy.display())))?;
+        std::fs::write(&policy, AUDIT_POLICY)
+            .map_err(|e| Error::Io(format!("writing {}: {e}", policy.display())))?;
         let process = Process::start(
             "kube-apiserver",
             &self.binaries.kube_apiserver,
@@ -357,7 +386,9 @@ impl KubeCluster {
             let kubeconfig = kubeconfig.clone();
             async move {
                 let client = client_from(&kubeconfig).await.map_err(|e| e.to_string())?;
-                let request = http::Request::get("/readyz").body(Vec::new()).map_err(|e| e.to_string())?;
+                let request = http::Request::get("/readyz")
+                    .body(Vec::new())
+                    .map_err(|e| e.to_string())?;
                 match client.request_text(request).await {
                     Ok(body) if body.trim() == "ok" => Ok(()),
                     Ok(body) => Err(body),
@@ -377,7 +408,12 @@ impl KubeCluster {
         );
         std::fs::write(
             &kubeconfig_path,
-            kubeconfig(&self.server, &self.pki.ca_cert, "kube-controller-manager", &user),
+            kubeconfig(
+                &self.server,
+                &self.pki.ca_cert,
+                "kube-controller-manager",
+                &user,
+            ),
         )
         .map_err(|e| Error::Io(format!("writing the controller manager's kubeconfig: {e}")))?;
         let kubeconfig = kubeconfig_path.display().to_string();
@@ -387,8 +423,14 @@ impl KubeCluster {
             format!("--authorization-kubeconfig={kubeconfig}"),
             "--bind-address=127.0.0.1".to_string(),
             format!("--secure-port={}", free_port()?),
-            format!("--cert-dir={}", self.dir.join("controller-manager-certs").display()),
-            format!("--service-account-private-key-file={}", self.pki.service_account_key.display()),
+            format!(
+                "--cert-dir={}",
+                self.dir.join("controller-manager-certs").display()
+            ),
+            format!(
+                "--service-account-private-key-file={}",
+                self.pki.service_account_key.display()
+            ),
             format!("--root-ca-file={}", self.pki.ca_cert.display()),
             "--use-service-account-credentials=true".to_string(),
             "--leader-elect=false".to_string(),
@@ -449,7 +491,12 @@ impl KubeCluster {
 
     /// A kubeconfig for ServiceAccount `namespace/name` with a token from the TokenRequest
     /// API, valid for `ttl`: the identity a pod of that account has. The account must exist.
-    pub async fn service_account_kubeconfig(&self, namespace: &str, name: &str, ttl: Duration) -> Result<PathBuf, Error> {
+    pub async fn service_account_kubeconfig(
+        &self,
+        namespace: &str,
+        name: &str,
+        ttl: Duration,
+    ) -> Result<PathBuf, Error> {
         let client = self.admin_client().await?;
         let body = serde_json::json!({
             "apiVersion": "authentication.k8s.io/v1",
@@ -466,13 +513,23 @@ impl KubeCluster {
             .request(request)
             .await
             .map_err(|e| Error::Api(format!("a token for {namespace}/{name}: {e}")))?;
-        let token = answer["status"]["token"]
-            .as_str()
-            .ok_or_else(|| Error::Api(format!("the TokenRequest for {namespace}/{name} had no token: {answer}")))?;
+        let token = answer["status"]["token"].as_str().ok_or_else(|| {
+            Error::Api(format!(
+                "the TokenRequest for {namespace}/{name} had no token: {answer}"
+            ))
+        })?;
         let path = self.dir.join(format!("sa-{namespace}-{name}.kubeconfig"));
         let user = format!("    token: {token}");
-        std::fs::write(&path, kubeconfig(&self.server, &self.pki.ca_cert, &format!("{namespace}-{name}"), &user))
-            .map_err(|e| Error::Io(format!("writing {}: {e}", path.display())))?;
+        std::fs::write(
+            &path,
+            kubeconfig(
+                &self.server,
+                &self.pki.ca_cert,
+                &format!("{namespace}-{name}"),
+                &user,
+            ),
+        )
+        .map_err(|e| Error::Io(format!("writing {}: {e}", path.display())))?;
         Ok(path)
     }
 
@@ -495,17 +552,34 @@ impl KubeCluster {
 
     /// The tail of each component's log, for a failing test's output.
     pub fn logs_tail(&self, lines: usize) -> String {
-        [&self.etcd, &self.apiserver, &self.controller_manager, &self.kwok]
-            .into_iter()
-            .flatten()
-            .map(|p| format!("--- {} ({}):\n{}", p.name, p.log().display(), p.log_tail(lines)))
-            .collect::<Vec<_>>()
-            .join("\n")
+        [
+            &self.etcd,
+            &self.apiserver,
+            &self.controller_manager,
+            &self.kwok,
+        ]
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            format!(
+                "--- {} ({}):\n{}",
+                p.name,
+                p.log().display(),
+                p.log_tail(lines)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
     }
 
     /// Stops every component now (what drop does).
     pub fn stop(&mut self) {
-        for process in [&mut self.kwok, &mut self.controller_manager, &mut self.apiserver, &mut self.etcd] {
+        for process in [
+            &mut self.kwok,
+            &mut self.controller_manager,
+            &mut self.apiserver,
+            &mut self.etcd,
+        ] {
             if let Some(mut p) = process.take() {
                 p.stop();
             }
@@ -526,16 +600,21 @@ impl Drop for KubeCluster {
 
 /// A kube client from a kubeconfig file.
 pub async fn client_from(path: &Path) -> Result<kube::Client, Error> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| Error::Api(format!("{}: {e}", path.display())))?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-        .await
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)
         .map_err(|e| Error::Api(format!("{}: {e}", path.display())))?;
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .map_err(|e| Error::Api(format!("{}: {e}", path.display())))?;
     kube::Client::try_from(config).map_err(|e| Error::Api(e.to_string()))
 }
 
 /// `Ok` once `namespace` has its `default` ServiceAccount.
 pub async fn default_service_account(client: &kube::Client, namespace: &str) -> Result<(), String> {
-    let accounts: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> = kube::Api::namespaced(client.clone(), namespace);
+    let accounts: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        kube::Api::namespaced(client.clone(), namespace);
     match accounts.get_opt("default").await {
         Ok(Some(_)) => Ok(()),
         Ok(None) => Err(format!("no ServiceAccount {namespace}/default yet")),
@@ -544,7 +623,12 @@ pub async fn default_service_account(client: &kube::Client, namespace: &str) -> 
 }
 
 /// Polls `check` every 200 ms until it is `Ok`, failing early when `process` exits.
-async fn wait_healthy<F, Fut>(name: &str, timeout: Duration, mut process: Option<&mut Process>, mut check: F) -> Result<(), Error>
+async fn wait_healthy<F, Fut>(
+    name: &str,
+    timeout: Duration,
+    mut process: Option<&mut Process>,
+    mut check: F,
+) -> Result<(), Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<(), String>>,
@@ -561,7 +645,11 @@ where
         };
         if Instant::now() >= deadline {
             let tail = process.map(|p| p.log_tail(30)).unwrap_or_default();
-            return Err(Error::Unhealthy(name.to_string(), timeout, format!("{last}\nthe end of its log:\n{tail}")));
+            return Err(Error::Unhealthy(
+                name.to_string(),
+                timeout,
+                format!("{last}\nthe end of its log:\n{tail}"),
+            ));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

@@ -9,7 +9,10 @@ use clap::{Parser, Subcommand};
 use kube_cluster::{KubeCluster, Options, Release};
 
 #[derive(Parser)]
-#[command(name = "kube-cluster", about = "A real Kubernetes control plane on loopback (etcd, kube-apiserver, kube-controller-manager, kwok)")]
+#[command(
+    name = "kube-cluster",
+    about = "A real Kubernetes control plane on loopback (etcd, kube-apiserver, kube-controller-manager, kwok)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -34,8 +37,14 @@ enum Command {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let cli = Cli::parse();
-    let Command::Up { release, nodes, keep } = cli.command;
-    eprintln!("kube-cluster: starting Kubernetes {release:?} (the first run on a machine builds the components)");
+    let Command::Up {
+        release,
+        nodes,
+        keep,
+    } = cli.command;
+    eprintln!(
+        "kube-cluster: starting Kubernetes {release:?} (the first run on a machine builds the components)"
+    );
     let mut cluster = match KubeCluster::start(Options::release(release)).await {
         Ok(cluster) => cluster,
         Err(e) => {

@@ -37,23 +37,28 @@ fn pki_error(what: &str) -> impl Fn(rcgen::Error) -> Error + '_ {
 
 fn write(dir: &Path, name: &str, text: &str) -> Result<PathBuf, Error> {
     let path = dir.join(name);
-    std::fs::write(&path, text).map_err(|e| Error::Pki(format!("writing {}: {e}", path.display())))?;
+    std::fs::write(&path, text)
+        .map_err(|e| Error::Pki(format!("writing {}: {e}", path.display())))?;
     Ok(path)
 }
 
 impl Pki {
     /// Generates a fresh PKI into `dir`.
     pub fn generate(dir: &Path) -> Result<Pki, Error> {
-        std::fs::create_dir_all(dir).map_err(|e| Error::Pki(format!("creating {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::Pki(format!("creating {}: {e}", dir.display())))?;
         let ca_key = KeyPair::generate().map_err(pki_error("CA key"))?;
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(pki_error("CA"))?;
+        let mut ca_params =
+            CertificateParams::new(Vec::<String>::new()).map_err(pki_error("CA"))?;
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         ca_params.key_usages = vec![
             KeyUsagePurpose::KeyCertSign,
             KeyUsagePurpose::CrlSign,
             KeyUsagePurpose::DigitalSignature,
         ];
-        ca_params.distinguished_name.push(DnType::CommonName, "berth-e2e-ca");
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "berth-e2e-ca");
         let ca_key_pem = ca_key.serialize_pem();
         let ca = CertifiedIssuer::self_signed(ca_params, ca_key).map_err(pki_error("CA"))?;
 
@@ -65,11 +70,16 @@ impl Pki {
          -> Result<Pair, Error> {
             let key = KeyPair::generate().map_err(pki_error(file))?;
             let mut params = CertificateParams::new(names).map_err(pki_error(file))?;
-            params.distinguished_name.push(DnType::CommonName, common_name);
+            params
+                .distinguished_name
+                .push(DnType::CommonName, common_name);
             if let Some(o) = organization {
                 params.distinguished_name.push(DnType::OrganizationName, o);
             }
-            params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+            params.key_usages = vec![
+                KeyUsagePurpose::DigitalSignature,
+                KeyUsagePurpose::KeyEncipherment,
+            ];
             params.extended_key_usages = vec![usage];
             let cert = params.signed_by(&key, &ca).map_err(pki_error(file))?;
             Ok(Pair {

@@ -22,7 +22,12 @@ pub struct Process {
 
 impl Process {
     /// Starts `program` with `args`, appending stdout and stderr to `log`.
-    pub fn start(name: &str, program: &Path, args: Vec<OsString>, log: PathBuf) -> Result<Process, Error> {
+    pub fn start(
+        name: &str,
+        program: &Path,
+        args: Vec<OsString>,
+        log: PathBuf,
+    ) -> Result<Process, Error> {
         let mut process = Process {
             name: name.to_string(),
             program: program.to_path_buf(),
@@ -40,7 +45,12 @@ impl Process {
                 .create(true)
                 .append(true)
                 .open(&self.log)
-                .map_err(|e| Error::Start(self.name.clone(), format!("opening {}: {e}", self.log.display())))
+                .map_err(|e| {
+                    Error::Start(
+                        self.name.clone(),
+                        format!("opening {}: {e}", self.log.display()),
+                    )
+                })
         };
         let (out, err) = (open()?, open()?);
         let mut command = Command::new(&self.program);
@@ -60,9 +70,12 @@ impl Process {
                 Ok(())
             });
         }
-        let child = command
-            .spawn()
-            .map_err(|e| Error::Start(self.name.clone(), format!("{}: {e}", self.program.display())))?;
+        let child = command.spawn().map_err(|e| {
+            Error::Start(
+                self.name.clone(),
+                format!("{}: {e}", self.program.display()),
+            )
+        })?;
         self.child = Some(child);
         Ok(())
     }
@@ -87,12 +100,24 @@ impl Process {
     /// `Err` with the exit status and the log's tail when the process has exited.
     pub fn check_running(&mut self) -> Result<(), Error> {
         let Some(child) = self.child.as_mut() else {
-            return Err(Error::Exited(self.name.clone(), "stopped".to_string(), String::new()));
+            return Err(Error::Exited(
+                self.name.clone(),
+                "stopped".to_string(),
+                String::new(),
+            ));
         };
         match child.try_wait() {
             Ok(None) => Ok(()),
-            Ok(Some(status)) => Err(Error::Exited(self.name.clone(), status.to_string(), self.log_tail(30))),
-            Err(e) => Err(Error::Exited(self.name.clone(), e.to_string(), self.log_tail(30))),
+            Ok(Some(status)) => Err(Error::Exited(
+                self.name.clone(),
+                status.to_string(),
+                self.log_tail(30),
+            )),
+            Err(e) => Err(Error::Exited(
+                self.name.clone(),
+                e.to_string(),
+                self.log_tail(30),
+            )),
         }
     }
 

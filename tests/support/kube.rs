@@ -1,0 +1,117 @@
+//! The real Kubernetes control plane for tests (`crates/kube-cluster`): started per
+//! test, skipped loudly on a laptop without Go (never on CI), and its audit log read back
+//! as the request log the test API server keeps ([`requests`]), so the same assertions
+//! and the RBAC replay work on both.
+
+use std::path::Path;
+
+use kube_cluster::{Error, KubeCluster, Options};
+use serde_json::Value;
+use test_apiserver::RequestRecord;
+
+use super::tools::skip;
+
+/// A real cluster, or `None` after a loud skip when Go is missing (not on CI, where
+/// that fails the test). Any other failure to start fails the test with the components'
+/// logs.
+pub async fn start_or_skip(test: &str, options: Options) -> Option<KubeCluster> {
+    match KubeCluster::start(options).await {
+        Ok(cluster) => Some(cluster),
+        Err(Error::NoGo) => {
+            skip(
+                test,
+                "Go is not installed, so the real kube-apiserver, etcd, kube-controller-manager \
+                 and kwok cannot be built (scripts/kube-build.sh)",
+            );
+            None
+        }
+        Err(e) => panic!("{test}: starting the real cluster: {e}"),
+    }
+}
+
+/// The HTTP method of a request the audit log names by its verb.
+fn method_of(verb: &str) -> &'static str {
+    match verb {
+        "get" | "list" | "watch" => "GET",
+        "create" => "POST",
+        "update" => "PUT",
+        "patch" => "PATCH",
+        "delete" | "deletecollection" => "DELETE",
+        _ => "GET",
+    }
+}
+
+/// One audit event (`audit.k8s.io/v1`) as a [`RequestRecord`]; `None` for what is not a
+/// finished (or, for a watch, started) request.
+pub fn record_of(event: &Value) -> Option<RequestRecord> {
+    let stage = event["stage"].as_str()?;
+    if stage != "ResponseComplete" && stage != "ResponseStarted" && stage != "Panic" {
+        return None;
+    }
+    let uri = event["requestURI"].as_str()?;
+    let (path, query) = uri.split_once('?').unwrap_or((uri, ""));
+    let verb = event["verb"].as_str()?.to_string();
+    let object = &event["objectRef"];
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    let (resource, subresource, namespace, name, group, version) = if object.is_object() {
+        (
+            text(&object["resource"]).unwrap_or_default(),
+            text(&object["subresource"]),
+            text(&object["namespace"]),
+            text(&object["name"]),
+            text(&object["apiGroup"]).unwrap_or_default(),
+            text(&object["apiVersion"]).unwrap_or_default(),
+        )
+    } else {
+        Default::default()
+    };
+    Some(RequestRecord {
+        method: method_of(&verb).to_string(),
+        verb,
+        path: path.to_string(),
+        query: query.to_string(),
+        group,
+        version,
+        resource,
+        subresource,
+        namespace,
+        name,
+        user_agent: text(&event["userAgent"]),
+        status: event["responseStatus"]["code"]
+            .as_u64()
+            .and_then(|c| u16::try_from(c).ok())
+            .unwrap_or(0),
+    })
+}
+
+/// The API server's audit log at `path` as request records, in the order the server
+/// finished them. A long-running request (a watch) appears once, when it started.
+pub fn requests(path: &Path) -> Vec<RequestRecord> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut seen = std::collections::HashSet::new();
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| {
+            event["auditID"]
+                .as_str()
+                .is_none_or(|id| seen.insert(id.to_string()))
+        })
+        .filter_map(|event| record_of(&event))
+        .collect()
+}
+
+/// The audit log's requests by `username` (e.g. `system:serviceaccount:ns:name`).
+pub fn requests_by(path: &Path, username: &str) -> Vec<RequestRecord> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut seen = std::collections::HashSet::new();
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["user"]["username"] == username)
+        .filter(|event| {
+            event["auditID"]
+                .as_str()
+                .is_none_or(|id| seen.insert(id.to_string()))
+        })
+        .filter_map(|event| record_of(&event))
+        .collect()
+}
