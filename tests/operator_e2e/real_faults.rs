@@ -226,12 +226,14 @@ async fn a_leader_killed_while_binding_is_replaced_and_no_pod_is_lost_or_bound_t
     cluster.create_profile(profile(SCHEDULER, json!({}))).await;
     cluster.wait_profile_ready(SCHEDULER, WAIT).await;
     let started = Instant::now();
-    create_pods(&cluster, 0..PODS / 2).await;
-    wait_bound_at_least(&cluster, 1, RUN).await;
-    let bound_before = bound_count(&cluster).await.unwrap_or(0);
-
-    r1.kill();
-    let killed = Instant::now();
+    // The kill comes while r1 binds: once 200 of the first half are bound, with the
+    // creation of that half still going on.
+    let ((), (bound_before, killed)) = tokio::join!(create_pods(&cluster, 0..PODS / 2), async {
+        wait_bound_at_least(&cluster, 200, RUN).await;
+        r1.kill();
+        let killed = Instant::now();
+        (bound_count(&cluster).await.unwrap_or(0), killed)
+    });
     let before = bound_count(&cluster).await.unwrap_or(0);
     eventually("r2 holds the lease", WAIT * 2, || async {
         match cluster.lease_holder(LEASE_NAME).await {
