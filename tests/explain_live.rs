@@ -1,10 +1,13 @@
-//! `berth simulate --from-cluster` and `kubectl berth` against the test API server (issue
-//! 19, "Done when"): a cluster built from examples/quickstart.yaml (nodes, running pods,
+//! `berth simulate --from-cluster` and `kubectl berth` against a real cluster (issue 19,
+//! "Done when"; since the issue "Real Kubernetes in the loop": etcd, kube-apiserver 1.37,
+//! kube-controller-manager and kwok, `crates/kube-cluster`): a cluster built from
+//! examples/quickstart.yaml (nodes, running pods,
 //! pending pods, a PriorityClass, a namespace, a profile). Reading the cluster gives the
 //! same placements and reasons as `berth simulate -f` on the same objects written as YAML
 //! by kubectl; `--pod` explains one pod; a what-if with another profile lists exactly the
 //! pods two plain simulations place differently; `kubectl berth why` runs through kubectl's
-//! plugin mechanism; and nothing is written to the cluster.
+//! plugin mechanism; and nothing is written to the cluster (the API server's audit log has
+//! no write from berth's user agent).
 
 mod support;
 
@@ -12,14 +15,17 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use kube_cluster::KubeCluster;
 use serde_json::Value;
-use support::api::{berth_crds, repo_root, start_with_crds};
+use std::time::Duration;
+use support::api::{berth_crds, repo_root};
 use support::cli::{BERTH, stderr, stdout};
 use support::temp::TempDir;
 use support::tools::kubectl_or_skip;
-use test_apiserver::TestApiServer;
 
 /// Where each of the quickstart's kinds is served: (group, version, plural, namespaced).
 fn served(kind: &str) -> (&'static str, &'static str, &'static str, bool) {
@@ -44,9 +50,60 @@ fn example(name: &str) -> Vec<Value> {
         .collect()
 }
 
-/// Creates `objects` in the server, in order, as `kubectl apply` would.
-async fn create_all(server: &TestApiServer, objects: &[Value]) {
-    let client = server.client().await;
+/// Polls `check` every 200 ms for up to 60 s.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        match check().await {
+            Ok(()) => return,
+            Err(state) if tokio::time::Instant::now() >= deadline => {
+                panic!("timed out waiting until {what}: {state}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+/// Installs `crds/` and waits until each is established.
+async fn install_crds(client: &kube::Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(berth_crds()).expect("crds/") {
+        let path = entry.expect("an entry").path();
+        let text = std::fs::read_to_string(&path).expect("a CRD file");
+        let crd: CustomResourceDefinition =
+            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        names.push(crd.metadata.name.clone().unwrap_or_default());
+        crds.create(&PostParams::default(), &crd)
+            .await
+            .unwrap_or_else(|e| panic!("installing {}: {e}", path.display()));
+    }
+    for name in names {
+        eventually(&format!("CRD {name} is established"), || async {
+            let crd = crds.get(&name).await.map_err(|e| e.to_string())?;
+            let established = crd.status.and_then(|s| s.conditions).is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+            });
+            if established {
+                Ok(())
+            } else {
+                Err("not established".to_string())
+            }
+        })
+        .await;
+    }
+}
+
+/// Creates `objects` in the cluster, in order, as `kubectl apply` would: a namespace's
+/// pods once its default ServiceAccount exists (admission needs it), the pending pods once
+/// every node is Ready without the node lifecycle controller's `not-ready` taint (a real
+/// cluster's new node has it for a moment, and a read then would see it).
+async fn create_all(client: &kube::Client, objects: &[Value]) {
     for object in objects {
         let kind = object["kind"].as_str().expect("kind");
         let (group, version, plural, namespaced) = served(kind);
@@ -56,15 +113,75 @@ async fn create_all(server: &TestApiServer, objects: &[Value]) {
             let namespace = object["metadata"]["namespace"]
                 .as_str()
                 .unwrap_or("default");
+            eventually(
+                &format!("namespace {namespace} has its ServiceAccount"),
+                || kube_cluster::default_service_account(client, namespace),
+            )
+            .await;
             Api::namespaced_with(client.clone(), namespace, &resource)
         } else {
             Api::all_with(client.clone(), &resource)
         };
+        if kind == "Pod" && object["spec"]["nodeName"].is_null() {
+            wait_nodes_ready(client).await;
+        }
         let dynamic: DynamicObject = serde_json::from_value(object.clone()).expect("an object");
         api.create(&PostParams::default(), &dynamic)
             .await
             .unwrap_or_else(|e| panic!("creating {kind} {:?}: {e}", object["metadata"]["name"]));
     }
+    wait_nodes_ready(client).await;
+}
+
+async fn wait_nodes_ready(client: &kube::Client) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    eventually(
+        "every node is Ready and untainted by the lifecycle controller",
+        || async {
+            let list = nodes
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            let waiting: Vec<String> = list
+                .items
+                .iter()
+                .filter(|n| {
+                    let ready = n
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|cs| {
+                            cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")
+                        });
+                    let tainted =
+                        n.spec
+                            .as_ref()
+                            .and_then(|s| s.taints.as_ref())
+                            .is_some_and(|ts| {
+                                ts.iter().any(|t| {
+                                    t.key == "node.kubernetes.io/not-ready"
+                                        || t.key == "node.kubernetes.io/unreachable"
+                                })
+                            });
+                    !ready || tainted
+                })
+                .map(|n| n.metadata.name.clone().unwrap_or_default())
+                .collect();
+            if waiting.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{waiting:?}"))
+            }
+        },
+    )
+    .await;
+}
+
+fn test_name() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("explain_live")
+        .to_string()
 }
 
 fn berth(args: &[&str]) -> Output {
@@ -125,18 +242,40 @@ fn kubectl_get_yaml(kubectl: &Path, kubeconfig: &Path, file: &Path) {
     std::fs::write(file, &output.stdout).expect("the YAML is written");
 }
 
-/// The quickstart cluster in a fresh server, with the request log cleared.
-async fn quickstart_cluster() -> TestApiServer {
-    let server = start_with_crds(&berth_crds()).await;
-    create_all(&server, &example("quickstart.yaml")).await;
-    server.clear_requests();
-    server
+/// The quickstart cluster on a real cluster, with berth's CRDs.
+struct Live {
+    kube: KubeCluster,
 }
 
-/// Fails the test if anything but reads reached the server.
-fn assert_read_only(server: &TestApiServer) {
-    let writes: Vec<String> = server
-        .requests()
+impl Live {
+    /// The admin's kubeconfig: a person reads their cluster with their own credentials.
+    fn kubeconfig(&self) -> std::path::PathBuf {
+        self.kube.admin_kubeconfig().to_path_buf()
+    }
+}
+
+/// One real cluster at a time in this binary (2 cores).
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The quickstart cluster, or `None` after a loud skip on a machine without Go.
+async fn quickstart_cluster(test: &str) -> Option<(Live, tokio::sync::MutexGuard<'static, ()>)> {
+    let serial = SERIAL.lock().await;
+    let kube = support::kube::start_or_skip(test, kube_cluster::Options::default()).await?;
+    let client = kube.admin_client().await.unwrap_or_else(|e| panic!("{e}"));
+    install_crds(&client).await;
+    create_all(&client, &example("quickstart.yaml")).await;
+    Some((Live { kube }, serial))
+}
+
+/// Fails the test if berth (its user agent in the API server's audit log) wrote anything.
+fn assert_read_only(live: &Live) {
+    let requests = support::kube::requests(live.kube.audit_log());
+    let berths: Vec<_> = requests
+        .iter()
+        .filter(|r| r.user_agent.as_deref() == Some(berth::operator::USER_AGENT))
+        .collect();
+    assert!(!berths.is_empty(), "no request of berth's in the audit log");
+    let writes: Vec<String> = berths
         .into_iter()
         .filter(|r| !matches!(r.verb.as_str(), "get" | "list" | "watch"))
         .map(|r| format!("{} {}", r.method, r.path))
@@ -151,8 +290,10 @@ async fn from_cluster_is_simulate_on_the_same_objects_and_writes_nothing() {
     else {
         return;
     };
-    let server = quickstart_cluster().await;
-    let kubeconfig = server.kubeconfig_path().to_path_buf();
+    let Some((server, _serial)) = quickstart_cluster(&test_name()).await else {
+        return;
+    };
+    let kubeconfig = server.kubeconfig();
     let config = kubeconfig.to_str().expect("a UTF-8 path");
 
     let live = json_report(&berth(&[
@@ -206,9 +347,11 @@ async fn from_cluster_is_simulate_on_the_same_objects_and_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pod_explains_one_pending_pod_and_refuses_others() {
-    let server = quickstart_cluster().await;
+    let Some((server, _serial)) = quickstart_cluster(&test_name()).await else {
+        return;
+    };
     let config = server
-        .kubeconfig_path()
+        .kubeconfig()
         .to_str()
         .expect("a UTF-8 path")
         .to_string();
@@ -279,8 +422,10 @@ async fn what_if_lists_the_pods_another_profile_moves() {
     let Some(kubectl) = kubectl_or_skip("what_if_lists_the_pods_another_profile_moves") else {
         return;
     };
-    let server = quickstart_cluster().await;
-    let kubeconfig = server.kubeconfig_path().to_path_buf();
+    let Some((server, _serial)) = quickstart_cluster(&test_name()).await else {
+        return;
+    };
+    let kubeconfig = server.kubeconfig();
     let config = kubeconfig.to_str().expect("a UTF-8 path");
     let dir = TempDir::new("what-if");
     let profile = dir.path().join("binpack.yaml");
@@ -368,8 +513,10 @@ async fn kubectl_berth_why_runs_as_a_kubectl_plugin() {
     let Some(kubectl) = kubectl_or_skip("kubectl_berth_why_runs_as_a_kubectl_plugin") else {
         return;
     };
-    let server = quickstart_cluster().await;
-    let kubeconfig = server.kubeconfig_path().to_path_buf();
+    let Some((server, _serial)) = quickstart_cluster(&test_name()).await else {
+        return;
+    };
+    let kubeconfig = server.kubeconfig();
     let dir = TempDir::new("kubectl-plugin");
     let plugin = dir.path().join("kubectl-berth");
     std::os::unix::fs::symlink(BERTH, &plugin).expect("the plugin link");
