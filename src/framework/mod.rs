@@ -32,7 +32,7 @@ pub use parallel::Parallelizer;
 pub use profile::{ProfileConfig, ResolvedProfile, resolve};
 pub use registry::{
     ArgsSpec, Coupling, DefaultPlugin, NoArgs, PluginArgs, PluginEntry, PluginError, PluginFactory,
-    Registry, decode_args, lower_camel,
+    Registry, decode_args, lower_camel, without_default,
 };
 pub use runner::{Framework, MAX_PERMIT_TIMEOUT, implements};
 pub use status::{Code, Status};

@@ -21,6 +21,14 @@ use crate::api::{ExtensionPoint, FieldError};
 
 /// The typed arguments of a plugin. `Default` gives the upstream defaults; serde fills
 /// missing fields from them (`#[serde(default)]` on the struct).
+/// A field transform for plugin args (`#[schemars(transform = without_default)]`) whose
+/// serde default does not pass the field's own schema (an empty list under `minItems: 1`):
+/// the CRD then has no default there, since kube-apiserver refuses a CRD whose default
+/// fails its own schema.
+pub fn without_default(schema: &mut schemars::Schema) {
+    schema.remove("default");
+}
+
 pub trait PluginArgs:
     Serialize + DeserializeOwned + JsonSchema + Default + Clone + Send + Sync + 'static
 {

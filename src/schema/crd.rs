@@ -362,12 +362,6 @@ fn schema_generator() -> SchemaGenerator {
         .into_generator()
 }
 
-/// A field transform (`#[schemars(transform = without_default)]`) for a field whose
-/// serde default does not pass the field's own schema: the CRD then has no default there.
-pub fn without_default(schema: &mut schemars::Schema) {
-    schema.remove("default");
-}
-
 /// Marks untyped nodes (e.g. a `serde_json::Value` field, schema `{}`) with
 /// `x-kubernetes-preserve-unknown-fields`, the structural way to say "any value".
 fn preserve_untyped_values(schema: &mut Value) {

@@ -9,7 +9,7 @@ mod crd;
 pub mod reference;
 pub mod validation;
 
-pub use crd::{CrdError, crds, crds_yaml, without_default};
+pub use crd::{CrdError, crds, crds_yaml};
 pub use validation::{
     CrdValidator, ProfileValidation, ProfileValidator, SchemaError, validate_pod_group,
     validate_profile,

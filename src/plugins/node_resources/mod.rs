@@ -173,7 +173,7 @@ pub struct RequestedToCapacityRatioParam {
     // CRD whose default fails its own schema.
     #[schemars(
         length(min = 1, max = MAX_SHAPE_POINTS),
-        transform = crate::schema::without_default,
+        transform = crate::framework::without_default,
         extend("x-kubernetes-validations" = [{
             "rule": "self.map(p, p.utilization).isSorted() && self.all(p, self.exists_one(q, q.utilization == p.utilization))",
             "message": "utilization values must be strictly increasing",
