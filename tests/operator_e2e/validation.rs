@@ -310,6 +310,23 @@ fn rejected_paths(status: u16, body: &Value) -> Vec<String> {
     }
 }
 
+/// POSTs a profile with `fieldValidation=<mode>`; one the server stores is deleted again.
+async fn post_and_forget(cluster: &Cluster, mode: &str, object: &Value) -> (u16, Value) {
+    let (status, body) = cluster
+        .raw(
+            "POST",
+            &format!("{PROFILES}?fieldValidation={mode}"),
+            object,
+        )
+        .await;
+    if status == 201 {
+        cluster
+            .delete_profile(body["metadata"]["name"].as_str().unwrap_or_default())
+            .await;
+    }
+    (status, body)
+}
+
 /// Item 3 of the issue "Real Kubernetes in the loop": the whole profile corpus sent to the
 /// real kube-apiserver as `kubectl apply` sends it (`fieldValidation=Strict`): every
 /// valid file admitted, every invalid file rejected at exactly the paths berth's local
@@ -325,30 +342,10 @@ async fn the_profile_corpus_meets_the_real_api_server_at_the_same_paths() {
     if cluster.real().is_none() {
         return;
     }
-    let delete = |name: String| {
-        let cluster = &cluster;
-        async move {
-            cluster.delete_profile(&name).await;
-        }
-    };
     let mut wrong = Vec::new();
     for file in corpus_dir("valid") {
-        let (status, body) = cluster
-            .raw(
-                "POST",
-                &format!("{PROFILES}?fieldValidation=Strict"),
-                &file.object,
-            )
-            .await;
-        if status == 201 {
-            delete(
-                body["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-            )
-            .await;
-        } else {
+        let (status, body) = post_and_forget(&cluster, "Strict", &file.object).await;
+        if status != 201 {
             wrong.push(format!("valid/{}: {status} {body}", file.name));
         }
     }
@@ -359,23 +356,9 @@ async fn the_profile_corpus_meets_the_real_api_server_at_the_same_paths() {
         invalid.len()
     );
     for file in invalid {
-        let (status, body) = cluster
-            .raw(
-                "POST",
-                &format!("{PROFILES}?fieldValidation=Strict"),
-                &file.object,
-            )
-            .await;
+        let (status, body) = post_and_forget(&cluster, "Strict", &file.object).await;
         if file.server_accepts {
-            if status == 201 {
-                delete(
-                    body["metadata"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string(),
-                )
-                .await;
-            } else {
+            if status != 201 {
                 wrong.push(format!(
                     "invalid/{} (api-server: accepts): {status} {body}",
                     file.name
@@ -385,37 +368,13 @@ async fn the_profile_corpus_meets_the_real_api_server_at_the_same_paths() {
         }
         let mut found = rejected_paths(status, &body);
         if status == 400 {
-            let (status, body) = cluster
-                .raw(
-                    "POST",
-                    &format!("{PROFILES}?fieldValidation=Warn"),
-                    &file.object,
-                )
-                .await;
+            let (status, body) = post_and_forget(&cluster, "Warn", &file.object).await;
             found.extend(rejected_paths(status, &body));
-            if status == 201 {
-                delete(
-                    body["metadata"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string(),
-                )
-                .await;
-            }
         } else if status != 422 {
             wrong.push(format!(
                 "invalid/{}: {status}, not 400 or 422: {body}",
                 file.name
             ));
-            if status == 201 {
-                delete(
-                    body["metadata"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string(),
-                )
-                .await;
-            }
             continue;
         }
         let missing: Vec<_> = file.paths.iter().filter(|p| !found.contains(p)).collect();

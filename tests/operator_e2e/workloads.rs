@@ -84,19 +84,25 @@ async fn wait_pods(
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn controllers_pods_are_scheduled_bound_and_started() {
-    let Some(cluster) = Cluster::start().await else {
-        return;
-    };
-    let nodes = ["node-a", "node-b", "node-c"];
+/// A real cluster with `nodes` of `cpu` and `memory`, and berth serving [`SCHEDULER`].
+async fn start(nodes: &[&str], cpu: &str, memory: &str) -> Option<(Cluster, Berth)> {
+    let cluster = Cluster::start().await?;
     for name in nodes {
-        cluster.create_node(node(name, "4", "8Gi")).await;
+        cluster.create_node(node(name, cpu, memory)).await;
     }
     let mut berth = Berth::spawn(&cluster, BerthOptions::default());
     berth.wait_ready().await;
     cluster.create_profile(profile(SCHEDULER, json!({}))).await;
     cluster.wait_profile_ready(SCHEDULER, WAIT).await;
+    Some((cluster, berth))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controllers_pods_are_scheduled_bound_and_started() {
+    let nodes = ["node-a", "node-b", "node-c"];
+    let Some((cluster, mut berth)) = start(&nodes, "4", "8Gi").await else {
+        return;
+    };
 
     create(&cluster, "apps", "v1", "deployments", json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -194,16 +200,10 @@ async fn an_unschedulable_deployment_pod_is_described_as_kube_scheduler_describe
     ) else {
         return;
     };
-    let Some(cluster) = Cluster::start().await else {
+    let Some((cluster, mut berth)) = start(&["node-a", "node-b", "node-c"], "2", "4Gi").await
+    else {
         return;
     };
-    for name in ["node-a", "node-b", "node-c"] {
-        cluster.create_node(node(name, "2", "4Gi")).await;
-    }
-    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
-    berth.wait_ready().await;
-    cluster.create_profile(profile(SCHEDULER, json!({}))).await;
-    cluster.wait_profile_ready(SCHEDULER, WAIT).await;
     create(&cluster, "apps", "v1", "deployments", json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "huge"},

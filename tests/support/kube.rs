@@ -87,26 +87,15 @@ pub fn record_of(event: &Value) -> Option<RequestRecord> {
 /// The API server's audit log at `path` as request records, in the order the server
 /// finished them. A long-running request (a watch) appears once, when it started.
 pub fn requests(path: &Path) -> Vec<RequestRecord> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let mut seen = std::collections::HashSet::new();
-    text.lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| {
-            event["auditID"]
-                .as_str()
-                .is_none_or(|id| seen.insert(id.to_string()))
-        })
-        .filter_map(|event| record_of(&event))
-        .collect()
+    requests_where(path, |_| true)
 }
 
-/// The audit log's requests by `username` (e.g. `system:serviceaccount:ns:name`).
-pub fn requests_by(path: &Path, username: &str) -> Vec<RequestRecord> {
+fn requests_where(path: &Path, keep: impl Fn(&Value) -> bool) -> Vec<RequestRecord> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let mut seen = std::collections::HashSet::new();
     text.lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|event| event["user"]["username"] == username)
+        .filter(|event| keep(event))
         .filter(|event| {
             event["auditID"]
                 .as_str()
