@@ -148,11 +148,6 @@ impl Process {
         self.stop_with(libc::SIGTERM, Duration::from_secs(5));
     }
 
-    /// SIGKILL, at once.
-    pub fn kill(&mut self) {
-        self.stop_with(libc::SIGKILL, Duration::ZERO);
-    }
-
     /// Starts the same command again (after [`Process::stop`] or [`Process::kill`]).
     pub fn restart(&mut self) -> Result<(), Error> {
         self.stop();
