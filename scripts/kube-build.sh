@@ -44,9 +44,10 @@ build() {
     local dir=$1 name=$2 version=$3 ldflags=$4
     shift 4
     local out="$CACHE/$name-$version"
-    # The go.sum is part of the key: a change of any pinned dependency rebuilds.
+    # The contents of go.mod and go.sum are the key (not their paths: every clone shares
+    # the cache): a change of any pinned dependency rebuilds.
     local key
-    key="$(sha256sum "$ROOT/kube/$dir/go.mod" "$ROOT/kube/$dir/go.sum" | sha256sum | cut -c1-16)"
+    key="$(cat "$ROOT/kube/$dir/go.mod" "$ROOT/kube/$dir/go.sum" | sha256sum | cut -c1-16)"
     if [ -f "$out/.complete" ] && [ "$(cat "$out/.complete")" = "$key" ]; then
         log "$name $version: cached in $out"
         return 0
