@@ -99,13 +99,16 @@ async fn patch_status(cluster: &Cluster, name: &str, status: Value) -> Pod {
     .unwrap_or_else(|e| panic!("patching pod {name}'s status: {e}"))
 }
 
+/// The condition berth would write, stamped now: kube-controller-manager's disruption
+/// controller resets a `DisruptionTarget` older than two minutes on a pod not being
+/// deleted to `False`, so a fixed past timestamp races berth's delete on a real cluster.
 fn identical_condition() -> Value {
     json!({"conditions": [{
         "type": "DisruptionTarget",
         "status": "True",
         "reason": "PreemptionByScheduler",
         "message": MESSAGE,
-        "lastTransitionTime": "2026-01-02T03:04:05Z",
+        "lastTransitionTime": berth::operator::conditions::now(),
     }]})
 }
 
