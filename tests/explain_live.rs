@@ -15,15 +15,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube_cluster::KubeCluster;
 use serde_json::Value;
-use std::time::Duration;
-use support::api::{berth_crds, repo_root};
+use support::api::repo_root;
 use support::cli::{BERTH, stderr, stdout};
+use support::kube::{eventually, install_crds, wait_nodes_ready};
 use support::temp::TempDir;
 use support::tools::kubectl_or_skip;
 
@@ -48,55 +46,6 @@ fn example(name: &str) -> Vec<Value> {
         .into_iter()
         .filter(|v| !v.is_null())
         .collect()
-}
-
-/// Polls `check` every 200 ms for up to 60 s.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<(), String>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        match check().await {
-            Ok(()) => return,
-            Err(state) if tokio::time::Instant::now() >= deadline => {
-                panic!("timed out waiting until {what}: {state}")
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
-}
-
-/// Installs `crds/` and waits until each is established.
-async fn install_crds(client: &kube::Client) {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(berth_crds()).expect("crds/") {
-        let path = entry.expect("an entry").path();
-        let text = std::fs::read_to_string(&path).expect("a CRD file");
-        let crd: CustomResourceDefinition =
-            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        names.push(crd.metadata.name.clone().unwrap_or_default());
-        crds.create(&PostParams::default(), &crd)
-            .await
-            .unwrap_or_else(|e| panic!("installing {}: {e}", path.display()));
-    }
-    for name in names {
-        eventually(&format!("CRD {name} is established"), || async {
-            let crd = crds.get(&name).await.map_err(|e| e.to_string())?;
-            let established = crd.status.and_then(|s| s.conditions).is_some_and(|cs| {
-                cs.iter()
-                    .any(|c| c.type_ == "Established" && c.status == "True")
-            });
-            if established {
-                Ok(())
-            } else {
-                Err("not established".to_string())
-            }
-        })
-        .await;
-    }
 }
 
 /// Creates `objects` in the cluster, in order, as `kubectl apply` would: a namespace's
@@ -131,50 +80,6 @@ async fn create_all(client: &kube::Client, objects: &[Value]) {
             .unwrap_or_else(|e| panic!("creating {kind} {:?}: {e}", object["metadata"]["name"]));
     }
     wait_nodes_ready(client).await;
-}
-
-async fn wait_nodes_ready(client: &kube::Client) {
-    let nodes: Api<Node> = Api::all(client.clone());
-    eventually(
-        "every node is Ready and untainted by the lifecycle controller",
-        || async {
-            let list = nodes
-                .list(&Default::default())
-                .await
-                .map_err(|e| e.to_string())?;
-            let waiting: Vec<String> = list
-                .items
-                .iter()
-                .filter(|n| {
-                    let ready = n
-                        .status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|cs| {
-                            cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")
-                        });
-                    let tainted =
-                        n.spec
-                            .as_ref()
-                            .and_then(|s| s.taints.as_ref())
-                            .is_some_and(|ts| {
-                                ts.iter().any(|t| {
-                                    t.key == "node.kubernetes.io/not-ready"
-                                        || t.key == "node.kubernetes.io/unreachable"
-                                })
-                            });
-                    !ready || tainted
-                })
-                .map(|n| n.metadata.name.clone().unwrap_or_default())
-                .collect();
-            if waiting.is_empty() {
-                Ok(())
-            } else {
-                Err(format!("{waiting:?}"))
-            }
-        },
-    )
-    .await;
 }
 
 fn test_name() -> String {

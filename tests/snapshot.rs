@@ -1,16 +1,19 @@
-//! Reading a live cluster (`berth::simulate::live`) and `berth snapshot`, against the test
-//! API server: every kind is read with paginated lists, a kind the user may not list or
-//! the server does not serve is a reported gap, and a snapshot simulates exactly as the
-//! objects it was taken from (issue 19's round trip).
+//! Reading a live cluster (`berth::simulate::live`) and `berth snapshot`, against a real
+//! kube-apiserver 1.37 with etcd (`crates/kube-cluster`; no controller manager or kubelets,
+//! so nothing changes the objects once created): every kind is read with paginated
+//! lists, a kind the user may not list (a real RBAC 403) or the server does not serve (a
+//! CRD not installed) is a reported gap, and a snapshot simulates exactly as the objects
+//! it was taken from (issue 19's round trip).
 
 use std::collections::BTreeSet;
 use std::process::Output;
+use std::time::Duration;
 
 use berth::simulate::live::{self, ReadOptions};
 use kube::api::PostParams;
 use kube::core::Request;
+use kube_cluster::{KubeCluster, Options};
 use serde_json::{Value, json};
-use test_apiserver::{Fault, TestApiServer};
 
 mod support;
 use support::cli::{assert_exit, run_berth, stderr, stdout};
@@ -149,27 +152,93 @@ fn merge(base: &mut Value, extra: Value) {
     }
 }
 
-/// The namespaces the test API server creates itself.
-const BUILTIN_NAMESPACES: [&str; 2] = ["default", "kube-system"];
+/// How much of a cluster a test needs.
+#[derive(Clone, Copy, PartialEq)]
+enum Setup {
+    /// kube-apiserver and etcd, nothing created.
+    Bare,
+    /// kube-apiserver and etcd with berth's CRDs and [`cluster_objects`]: nothing changes
+    /// the objects once created (the nodes keep the `not-ready` taint admission gives
+    /// every new node).
+    Populated,
+    /// [`Setup::Populated`] plus kube-controller-manager and kwok, waited for until every
+    /// node is Ready and untainted: the objects as a running cluster holds them.
+    Running,
+}
 
-/// A server with berth's CRDs and [`cluster_objects`] created.
-async fn cluster() -> TestApiServer {
-    let server = support::api::start_with_crds(&support::api::berth_crds()).await;
-    let client = server.client().await;
-    let mut objects = cluster_objects();
-    // Namespaces first, as the API server would require.
-    objects.sort_by_key(|(path, _)| !path.ends_with("/namespaces"));
-    for (path, object) in objects {
-        let body = serde_json::to_vec(&object).expect("JSON encodes");
-        let request = Request::new(path.as_str())
-            .create(&PostParams::default(), body)
-            .expect("a create request");
-        client
-            .request::<Value>(request)
-            .await
-            .unwrap_or_else(|e| panic!("creating {object}: {e}"));
+/// A real cluster as `setup` says, or `None` after a loud skip where Go is missing
+/// (never on CI).
+async fn cluster(test: &str, setup: Setup) -> Option<KubeCluster> {
+    let running = setup == Setup::Running;
+    let options = Options {
+        controller_manager: running,
+        kwok: running,
+        ..Options::default()
+    };
+    let cluster = support::kube::start_or_skip(test, options).await?;
+    if setup == Setup::Bare {
+        return Some(cluster);
     }
-    server
+    let client = admin(&cluster).await;
+    support::kube::install_crds(&client).await;
+    let mut objects = cluster_objects();
+    // What admission looks up first, as the API server requires: namespaces (each with
+    // the ServiceAccount its pods are admitted with, which only a controller manager
+    // would create), then PriorityClasses.
+    objects.sort_by_key(|(_, object)| match object["kind"].as_str() {
+        Some("Namespace") => 0,
+        Some("PriorityClass") => 1,
+        _ => 2,
+    });
+    for (path, object) in objects {
+        create(&client, &path, &object).await;
+        if object["kind"] != "Namespace" {
+            continue;
+        }
+        let namespace = object["metadata"]["name"].as_str().unwrap_or_default();
+        if running {
+            support::kube::eventually(
+                &format!("namespace {namespace} has its ServiceAccount"),
+                || kube_cluster::default_service_account(&client, namespace),
+            )
+            .await;
+        } else {
+            let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
+            create(
+                &client,
+                &format!("/api/v1/namespaces/{namespace}/serviceaccounts"),
+                &account,
+            )
+            .await;
+        }
+    }
+    if running {
+        support::kube::wait_nodes_ready(&client).await;
+    }
+    Some(cluster)
+}
+
+async fn admin(cluster: &KubeCluster) -> kube::Client {
+    cluster.admin_client().await.expect("an admin client")
+}
+
+async fn create(client: &kube::Client, path: &str, object: &Value) {
+    let body = serde_json::to_vec(object).expect("JSON encodes");
+    let request = Request::new(path)
+        .create(&PostParams::default(), body)
+        .expect("a create request");
+    client
+        .request::<Value>(request)
+        .await
+        .unwrap_or_else(|e| panic!("creating {object}: {e}"));
+}
+
+/// The test's name, for the skip line and the cluster's failures.
+fn test_name() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("snapshot")
+        .to_string()
 }
 
 /// `Kind namespace/name` of each document.
@@ -187,16 +256,35 @@ fn keys(documents: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// The keys of everything the server holds, without `except_kind`.
-fn expected_keys(except_kind: Option<&str>) -> BTreeSet<String> {
-    let created = cluster_objects().into_iter().map(|(_, o)| o);
-    let builtin = BUILTIN_NAMESPACES
-        .iter()
-        .map(|name| json!({"kind": "Namespace", "metadata": {"name": name}}));
-    keys(&created.chain(builtin).collect::<Vec<_>>())
+/// The keys of everything the server holds, without `except_kind`, as one unpaginated
+/// list per kind gives them: what the test created, and what kube-apiserver creates
+/// itself (its namespaces, its system PriorityClasses, the `kubernetes` Service).
+async fn served_keys(client: &kube::Client, except_kind: Option<&str>) -> BTreeSet<String> {
+    let mut documents = Vec::new();
+    for kind in live::KINDS {
+        let request = Request::new(kind.path)
+            .list(&Default::default())
+            .expect("a list");
+        let list: Value = match client.request(request).await {
+            Ok(list) => list,
+            Err(kube::Error::Api(status)) if status.code == 404 => continue,
+            Err(e) => panic!("listing {}: {e}", kind.kind),
+        };
+        for mut item in list["items"].as_array().cloned().unwrap_or_default() {
+            item["kind"] = json!(kind.kind);
+            documents.push(item);
+        }
+    }
+    keys(&documents)
         .into_iter()
         .filter(|key| except_kind.is_none_or(|kind| !key.starts_with(&format!("{kind} "))))
         .collect()
+}
+
+/// The keys of [`cluster_objects`].
+fn created_keys() -> BTreeSet<String> {
+    let created: Vec<Value> = cluster_objects().into_iter().map(|(_, o)| o).collect();
+    keys(&created).into_iter().collect()
 }
 
 fn options(page_size: u32) -> ReadOptions {
@@ -206,26 +294,77 @@ fn options(page_size: u32) -> ReadOptions {
     }
 }
 
+/// A kubeconfig for ServiceAccount `shop/reader`, which may list every kind berth reads
+/// except the one served at `forbidden` (a `live::KINDS` path): a real RBAC 403.
+async fn reader_kubeconfig(cluster: &KubeCluster, forbidden: &str) -> std::path::PathBuf {
+    let client = admin(cluster).await;
+    let rules: Vec<Value> = live::KINDS
+        .iter()
+        .filter(|kind| kind.path != forbidden)
+        .map(|kind| {
+            let group = kind.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            let resource = kind.path.rsplit('/').next().unwrap_or_default();
+            json!({"apiGroups": [group], "resources": [resource], "verbs": ["list"]})
+        })
+        .collect();
+    let objects = [
+        (
+            "/api/v1/namespaces/shop/serviceaccounts",
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "reader"}}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "reader"}, "rules": rules}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "reader"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "reader"},
+                "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "shop"}]
+            }),
+        ),
+    ];
+    for (path, object) in objects {
+        create(&client, path, &object).await;
+    }
+    cluster
+        .service_account_kubeconfig("shop", "reader", Duration::from_secs(3600))
+        .await
+        .expect("a token for shop/reader")
+}
+
+/// What kube-apiserver's RBAC authorizer says when ServiceAccount shop/reader lists
+/// `resource` of `group` across namespaces.
+fn forbidden_message(resource: &str, group: &str) -> String {
+    format!(
+        "{resource}.{group} is forbidden: User \"system:serviceaccount:shop:reader\" cannot list resource \"{resource}\" in API group \"{group}\" at the cluster scope"
+    )
+}
+
 #[tokio::test]
 async fn every_kind_is_read_with_paginated_lists() {
-    let server = cluster().await;
-    server.clear_requests();
-    let read = live::read_cluster(&server.client().await, &options(2))
+    let Some(cluster) = cluster(&test_name(), Setup::Populated).await else {
+        return;
+    };
+    let client = admin(&cluster).await;
+    let read = live::read_cluster(&client, &options(2))
         .await
         .expect("the cluster is read");
 
     assert_eq!(read.gaps, vec![]);
+    let expected = served_keys(&client, None).await;
+    assert!(
+        expected.is_superset(&created_keys()),
+        "the server holds what the test created: {expected:?}"
+    );
     let read_keys = keys(&read.documents);
     assert_eq!(
         read_keys.iter().cloned().collect::<BTreeSet<_>>(),
-        expected_keys(None),
+        expected,
         "every object, once"
     );
-    assert_eq!(
-        read_keys.len(),
-        expected_keys(None).len(),
-        "no object twice"
-    );
+    assert_eq!(read_keys.len(), expected.len(), "no object twice");
     // Kind order, then namespace and name.
     let kind_rank = |key: &String| {
         live::KINDS
@@ -245,20 +384,16 @@ async fn every_kind_is_read_with_paginated_lists() {
     // Every kind that was read has the resourceVersion of its list.
     assert_eq!(read.resource_versions.len(), live::KINDS.len());
 
-    let lists: Vec<_> = server
-        .requests()
+    // The admin's lists, as the audit log records them (the test's own unpaginated lists
+    // for `expected_keys` came after and carry no limit).
+    let lists: Vec<_> = support::kube::requests(cluster.audit_log())
         .into_iter()
-        .filter(|r| r.verb == "list")
+        .filter(|r| r.verb == "list" && r.query.contains("limit=2"))
         .collect();
     for kind in live::KINDS {
         let resource = kind.path.rsplit('/').next().unwrap_or_default();
         let of_kind: Vec<_> = lists.iter().filter(|r| r.resource == resource).collect();
-        assert!(
-            of_kind.iter().all(|r| r.query.contains("limit=2")),
-            "{}: {of_kind:?}",
-            kind.kind
-        );
-        let objects = expected_keys(None)
+        let objects = expected
             .iter()
             .filter(|k| k.starts_with(&format!("{} ", kind.kind)))
             .count();
@@ -280,26 +415,28 @@ async fn every_kind_is_read_with_paginated_lists() {
 
 #[tokio::test]
 async fn a_forbidden_kind_is_a_gap_and_the_rest_is_read() {
-    let server = cluster().await;
-    server.inject_fault(Fault {
-        verb: Some("list".into()),
-        resource: Some("poddisruptionbudgets".into()),
-        count: 1,
-        status: 403,
-        message: "poddisruptionbudgets.policy is forbidden: User \"dev\" cannot list resource \"poddisruptionbudgets\"".into(),
-    });
-    let read = live::read_cluster(&server.client().await, &options(500))
+    let Some(cluster) = cluster(&test_name(), Setup::Populated).await else {
+        return;
+    };
+    let reader = reader_kubeconfig(&cluster, "/apis/policy/v1/poddisruptionbudgets").await;
+    let client = kube_cluster::client_from(&reader)
+        .await
+        .expect("the reader's client");
+    let read = live::read_cluster(&client, &options(500))
         .await
         .expect("a forbidden kind is not fatal");
 
     assert_eq!(read.gaps.len(), 1, "{:?}", read.gaps);
     let gap = &read.gaps[0];
     assert_eq!((gap.kind, gap.status), ("PodDisruptionBudget", 403));
-    assert!(gap.message.contains("cannot list resource"), "{gap}");
+    assert_eq!(
+        gap.message,
+        forbidden_message("poddisruptionbudgets", "policy")
+    );
     assert_eq!(gap.consequence, "preemption ignores disruption budgets");
     assert_eq!(
         keys(&read.documents).into_iter().collect::<BTreeSet<_>>(),
-        expected_keys(Some("PodDisruptionBudget"))
+        served_keys(&admin(&cluster).await, Some("PodDisruptionBudget")).await
     );
     assert!(!read.resource_versions.contains_key("PodDisruptionBudget"));
 }
@@ -307,26 +444,36 @@ async fn a_forbidden_kind_is_a_gap_and_the_rest_is_read() {
 #[tokio::test]
 async fn kinds_the_server_does_not_serve_are_gaps() {
     // No berth CRDs installed: PodGroups and SchedulerProfiles are not found.
-    let server = support::api::start().await;
-    let read = live::read_cluster(&server.client().await, &options(500))
+    let Some(cluster) = cluster(&test_name(), Setup::Bare).await else {
+        return;
+    };
+    let client = admin(&cluster).await;
+    let read = live::read_cluster(&client, &options(500))
         .await
         .expect("missing CRDs are not fatal");
     let gaps: Vec<_> = read.gaps.iter().map(|g| (g.kind, g.status)).collect();
     assert_eq!(gaps, [("PodGroup", 404), ("SchedulerProfile", 404)]);
+    let served = served_keys(&client, None).await;
     assert_eq!(
-        keys(&read.documents),
-        ["Namespace /default", "Namespace /kube-system"]
+        keys(&read.documents).into_iter().collect::<BTreeSet<_>>(),
+        served
+    );
+    assert!(
+        served.contains("Namespace /kube-system"),
+        "the server's own objects are read: {served:?}"
     );
 }
 
 #[tokio::test]
 async fn too_many_objects_stop_the_read() {
-    let server = cluster().await;
+    let Some(cluster) = cluster(&test_name(), Setup::Populated).await else {
+        return;
+    };
     let limited = ReadOptions {
         max_objects: 3,
         ..options(500)
     };
-    let error = live::read_cluster(&server.client().await, &limited)
+    let error = live::read_cluster(&admin(&cluster).await, &limited)
         .await
         .expect_err("more than 3 objects");
     // 2 nodes, then 6 pods: the pods overflow the limit.
@@ -353,10 +500,12 @@ fn simulate_report(output: &Output) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_simulates_as_the_objects_it_was_taken_from() {
-    let server = cluster().await;
+    let Some(cluster) = cluster(&test_name(), Setup::Running).await else {
+        return;
+    };
     let dir = TempDir::new("snapshot");
     let snapshot = dir.join("snapshot.yaml");
-    let kubeconfig = server.kubeconfig_path().display().to_string();
+    let kubeconfig = cluster.admin_kubeconfig().display().to_string();
     let output = berth(vec![
         "snapshot".into(),
         "--kubeconfig".into(),
@@ -454,20 +603,19 @@ async fn a_snapshot_simulates_as_the_objects_it_was_taken_from() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forbidden_kind_is_one_warning_line() {
-    let server = cluster().await;
-    server.inject_fault(Fault {
-        verb: Some("list".into()),
-        resource: Some("priorityclasses".into()),
-        count: 1,
-        status: 403,
-        message: "priorityclasses.scheduling.k8s.io is forbidden".into(),
-    });
-    let kubeconfig = server.kubeconfig_path().display().to_string();
+    let Some(cluster) = cluster(&test_name(), Setup::Populated).await else {
+        return;
+    };
+    let reader = reader_kubeconfig(&cluster, "/apis/scheduling.k8s.io/v1/priorityclasses").await;
+    let kubeconfig = reader.display().to_string();
     let output = berth(vec!["snapshot".into(), "--kubeconfig".into(), kubeconfig]).await;
     assert_exit(&output, 0);
     assert_eq!(
         stderr(&output),
-        "warning: PriorityClass: priorityclasses.scheduling.k8s.io is forbidden; pods keep the spec.priority the API server gave them\n"
+        format!(
+            "warning: PriorityClass: {}; pods keep the spec.priority the API server gave them\n",
+            forbidden_message("priorityclasses", "scheduling.k8s.io")
+        )
     );
     assert!(stdout(&output).contains("kind: Node"));
     assert!(!stdout(&output).contains("kind: PriorityClass"));
@@ -475,12 +623,18 @@ async fn a_forbidden_kind_is_one_warning_line() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_cluster_or_kubeconfig_fails() {
-    let server = support::api::start().await;
+    let Some(mut cluster) = cluster(&test_name(), Setup::Bare).await else {
+        return;
+    };
     let dir = TempDir::new("snapshot-errors");
-    let kubeconfig = dir.join("kubeconfig");
-    std::fs::copy(server.kubeconfig_path(), &kubeconfig).expect("kubeconfig copied");
-    let url = server.url();
-    server.shutdown().await;
+    let kubeconfig = cluster.admin_kubeconfig().to_path_buf();
+    let text = std::fs::read_to_string(&kubeconfig).expect("the admin kubeconfig");
+    let url = text
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("server: "))
+        .expect("the kubeconfig names its server")
+        .to_string();
+    cluster.stop();
 
     let kubeconfig = kubeconfig.display().to_string();
     let refused = berth(vec![
@@ -532,10 +686,12 @@ async fn an_unreadable_cluster_or_kubeconfig_fails() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubeconfig_files_merge_and_the_context_flag_picks_one() {
-    let server = cluster().await;
+    let Some(cluster) = cluster(&test_name(), Setup::Populated).await else {
+        return;
+    };
     let dir = TempDir::new("snapshot-kubeconfig");
     // The first file's current context (which wins the merge, as in kubectl) points at a
-    // port nothing listens on; the second file is the test server's.
+    // port nothing listens on; the second file is the real cluster's admin's.
     let closed = support::http::free_port();
     let first = dir.write(
         "first",
@@ -544,7 +700,7 @@ async fn kubeconfig_files_merge_and_the_context_flag_picks_one() {
         ),
     );
     let kubeconfig =
-        std::env::join_paths([first.as_path(), server.kubeconfig_path()]).expect("paths join");
+        std::env::join_paths([first.as_path(), cluster.admin_kubeconfig()]).expect("paths join");
     let run = |context: Option<&'static str>| {
         let kubeconfig = kubeconfig.clone();
         tokio::task::spawn_blocking(move || {
@@ -564,7 +720,7 @@ async fn kubeconfig_files_merge_and_the_context_flag_picks_one() {
         stderr(&current)
     );
 
-    let chosen = run(Some("test-apiserver")).await.expect("berth ran");
+    let chosen = run(Some("admin")).await.expect("berth ran");
     assert_exit(&chosen, 0);
     assert!(
         stdout(&chosen).contains("name: node-a"),
