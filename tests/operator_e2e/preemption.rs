@@ -2,14 +2,16 @@
 //! nowhere, nominates it, and binds it once its victim is gone (issue: "victims get
 //! DisruptionTarget and are deleted, the preemptor is nominated and then bound, events are
 //! written, nothing else is deleted; an API failure during eviction leaves no pod bound
-//! twice and the preemptor retried").
+//! twice and the preemptor retried"), and PodDisruptionBudgets whose status the real
+//! disruption controller computes steer the choice of victim.
 //!
 //! The victims carry a finalizer, as a kubelet's graceful termination would keep them:
 //! a deleted victim stays, terminating, until the test lets it go, so what berth wrote on
 //! it can be read and the preemptor can be seen waiting for it.
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Patch, PatchParams};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use test_apiserver::Fault;
 
@@ -258,4 +260,101 @@ async fn a_failed_eviction_retries_the_preemptor_and_binds_it_once() {
         cluster.successful_bindings()
     );
     berth.assert_running();
+}
+
+/// A PodDisruptionBudget as kube-controller-manager's disruption controller keeps it:
+/// berth spares the pod whose budget allows no disruption (its status, which only that
+/// controller writes), and evicts it when the budget allows one. Upstream's victim
+/// selection reprieves budget-violating pods first, then the more important (here: the
+/// older) ones, so without the budget the younger pod, `guarded`, is the victim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_the_disruption_controller_exhausted_spares_its_pod() {
+    // (case, the budget's minAvailable, the disruptions its status allows, the victim)
+    let cases = [
+        ("budget exhausted", 1, 0, "older"),
+        ("budget allows one disruption", 0, 1, "guarded"),
+    ];
+    for (case, min_available, allowed, want_victim) in cases {
+        let Some(cluster) = Cluster::start().await else {
+            return;
+        };
+        cluster.create_node(node("node-a", "2", "4Gi")).await;
+        for name in ["older", "guarded"] {
+            let mut victim = pod(name, 0, "1", Some("node-a"));
+            victim["metadata"]["labels"] = json!({"app": name});
+            cluster.create_pod(victim).await;
+            // Running with its start time (whole seconds) set, and the next pod's a
+            // second later, so `older` is the more important of the two.
+            eventually(&format!("{case}: {name} is running"), WAIT, || async {
+                let p = cluster.pod(name).await;
+                match p.status.as_ref().and_then(|s| s.start_time.as_ref()) {
+                    Some(_) => Ok(()),
+                    None => Err(format!("{:?}", p.status)),
+                }
+            })
+            .await;
+            tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        }
+        let budgets: Api<PodDisruptionBudget> = Api::namespaced(cluster.client.clone(), "default");
+        let budget: PodDisruptionBudget = serde_json::from_value(json!({
+            "metadata": {"name": "guarded", "namespace": "default"},
+            "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": "guarded"}}},
+        }))
+        .expect("a PodDisruptionBudget");
+        budgets
+            .create(&PostParams::default(), &budget)
+            .await
+            .unwrap_or_else(|e| panic!("{case}: creating the budget: {e}"));
+        eventually(
+            &format!("{case}: the disruption controller computes the budget"),
+            WAIT,
+            || async {
+                let status = budgets
+                    .get("guarded")
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .status
+                    .unwrap_or_default();
+                if status.observed_generation == Some(1)
+                    && status.current_healthy == Some(1)
+                    && status.disruptions_allowed == Some(allowed)
+                {
+                    Ok(())
+                } else {
+                    Err(format!("{status:?}"))
+                }
+            },
+        )
+        .await;
+
+        let mut berth = Berth::spawn(&cluster, BerthOptions::default());
+        berth.wait_ready().await;
+        cluster.create_profile(profile(SCHEDULER, json!({}))).await;
+        cluster.wait_profile_ready(SCHEDULER, WAIT).await;
+        cluster.create_pod(pod("preemptor", 1000, "1", None)).await;
+
+        let victim = eventually(&format!("{case}: one pod is evicted"), WAIT, || async {
+            let mut terminating = Vec::new();
+            for name in ["older", "guarded"] {
+                if is_terminating(&cluster.pod(name).await) {
+                    terminating.push(name);
+                }
+            }
+            match terminating[..] {
+                [one] => Ok(one),
+                _ => Err(format!("terminating: {terminating:?}")),
+            }
+        })
+        .await;
+        assert_eq!(victim, want_victim, "case {case}");
+        release(&cluster, victim).await;
+        let bound = cluster.wait_bound(&["preemptor"], WAIT).await;
+        assert_eq!(bound["preemptor"], "node-a", "case {case}");
+        assert!(
+            cluster.successful_bindings().values().all(|&n| n == 1),
+            "case {case}: {:?}",
+            cluster.successful_bindings()
+        );
+        berth.assert_running();
+    }
 }
