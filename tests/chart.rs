@@ -1,8 +1,10 @@
 //! The Helm chart (`charts/berth`, issue 9): what `helm lint` and `helm template` say,
-//! what the rendered manifests contain, that kubectl accepts them, that `berth run` works
-//! with exactly the arguments and environment the chart gives it (its HTTPS probes answer,
-//! `/metrics` only for the service account the chart's metrics reader role binds), and
-//! that its RBAC is exactly what berth uses (`rbac_replay`).
+//! what the rendered manifests contain, that the real kube-apiserver 1.37 accepts them
+//! (a server-side dry run with strict field validation), that `berth run` works with
+//! exactly the arguments and environment the chart gives it, on a real cluster with the
+//! chart's ServiceAccount and RBAC (its HTTPS probes answer, `/metrics` only for the
+//! service account the chart's metrics reader role binds), and that its RBAC is exactly
+//! what berth uses (`rbac_replay`).
 //!
 //! helm and kubectl come from `scripts/install-kubectl.sh`; tests that need them skip
 //! loudly without them, and fail on CI (`CI=true`). `rbac_replay` reads the request logs
@@ -11,8 +13,6 @@
 
 #[path = "chart/helm.rs"]
 mod helm;
-#[path = "chart/kubectl_server.rs"]
-mod kubectl_server;
 #[path = "chart/process.rs"]
 mod process;
 #[path = "chart/rbac.rs"]
@@ -29,17 +29,13 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
-use test_apiserver::TestApiServer;
 
 use helm::{Manifests, NAMESPACE, chart_dir, helm_or_skip, kubectl_or_skip, repo_root, utf8};
 use process::{ChartProcess, POD_NAME, eventually, free_port, get_metrics, probe_status, within};
 use rbac::{
-    E2E_LEASE_NAME, Grant, Grants, Rule, Scope, attributes_of, is_public_discovery,
-    read_request_logs,
+    E2E_LEASE_NAME, Grant, Grants, Scope, attributes_of, is_public_discovery, read_request_logs,
 };
-use support::api;
 use support::temp::TempDir;
-use test_apiserver::{Access, AccessRule, UserInfo};
 
 /// The values file with every optional feature on.
 fn all_features() -> PathBuf {
@@ -880,47 +876,77 @@ fn rbac_has_no_wildcards_and_grants_leases_only_on_berths_lease_in_the_release_n
 // ---------------------------------------------------------------------------------------
 // kubectl
 
+/// prometheus-operator's ServiceMonitor kind, as a cluster with that operator serves it,
+/// without its schema (the CRD is not in this repository): the server keeps any fields.
+fn service_monitor_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
+        "spec": {
+            "group": "monitoring.coreos.com",
+            "names": {"kind": "ServiceMonitor", "listKind": "ServiceMonitorList", "plural": "servicemonitors", "singular": "servicemonitor"},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+            }],
+        },
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubectl_dry_run_client_validates_and_accepts_the_rendered_chart() {
-    const TEST: &str = "kubectl_dry_run_client_validates_and_accepts_the_rendered_chart";
+async fn kubectl_dry_run_server_validates_and_accepts_the_rendered_chart() {
+    const TEST: &str = "kubectl_dry_run_server_validates_and_accepts_the_rendered_chart";
     let Some(helm) = helm_or_skip(TEST) else {
         return;
     };
     let Some(kubectl) = kubectl_or_skip(TEST) else {
         return;
     };
-    // The server knows berth's kinds from the chart's own CRDs.
-    let crds = Manifests::parse(&helm.template(&["--include-crds"]).expect("helm template"));
-    let server = kubectl_server::KubectlServer::start(&crds.all("CustomResourceDefinition")).await;
+    // The real kube-apiserver 1.37, with what `helm install` puts there before the
+    // templates: the chart's CRDs (crds/, byte-identical to the repository's, which the
+    // server checks as it establishes them) and the release namespace; and the
+    // ServiceMonitor kind of a cluster running prometheus-operator.
+    let options = kube_cluster::Options {
+        controller_manager: false,
+        kwok: false,
+        ..kube_cluster::Options::default()
+    };
+    let Some(cluster) = support::kube::start_or_skip(TEST, options).await else {
+        return;
+    };
+    let client = cluster.admin_client().await.expect("an admin client");
+    support::kube::install_crds(&client).await;
+    let crds: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
+    );
+    create(&crds, service_monitor_crd()).await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    create(&namespaces, json!({"metadata": {"name": NAMESPACE}})).await;
+
     let scratch = TempDir::new("chart-kubectl");
-    let kubeconfig = scratch.write("kubeconfig", &server.kubeconfig());
-    let kubectl_apply = |file: &Path, validate: &str| {
+    let kubectl_apply = |file: &Path| {
         let mut command = Command::new(&kubectl);
         command
-            .args(["apply", "--dry-run=client", "-f", utf8(file)])
-            .arg(format!("--validate={validate}"))
-            .args(["--kubeconfig", utf8(&kubeconfig)])
+            .args([
+                "apply",
+                "--dry-run=server",
+                "--validate=strict",
+                "-f",
+                utf8(file),
+            ])
+            .args(["--kubeconfig", utf8(cluster.admin_kubeconfig())])
             .args(["--cache-dir", utf8(&scratch.join("cache"))]);
         tokio::task::block_in_place(|| helm::run(command, Duration::from_secs(60)))
     };
-    // kubectl plans a create for every object (none exists on the server).
-    let assert_all_created = |what: &str, text: &str, validate: &str| {
-        let file = scratch.write("rendered.yaml", text);
-        let applied = kubectl_apply(&file, validate).success();
-        let planned: Vec<&str> = applied
-            .stdout
-            .lines()
-            .filter(|l| l.ends_with(" created (dry run)"))
-            .collect();
-        assert_eq!(
-            planned.len(),
-            Manifests::parse(text).objects.len(),
-            "{what}: kubectl must plan a create for every object:\n{}",
-            applied.stdout
-        );
-    };
-
-    // The templates, validated against the schemas.
+    // kubectl creates every object in a server-side dry run: admitted and validated,
+    // strictly (an unknown or duplicate field fails), and not stored.
+    let mut applied_kinds = BTreeSet::new();
     for (what, values) in [
         ("default values", None),
         ("every optional feature", Some(all_features())),
@@ -932,45 +958,61 @@ async fn kubectl_dry_run_client_validates_and_accepts_the_rendered_chart() {
         let text = helm
             .template(&args)
             .unwrap_or_else(|run| panic!("helm template: {}", run.stderr));
-        assert_all_created(what, &text, "strict");
+        let file = scratch.write("rendered.yaml", &text);
+        let applied = kubectl_apply(&file).success();
+        let created: Vec<&str> = applied
+            .stdout
+            .lines()
+            .filter(|l| l.ends_with(" created (server dry run)"))
+            .collect();
+        let manifests = Manifests::parse(&text);
+        assert_eq!(
+            created.len(),
+            manifests.objects.len(),
+            "{what}: the server must accept a create of every object:\n{}\n{}",
+            applied.stdout,
+            applied.stderr
+        );
+        assert_eq!(applied.stderr, "", "{what}: no warning from the server");
+        applied_kinds.extend(manifests.kinds());
     }
-    // The CRDs (crds/, which helm installs before the templates) are mapped but not
-    // schema-checked: kubectl's client-side validator rejects any `null` array entry
-    // ("unknown object type \"nil\""), and a nullable enum field's schema lists `null`
-    // among its values (PodGroup's status.phase). The chart's CRDs are installed into the
-    // test API server by berth_run_with_the_rendered_args_and_env_schedules_a_pod.
-    let crd_text: String = crds
-        .all("CustomResourceDefinition")
-        .iter()
-        .map(|crd| format!("---\n{}\n", serde_json::to_string(crd).expect("JSON")))
-        .collect();
-    assert_all_created("the CRDs", &crd_text, "false");
-    let writes: Vec<String> = server
-        .requests()
-        .into_iter()
-        .filter(|r| !r.starts_with("GET "))
-        .collect();
-    assert!(
-        writes.is_empty(),
-        "a client dry run writes nothing: {writes:?}"
-    );
+    for kind in [
+        "Deployment",
+        "ServiceMonitor",
+        "SchedulerProfile",
+        "ClusterRole",
+    ] {
+        assert!(
+            applied_kinds.contains(kind),
+            "{kind} was checked: {applied_kinds:?}"
+        );
+    }
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(client.clone(), NAMESPACE);
+    let stored = within("listing deployments", deployments.list(&Default::default()))
+        .await
+        .expect("a list of deployments");
+    assert!(stored.items.is_empty(), "a dry run stores nothing");
 
-    // The validation is real: kubectl rejects a field the Deployment schema lacks, and a
-    // wrong type in berth's CRD.
+    // The validation is the server's: strict decoding refuses a field the Deployment
+    // schema lacks, and berth's CRD schema a wrong type.
     let rendered = helm.template(&[]).expect("helm template");
     let broken = rendered.replacen("  replicas: 2\n", "  replicas: 2\n  replica: 2\n", 1);
     assert_ne!(broken, rendered);
     let file = scratch.write("broken.yaml", &broken);
-    let stderr = kubectl_apply(&file, "strict").failure();
+    let stderr = kubectl_apply(&file).failure();
     assert!(
-        stderr.contains("unknown field \"replica\" in io.k8s.api.apps.v1.DeploymentSpec"),
+        stderr.contains("strict decoding error: unknown field \"spec.replica\""),
         "{stderr}"
     );
     let profile = "apiVersion: berth.dev/v1alpha1\nkind: SchedulerProfile\nmetadata:\n  name: x\n\
                    spec:\n  percentageOfNodesToScore: many\n";
     let file = scratch.write("broken-profile.yaml", profile);
-    let stderr = kubectl_apply(&file, "strict").failure();
-    assert!(stderr.contains("percentageOfNodesToScore"), "{stderr}");
+    let stderr = kubectl_apply(&file).failure();
+    assert!(
+        stderr.contains("spec.percentageOfNodesToScore: Invalid value: \"string\""),
+        "{stderr}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -978,8 +1020,8 @@ async fn kubectl_dry_run_client_validates_and_accepts_the_rendered_chart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn berth_run_with_the_rendered_args_and_env_schedules_a_pod() {
-    let Some(helm) = helm_or_skip("berth_run_with_the_rendered_args_and_env_schedules_a_pod")
-    else {
+    const TEST: &str = "berth_run_with_the_rendered_args_and_env_schedules_a_pod";
+    let Some(helm) = helm_or_skip(TEST) else {
         return;
     };
     // The metrics port is changed because the test needs a free one; a Prometheus
@@ -993,30 +1035,35 @@ async fn berth_run_with_the_rendered_args_and_env_schedules_a_pod() {
          metrics.reader.subjects[0].namespace=monitoring",
     ]);
     assert_probes(&manifests, port);
-    let (server, client) = installed_release(&manifests).await;
-    // The API server answers berth's reviews as its RBAC authorizer would with the chart's
-    // metrics reader ClusterRole and binding.
-    let user = |username: &str| UserInfo {
-        username: username.to_string(),
-        ..UserInfo::default()
+    let Some(kubectl) = kubectl_or_skip(TEST) else {
+        return;
     };
-    server
-        .set_access(Access {
-            tokens: BTreeMap::from([
-                (
-                    "prometheus-token".to_string(),
-                    user("system:serviceaccount:monitoring:prometheus"),
-                ),
-                (
-                    "nosy-token".to_string(),
-                    user("system:serviceaccount:default:nosy"),
-                ),
-            ]),
-            rules: metrics_reader_access(&manifests),
-        })
-        .expect("valid access rules");
+    let Some((cluster, client)) = installed_release(TEST, &kubectl, &manifests).await else {
+        return;
+    };
+    // berth has the chart's ServiceAccount and nothing else; the metrics reader's
+    // subject and a service account the chart binds to nothing get real tokens, which
+    // kube-apiserver reviews for berth (TokenReview, SubjectAccessReview).
+    let account = manifests.one("ServiceAccount")["metadata"]["name"]
+        .as_str()
+        .expect("the chart's ServiceAccount")
+        .to_string();
+    let kubeconfig = cluster
+        .service_account_kubeconfig(NAMESPACE, &account, Duration::from_secs(3600))
+        .await
+        .expect("a token of the chart's ServiceAccount");
+    let token = |namespace: &'static str, name: &'static str| {
+        let client = client.clone();
+        async move {
+            kube_cluster::service_account_token(&client, namespace, name, Duration::from_secs(3600))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+        }
+    };
+    let prometheus_token = token("monitoring", "prometheus").await;
+    let nosy_token = token("default", "nosy").await;
 
-    let mut berth = ChartProcess::spawn(&manifests, server.kubeconfig_path());
+    let mut berth = ChartProcess::spawn(&manifests, &kubeconfig);
     let container = manifests.container().clone();
     eventually(
         "berth answers its readiness probe as the kubelet sends it",
@@ -1037,11 +1084,12 @@ async fn berth_run_with_the_rendered_args_and_env_schedules_a_pod() {
     // /metrics over HTTPS: only for the bound service account's token.
     for (token, expected) in [
         (None, 401),
-        (Some("made-up-token"), 401),
-        (Some("nosy-token"), 403),
-        (Some("prometheus-token"), 200),
+        (Some("made-up-token".to_string()), 401),
+        (Some(nosy_token), 403),
+        (Some(prometheus_token), 200),
     ] {
-        let response = tokio::task::spawn_blocking(move || get_metrics(port, token))
+        let sent = token.clone();
+        let response = tokio::task::spawn_blocking(move || get_metrics(port, sent.as_deref()))
             .await
             .expect("the request task")
             .unwrap_or_else(|e| panic!("GET /metrics with token {token:?}: {e}"));
@@ -1068,6 +1116,11 @@ async fn berth_run_with_the_rendered_args_and_env_schedules_a_pod() {
             },
         }),
     )
+    .await;
+    support::kube::wait_nodes_ready(&client).await;
+    support::kube::eventually("namespace default has its ServiceAccount", || {
+        kube_cluster::default_service_account(&client, "default")
+    })
     .await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     create(
@@ -1118,60 +1171,35 @@ async fn berth_run_with_the_rendered_args_and_env_schedules_a_pod() {
     }
 }
 
-/// The test API server after what `helm install` would do before berth starts: the
-/// chart's CRDs, the release namespace, the chart's SchedulerProfiles.
-async fn installed_release(manifests: &Manifests) -> (TestApiServer, kube::Client) {
-    let server = api::start_with_crds(&chart_dir().join("crds")).await;
-    let client = server.client().await;
+/// A real cluster (etcd, kube-apiserver, kube-controller-manager, kwok) after what
+/// `helm install` does before berth starts: the chart's CRDs (identical to `crds/`), the
+/// release namespace, and every rendered object but the Deployment, whose container the
+/// test runs itself. `None` after a loud skip where Go is missing (never on CI).
+async fn installed_release(
+    test: &str,
+    kubectl: &Path,
+    manifests: &Manifests,
+) -> Option<(kube_cluster::KubeCluster, kube::Client)> {
+    let cluster = support::kube::start_or_skip(test, kube_cluster::Options::default()).await?;
+    let client = cluster.admin_client().await.expect("an admin client");
+    support::kube::install_crds(&client).await;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     create(&namespaces, json!({"metadata": {"name": NAMESPACE}})).await;
-    let profiles = profile_api(&client);
-    for profile in manifests.all("SchedulerProfile") {
-        create(&profiles, profile.clone()).await;
-    }
-    (server, client)
-}
-
-/// The rules the API server's RBAC authorizer would apply to berth's SubjectAccessReviews
-/// given the chart's metrics reader ClusterRole and its ClusterRoleBinding: each rule of
-/// the role, for the binding's subjects.
-fn metrics_reader_access(manifests: &Manifests) -> Vec<AccessRule> {
-    let reader = named(manifests, "ClusterRole", "berth-metrics-reader");
-    let binding = named(manifests, "ClusterRoleBinding", "berth-metrics-reader");
-    assert_eq!(binding["roleRef"]["name"], reader["metadata"]["name"]);
-    let (mut users, mut groups) = (Vec::new(), Vec::new());
-    for subject in binding["subjects"].as_array().expect("subjects") {
-        let name = subject["name"]
-            .as_str()
-            .expect("a subject name")
-            .to_string();
-        match subject["kind"].as_str() {
-            Some("ServiceAccount") => users.push(format!(
-                "system:serviceaccount:{}:{name}",
-                subject["namespace"].as_str().expect("a namespace")
-            )),
-            Some("User") => users.push(name),
-            Some("Group") => groups.push(name),
-            other => panic!("subject kind {other:?}"),
-        }
-    }
-    reader["rules"]
-        .as_array()
-        .expect("rules")
+    let release: String = manifests
+        .objects
         .iter()
-        .map(Rule::parse)
-        .map(|rule| AccessRule {
-            name: "berth-metrics-reader".to_string(),
-            users: users.clone(),
-            groups: groups.clone(),
-            verbs: rule.verbs,
-            non_resource_urls: rule.non_resource_urls,
-            api_groups: rule.api_groups,
-            resources: rule.resources,
-            resource_names: rule.resource_names,
-            namespaces: Vec::new(),
-        })
-        .collect()
+        .filter(|o| o["kind"] != "Deployment")
+        .map(|o| format!("---\n{o}\n"))
+        .collect();
+    let scratch = TempDir::new("chart-release");
+    let file = scratch.write("release.yaml", &release);
+    let mut command = Command::new(kubectl);
+    command
+        .args(["apply", "-f", utf8(&file)])
+        .args(["--kubeconfig", utf8(cluster.admin_kubeconfig())])
+        .args(["--cache-dir", utf8(&scratch.join("cache"))]);
+    tokio::task::block_in_place(|| helm::run(command, Duration::from_secs(60))).success();
+    Some((cluster, client))
 }
 
 /// Creates `object` through `api`; fails the test when the server refuses it.
@@ -1187,15 +1215,6 @@ where
     )
     .await
     .unwrap_or_else(|e| panic!("creating {object}: {e}"));
-}
-
-/// The SchedulerProfile API.
-fn profile_api(client: &kube::Client) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("berth.dev", "v1alpha1", "SchedulerProfile");
-    Api::all_with(
-        client.clone(),
-        &ApiResource::from_gvk_with_plural(&gvk, "schedulerprofiles"),
-    )
 }
 
 // ---------------------------------------------------------------------------------------

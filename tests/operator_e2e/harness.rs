@@ -726,53 +726,15 @@ impl Drop for Cluster {
     }
 }
 
-/// Creates ServiceAccount `namespace/name` (and the namespace) when missing and returns a
-/// token of it from the TokenRequest API, valid for an hour.
+/// A token of ServiceAccount `namespace/name` (created when missing), valid for an hour.
 async fn service_account_token(client: &kube::Client, namespace: &str, name: &str) -> String {
-    use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns: Namespace =
-        serde_json::from_value(json!({"metadata": {"name": namespace}})).expect("a Namespace");
-    match within(
-        "creating a namespace",
-        WAIT,
-        namespaces.create(&PostParams::default(), &ns),
-    )
-    .await
-    {
-        Ok(_) => {}
-        Err(kube::Error::Api(e)) if e.code == 409 => {}
-        Err(e) => panic!("creating namespace {namespace}: {e}"),
-    }
-    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
-    let account: ServiceAccount =
-        serde_json::from_value(json!({"metadata": {"name": name}})).expect("a ServiceAccount");
-    match within(
-        "creating a ServiceAccount",
-        WAIT,
-        accounts.create(&PostParams::default(), &account),
-    )
-    .await
-    {
-        Ok(_) => {}
-        Err(kube::Error::Api(e)) if e.code == 409 => {}
-        Err(e) => panic!("creating ServiceAccount {namespace}/{name}: {e}"),
-    }
-    let request = k8s_openapi::api::authentication::v1::TokenRequest {
-        spec: Some(k8s_openapi::api::authentication::v1::TokenRequestSpec {
-            expiration_seconds: Some(3600),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let answer = within(
+    within(
         "a token request",
         WAIT,
-        accounts.create_token_request(name, &PostParams::default(), &request),
+        kube_cluster::service_account_token(client, namespace, name, Duration::from_secs(3600)),
     )
     .await
-    .unwrap_or_else(|e| panic!("a token for {namespace}/{name}: {e}"));
-    answer.status.and_then(|s| s.token).expect("a token")
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// `helm install` of the chart into [`RELEASE_NAMESPACE`] (its CRDs included), with the

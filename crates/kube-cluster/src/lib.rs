@@ -490,7 +490,8 @@ impl KubeCluster {
     }
 
     /// A kubeconfig for ServiceAccount `namespace/name` with a token from the TokenRequest
-    /// API, valid for `ttl`: the identity a pod of that account has. The account must exist.
+    /// API, valid for `ttl`: the identity a pod of that account has. The account (and its
+    /// namespace) is created when missing.
     pub async fn service_account_kubeconfig(
         &self,
         namespace: &str,
@@ -498,26 +499,7 @@ impl KubeCluster {
         ttl: Duration,
     ) -> Result<PathBuf, Error> {
         let client = self.admin_client().await?;
-        let body = serde_json::json!({
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {"expirationSeconds": ttl.as_secs().max(600)},
-        });
-        let request = http::Request::post(format!(
-            "/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
-        ))
-        .header("content-type", "application/json")
-        .body(serde_json::to_vec(&body).map_err(|e| Error::Api(e.to_string()))?)
-        .map_err(|e| Error::Api(e.to_string()))?;
-        let answer: serde_json::Value = client
-            .request(request)
-            .await
-            .map_err(|e| Error::Api(format!("a token for {namespace}/{name}: {e}")))?;
-        let token = answer["status"]["token"].as_str().ok_or_else(|| {
-            Error::Api(format!(
-                "the TokenRequest for {namespace}/{name} had no token: {answer}"
-            ))
-        })?;
+        let token = service_account_token(&client, namespace, name, ttl).await?;
         let path = self.dir.join(format!("sa-{namespace}-{name}.kubeconfig"));
         let user = format!("    token: {token}");
         std::fs::write(
@@ -609,6 +591,65 @@ pub async fn client_from(path: &Path) -> Result<kube::Client, Error> {
     .await
     .map_err(|e| Error::Api(format!("{}: {e}", path.display())))?;
     kube::Client::try_from(config).map_err(|e| Error::Api(e.to_string()))
+}
+
+/// A token of ServiceAccount `namespace/name` from the TokenRequest API, valid for `ttl`
+/// (at least the API's 10 minutes), creating the namespace and the account when missing.
+pub async fn service_account_token(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    ttl: Duration,
+) -> Result<String, Error> {
+    use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+    let create = |what: String, result: Result<(), kube::Error>| match result {
+        Ok(()) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(e) => Err(Error::Api(format!("creating {what}: {e}"))),
+    };
+    let named = |name: &str| serde_json::json!({"metadata": {"name": name}});
+    let namespaces: kube::Api<Namespace> = kube::Api::all(client.clone());
+    let object: Namespace = serde_json::from_value(named(namespace)).map_err(api_error)?;
+    create(
+        format!("namespace {namespace}"),
+        namespaces
+            .create(&Default::default(), &object)
+            .await
+            .map(drop),
+    )?;
+    let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(client.clone(), namespace);
+    let object: ServiceAccount = serde_json::from_value(named(name)).map_err(api_error)?;
+    create(
+        format!("ServiceAccount {namespace}/{name}"),
+        accounts
+            .create(&Default::default(), &object)
+            .await
+            .map(drop),
+    )?;
+    let request = k8s_openapi::api::authentication::v1::TokenRequest {
+        spec: Some(k8s_openapi::api::authentication::v1::TokenRequestSpec {
+            expiration_seconds: Some(i64::try_from(ttl.as_secs().max(600)).unwrap_or(i64::MAX)),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let answer = accounts
+        .create_token_request(name, &Default::default(), &request)
+        .await
+        .map_err(|e| Error::Api(format!("a token for {namespace}/{name}: {e}")))?;
+    answer
+        .status
+        .and_then(|s| s.token)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            Error::Api(format!(
+                "the TokenRequest for {namespace}/{name} had no token"
+            ))
+        })
+}
+
+fn api_error(e: impl std::fmt::Display) -> Error {
+    Error::Api(e.to_string())
 }
 
 /// `Ok` once `namespace` has its `default` ServiceAccount.
