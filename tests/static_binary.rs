@@ -13,7 +13,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod support;
-use support::api;
 use support::http::{free_port, loopback};
 use support::https::{self, Trust};
 use support::temp::TempDir;
@@ -137,23 +136,44 @@ fn static_binary_prints_the_crate_version() {
     );
 }
 
-/// `berth run` from the static binary against the test API server, addressed as
-/// `localhost`: the name goes through getaddrinfo and /etc/hosts, which a static glibc
-/// binary resolves with the NSS modules built into it. Ready means it listed nodes and
-/// pods; SIGTERM must then stop it cleanly.
+/// `berth run` from the static binary against a real kube-apiserver (etcd, kube-apiserver
+/// 1.37, `crates/kube-cluster`, with berth's CRDs) over TLS, addressed as `localhost`: the
+/// name goes through getaddrinfo and /etc/hosts, which a static glibc binary resolves with
+/// the NSS modules built into it. Ready means it listed nodes and pods; SIGTERM must then
+/// stop it cleanly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn static_binary_runs_berth_run_against_an_api_server_named_localhost() {
-    let Some(binary) =
-        static_binary("static_binary_runs_berth_run_against_an_api_server_named_localhost")
-    else {
+    const TEST: &str = "static_binary_runs_berth_run_against_an_api_server_named_localhost";
+    let Some(binary) = static_binary(TEST) else {
         return;
     };
-    let server = api::start_with_crds(&api::berth_crds()).await;
-    let url = server.url().replace("127.0.0.1", "localhost");
+    let options = kube_cluster::Options {
+        controller_manager: false,
+        kwok: false,
+        ..kube_cluster::Options::default()
+    };
+    let Some(cluster) = support::kube::start_or_skip(TEST, options).await else {
+        return;
+    };
+    let client = cluster.admin_client().await.expect("an admin client");
+    support::kube::install_crds(&client).await;
+    let admin = std::fs::read_to_string(cluster.admin_kubeconfig()).expect("the kubeconfig");
+    let url = admin
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("server: "))
+        .expect("the kubeconfig names its server")
+        .replace("127.0.0.1", "localhost");
     let dir = TempDir::new("static");
-    let kubeconfig = dir.join("kubeconfig");
-    std::fs::write(&kubeconfig, test_apiserver::kubeconfig::render(&url))
-        .expect("write the kubeconfig");
+    let kubeconfig = dir.write(
+        "kubeconfig",
+        &admin
+            .lines()
+            .map(|line| match line.trim().strip_prefix("server: ") {
+                Some(_) => format!("    server: {url}\n"),
+                None => format!("{line}\n"),
+            })
+            .collect::<String>(),
+    );
     let port = free_port();
     let mut child = Command::new(&binary)
         .args(["run", "--identity", "static", "--metrics-bind-address"])
@@ -190,8 +210,7 @@ async fn static_binary_runs_berth_run_against_an_api_server_named_localhost() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let listed_nodes = server
-        .requests()
+    let listed_nodes = support::kube::requests(cluster.audit_log())
         .iter()
         .any(|r| r.resource == "nodes" && r.verb == "list" && r.status == 200);
     let _ = Command::new("kill")
