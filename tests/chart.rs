@@ -908,12 +908,7 @@ async fn kubectl_dry_run_server_validates_and_accepts_the_rendered_chart() {
     // templates: the chart's CRDs (crds/, byte-identical to the repository's, which the
     // server checks as it establishes them) and the release namespace; and the
     // ServiceMonitor kind of a cluster running prometheus-operator.
-    let options = kube_cluster::Options {
-        controller_manager: false,
-        kwok: false,
-        ..kube_cluster::Options::default()
-    };
-    let Some(cluster) = support::kube::start_or_skip(TEST, options).await else {
+    let Some(cluster) = support::kube::start_apiserver_or_skip(TEST).await else {
         return;
     };
     let client = cluster.admin_client().await.expect("an admin client");

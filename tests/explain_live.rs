@@ -21,7 +21,7 @@ use kube_cluster::KubeCluster;
 use serde_json::Value;
 use support::api::repo_root;
 use support::cli::{BERTH, stderr, stdout};
-use support::kube::{eventually, install_crds, wait_nodes_ready};
+use support::kube::{eventually, install_crds, test_name, wait_nodes_ready};
 use support::temp::TempDir;
 use support::tools::kubectl_or_skip;
 
@@ -80,13 +80,6 @@ async fn create_all(client: &kube::Client, objects: &[Value]) {
             .unwrap_or_else(|e| panic!("creating {kind} {:?}: {e}", object["metadata"]["name"]));
     }
     wait_nodes_ready(client).await;
-}
-
-fn test_name() -> String {
-    std::thread::current()
-        .name()
-        .unwrap_or("explain_live")
-        .to_string()
 }
 
 fn berth(args: &[&str]) -> Output {

@@ -1,4 +1,5 @@
-//! The SchedulerProfile controller against the test API server: what a cluster operator
+//! The SchedulerProfile controller against a real kube-apiserver 1.37 with etcd
+//! (`crates/kube-cluster`, berth's CRDs installed): what a cluster operator
 //! sees (status conditions, events, the request log) and what the scheduling loop receives
 //! (Upsert and Remove commands), for valid, invalid, edited, duplicated and deleted
 //! profiles, as leader and as follower.
@@ -19,8 +20,8 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::Reporter;
+use kube_cluster::KubeCluster;
 use serde_json::{Value, json};
-use test_apiserver::TestApiServer;
 use tokio::sync::{mpsc, oneshot, watch};
 
 mod support;
@@ -38,9 +39,9 @@ impl Binder for NoBinder {
     }
 }
 
-/// The test API server with berth's CRDs and the profile controller running against it.
+/// A real API server with berth's CRDs and the profile controller running against it.
 struct Harness {
-    server: TestApiServer,
+    cluster: KubeCluster,
     profiles: Api<SchedulerProfile>,
     events: Api<Event>,
     commands: mpsc::UnboundedReceiver<LoopMessage>,
@@ -54,13 +55,15 @@ struct Harness {
 }
 
 impl Harness {
-    async fn start(leader: bool, synced: bool) -> Harness {
+    /// `None` after a loud skip where Go is missing (never on CI).
+    async fn start(leader: bool, synced: bool) -> Option<Harness> {
         Harness::start_with_crds(leader, synced, &api::berth_crds()).await
     }
 
-    async fn start_with_crds(leader: bool, synced: bool, crds: &Path) -> Harness {
-        let server = api::start_with_crds(crds).await;
-        let client = server.client().await;
+    async fn start_with_crds(leader: bool, synced: bool, crds: &Path) -> Option<Harness> {
+        let cluster = support::kube::start_apiserver_or_skip(&support::kube::test_name()).await?;
+        let client = cluster.admin_client().await.expect("an admin client");
+        support::kube::install_crds_from(&client, crds).await;
         let (loop_tx, commands) = mpsc::unbounded_channel();
         let (leader_tx, leader_rx) = watch::channel(leader);
         let unlisted = if synced {
@@ -104,8 +107,8 @@ impl Harness {
         let task = tokio::spawn(profiles::run(ctx, async move {
             let _ = stopped.await;
         }));
-        Harness {
-            server,
+        Some(Harness {
+            cluster,
             profiles: Api::all(client.clone()),
             events: Api::namespaced(client, "default"),
             commands,
@@ -115,7 +118,7 @@ impl Harness {
             reconciles,
             stop: Some(stop),
             task,
-        }
+        })
     }
 
     async fn create(&self, name: &str, spec: Value) -> SchedulerProfile {
@@ -208,8 +211,7 @@ impl Harness {
 
     /// Status patches of SchedulerProfiles in the request log.
     fn status_writes(&self) -> usize {
-        self.server
-            .requests()
+        support::kube::requests(self.cluster.audit_log())
             .iter()
             .filter(|r| {
                 r.resource == "schedulerprofiles"
@@ -224,7 +226,6 @@ impl Harness {
             let _ = stop.send(());
         }
         let _ = tokio::time::timeout(WAIT, &mut self.task).await;
-        self.server.shutdown().await;
     }
 }
 
@@ -242,7 +243,9 @@ fn running(status: &SchedulerProfileStatus) -> bool {
 
 #[tokio::test]
 async fn a_valid_profile_is_started_and_reports_its_effective_plugins() {
-    let mut h = Harness::start(true, true).await;
+    let Some(mut h) = Harness::start(true, true).await else {
+        return;
+    };
     h.create("batch", json!({})).await;
 
     assert_eq!(h.next_command().await, "Upsert(batch)");
@@ -280,7 +283,9 @@ async fn a_valid_profile_is_started_and_reports_its_effective_plugins() {
 
 #[tokio::test]
 async fn a_profile_failing_semantic_validation_is_rejected_with_the_field_path() {
-    let mut h = Harness::start(true, true).await;
+    let Some(mut h) = Harness::start(true, true).await else {
+        return;
+    };
     // Passes the CRD schema; fails berth's "at least one Bind plugin".
     h.create(
         "nobind",
@@ -311,7 +316,10 @@ async fn a_profile_failing_semantic_validation_is_rejected_with_the_field_path()
 async fn a_plugin_this_binary_does_not_know_is_reported_as_unknown_plugin() {
     // The CRD of another berth build (an out-of-tree plugin registered there) lets the
     // API server store a plugin name this binary's registry does not have.
-    let mut h = Harness::start_with_crds(true, true, foreign_plugin_crds().path()).await;
+    let Some(mut h) = Harness::start_with_crds(true, true, foreign_plugin_crds().path()).await
+    else {
+        return;
+    };
     h.create(
         "gpu",
         json!({"plugins": {"filter": {"enabled": [{"name": "GpuTopology"}]}}}),
@@ -333,7 +341,8 @@ async fn a_plugin_this_binary_does_not_know_is_reported_as_unknown_plugin() {
     h.stop().await;
 }
 
-/// berth's CRDs with any name accepted in `spec.plugins.filter.enabled`, written to a
+/// berth's CRDs as another build (with out-of-tree plugin `GpuTopology`) generates them:
+/// that name accepted in `spec.plugins.filter.enabled`. Written to a
 /// fresh directory.
 fn foreign_plugin_crds() -> TempDir {
     let dir = TempDir::new("operator-profiles");
@@ -347,8 +356,13 @@ fn foreign_plugin_crds() -> TempDir {
         )
         .and_then(Value::as_object_mut)
         .expect("the filter plugin name schema");
-    name.remove("enum");
-    name.remove("maxLength");
+    // As that build's generator would write it: its registry's names, this one's plus
+    // the out-of-tree plugin (keeping maxLength, which the real API server's CEL cost
+    // estimate of the list's rules needs).
+    name.get_mut("enum")
+        .and_then(Value::as_array_mut)
+        .expect("the plugin name enum")
+        .push(json!("GpuTopology"));
     // JSON is YAML.
     dir.write("schedulerprofiles.yaml", &crd.to_string());
     dir
@@ -356,7 +370,9 @@ fn foreign_plugin_crds() -> TempDir {
 
 #[tokio::test]
 async fn a_spec_edit_hot_swaps_the_instance() {
-    let mut h = Harness::start(true, true).await;
+    let Some(mut h) = Harness::start(true, true).await else {
+        return;
+    };
     h.create("batch", json!({})).await;
     assert_eq!(h.next_command().await, "Upsert(batch)");
     h.wait_status("batch", "running", running).await;
@@ -391,7 +407,9 @@ async fn a_spec_edit_hot_swaps_the_instance() {
 
 #[tokio::test]
 async fn the_older_profile_keeps_a_duplicated_scheduler_name_until_it_is_deleted() {
-    let mut h = Harness::start(true, true).await;
+    let Some(mut h) = Harness::start(true, true).await else {
+        return;
+    };
     // Names in the opposite order of age, so a tie-break by name would pick the wrong one.
     h.create("zeta", json!({"schedulerName": "shared"})).await;
     assert_eq!(h.next_command().await, "Upsert(shared)");
@@ -430,7 +448,9 @@ async fn the_older_profile_keeps_a_duplicated_scheduler_name_until_it_is_deleted
 
 #[tokio::test]
 async fn deleting_a_profile_stops_its_instance() {
-    let mut h = Harness::start(true, true).await;
+    let Some(mut h) = Harness::start(true, true).await else {
+        return;
+    };
     h.create("batch", json!({})).await;
     assert_eq!(h.next_command().await, "Upsert(batch)");
     h.profiles
@@ -446,7 +466,9 @@ async fn deleting_a_profile_stops_its_instance() {
 
 #[tokio::test]
 async fn a_follower_keeps_instances_warm_but_writes_nothing() {
-    let mut h = Harness::start(false, true).await;
+    let Some(mut h) = Harness::start(false, true).await else {
+        return;
+    };
     h.create("batch", json!({})).await;
     assert_eq!(h.next_command().await, "Upsert(batch)");
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -465,7 +487,9 @@ async fn a_follower_keeps_instances_warm_but_writes_nothing() {
 
 #[tokio::test]
 async fn an_unchanged_status_is_not_patched_again() {
-    let mut h = Harness::start(true, true).await;
+    let Some(mut h) = Harness::start(true, true).await else {
+        return;
+    };
     h.create("batch", json!({})).await;
     assert_eq!(h.next_command().await, "Upsert(batch)");
     let first = h.wait_status("batch", "running", running).await;
@@ -489,7 +513,9 @@ async fn an_unchanged_status_is_not_patched_again() {
 
 #[tokio::test]
 async fn transition_times_move_only_for_the_condition_that_flips() {
-    let mut h = Harness::start(true, false).await;
+    let Some(mut h) = Harness::start(true, false).await else {
+        return;
+    };
     h.create("batch", json!({})).await;
     assert_eq!(h.next_command().await, "Upsert(batch)");
     let before = h
@@ -524,7 +550,9 @@ async fn transition_times_move_only_for_the_condition_that_flips() {
 /// message, and disabling a coupled PreScore by name is a rejection naming both entries.
 #[tokio::test]
 async fn coupled_pre_points_show_in_the_status() {
-    let mut h = Harness::start(true, true).await;
+    let Some(mut h) = Harness::start(true, true).await else {
+        return;
+    };
     let network = json!({"prometheusAddress": "http://prometheus.monitoring:9090"});
     h.create(
         "score-only",

@@ -233,14 +233,6 @@ async fn create(client: &kube::Client, path: &str, object: &Value) {
         .unwrap_or_else(|e| panic!("creating {object}: {e}"));
 }
 
-/// The test's name, for the skip line and the cluster's failures.
-fn test_name() -> String {
-    std::thread::current()
-        .name()
-        .unwrap_or("snapshot")
-        .to_string()
-}
-
 /// `Kind namespace/name` of each document.
 fn keys(documents: &[Value]) -> Vec<String> {
     documents
@@ -344,7 +336,7 @@ fn forbidden_message(resource: &str, group: &str) -> String {
 
 #[tokio::test]
 async fn every_kind_is_read_with_paginated_lists() {
-    let Some(cluster) = cluster(&test_name(), Setup::Populated).await else {
+    let Some(cluster) = cluster(&support::kube::test_name(), Setup::Populated).await else {
         return;
     };
     let client = admin(&cluster).await;
@@ -415,7 +407,7 @@ async fn every_kind_is_read_with_paginated_lists() {
 
 #[tokio::test]
 async fn a_forbidden_kind_is_a_gap_and_the_rest_is_read() {
-    let Some(cluster) = cluster(&test_name(), Setup::Populated).await else {
+    let Some(cluster) = cluster(&support::kube::test_name(), Setup::Populated).await else {
         return;
     };
     let reader = reader_kubeconfig(&cluster, "/apis/policy/v1/poddisruptionbudgets").await;
@@ -444,7 +436,7 @@ async fn a_forbidden_kind_is_a_gap_and_the_rest_is_read() {
 #[tokio::test]
 async fn kinds_the_server_does_not_serve_are_gaps() {
     // No berth CRDs installed: PodGroups and SchedulerProfiles are not found.
-    let Some(cluster) = cluster(&test_name(), Setup::Bare).await else {
+    let Some(cluster) = cluster(&support::kube::test_name(), Setup::Bare).await else {
         return;
     };
     let client = admin(&cluster).await;
@@ -466,7 +458,7 @@ async fn kinds_the_server_does_not_serve_are_gaps() {
 
 #[tokio::test]
 async fn too_many_objects_stop_the_read() {
-    let Some(cluster) = cluster(&test_name(), Setup::Populated).await else {
+    let Some(cluster) = cluster(&support::kube::test_name(), Setup::Populated).await else {
         return;
     };
     let limited = ReadOptions {
@@ -500,7 +492,7 @@ fn simulate_report(output: &Output) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_simulates_as_the_objects_it_was_taken_from() {
-    let Some(cluster) = cluster(&test_name(), Setup::Running).await else {
+    let Some(cluster) = cluster(&support::kube::test_name(), Setup::Running).await else {
         return;
     };
     let dir = TempDir::new("snapshot");
@@ -603,7 +595,7 @@ async fn a_snapshot_simulates_as_the_objects_it_was_taken_from() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forbidden_kind_is_one_warning_line() {
-    let Some(cluster) = cluster(&test_name(), Setup::Populated).await else {
+    let Some(cluster) = cluster(&support::kube::test_name(), Setup::Populated).await else {
         return;
     };
     let reader = reader_kubeconfig(&cluster, "/apis/scheduling.k8s.io/v1/priorityclasses").await;
@@ -623,7 +615,7 @@ async fn a_forbidden_kind_is_one_warning_line() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_cluster_or_kubeconfig_fails() {
-    let Some(mut cluster) = cluster(&test_name(), Setup::Bare).await else {
+    let Some(mut cluster) = cluster(&support::kube::test_name(), Setup::Bare).await else {
         return;
     };
     let dir = TempDir::new("snapshot-errors");
@@ -686,7 +678,7 @@ async fn an_unreadable_cluster_or_kubeconfig_fails() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubeconfig_files_merge_and_the_context_flag_picks_one() {
-    let Some(cluster) = cluster(&test_name(), Setup::Populated).await else {
+    let Some(cluster) = cluster(&support::kube::test_name(), Setup::Populated).await else {
         return;
     };
     let dir = TempDir::new("snapshot-kubeconfig");

@@ -147,12 +147,7 @@ async fn static_binary_runs_berth_run_against_an_api_server_named_localhost() {
     let Some(binary) = static_binary(TEST) else {
         return;
     };
-    let options = kube_cluster::Options {
-        controller_manager: false,
-        kwok: false,
-        ..kube_cluster::Options::default()
-    };
-    let Some(cluster) = support::kube::start_or_skip(TEST, options).await else {
+    let Some(cluster) = support::kube::start_apiserver_or_skip(TEST).await else {
         return;
     };
     let client = cluster.admin_client().await.expect("an admin client");

@@ -33,6 +33,26 @@ pub async fn start_or_skip(test: &str, options: Options) -> Option<KubeCluster> 
     }
 }
 
+/// kube-apiserver and etcd only, no controller manager and no kubelets: for tests of
+/// what the API server itself does, where nothing else changes the objects. `None` as in
+/// [`start_or_skip`].
+pub async fn start_apiserver_or_skip(test: &str) -> Option<KubeCluster> {
+    let options = Options {
+        controller_manager: false,
+        kwok: false,
+        ..Options::default()
+    };
+    start_or_skip(test, options).await
+}
+
+/// The running test's name (its thread's), for skip lines and failures.
+pub fn test_name() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string()
+}
+
 /// The HTTP method of a request the audit log names by its verb.
 fn method_of(verb: &str) -> &'static str {
     match verb {
@@ -129,9 +149,14 @@ where
 
 /// Installs `crds/` and waits until each is established.
 pub async fn install_crds(client: &kube::Client) {
+    install_crds_from(client, &super::api::berth_crds()).await;
+}
+
+/// Installs every CRD file in `dir` and waits until each is established.
+pub async fn install_crds_from(client: &kube::Client, dir: &Path) {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let mut names = Vec::new();
-    for entry in std::fs::read_dir(super::api::berth_crds()).expect("crds/") {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry.expect("an entry").path();
         let text = std::fs::read_to_string(&path).expect("a CRD file");
         let crd: CustomResourceDefinition =
