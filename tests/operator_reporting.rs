@@ -33,7 +33,7 @@ enum Server {
     /// kube-apiserver and etcd; `since` is how many audit records
     /// [`Server::clear_requests`] skipped.
     Real {
-        cluster: KubeCluster,
+        cluster: Box<KubeCluster>,
         since: std::sync::Mutex<usize>,
     },
     /// The test API server, for a fault injected on a chosen request.
@@ -86,6 +86,7 @@ async fn start() -> Option<(Server, kube::Client)> {
     let client = cluster.admin_client().await.expect("an admin client");
     support::kube::create_default_service_account(&client, "default").await;
     let since = std::sync::Mutex::new(0);
+    let cluster = Box::new(cluster);
     Some((Server::Real { cluster, since }, client))
 }
 

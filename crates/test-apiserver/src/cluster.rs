@@ -1,6 +1,6 @@
 //! The cluster behind the HTTP API: the registry of served resources and the object store,
 //! with the object operations (create, get, update, patch, delete, binding, list) and
-//! their semantics — preconditions, finalizers, status rules, CRD admission, and CRDs
+//! their semantics — preconditions, finalizers, status rules, the checks on a CRD itself, and CRDs
 //! that start and stop serving their resources.
 //!
 //! Every operation is synchronous and runs under the server's one lock, so each write is
@@ -8,7 +8,6 @@
 
 use serde_json::{Value, json};
 
-use crate::admission;
 use crate::crd;
 use crate::errors::{ApiError, Cause};
 use crate::pagination::{self, ContinueToken};
@@ -35,45 +34,11 @@ impl ListQuery {
     }
 }
 
-/// What the client asked for unknown fields (`fieldValidation`; default Warn).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum FieldValidation {
-    /// Drop them silently.
-    Ignore,
-    /// Drop them and say so in `Warning` headers.
-    #[default]
-    Warn,
-    /// Reject the write: 400 `strict decoding error: unknown field "spec.foo"`.
-    Strict,
-}
-
-impl FieldValidation {
-    pub fn parse(text: &str) -> Result<FieldValidation, ApiError> {
-        match text {
-            "" | "Warn" => Ok(FieldValidation::Warn),
-            "Ignore" => Ok(FieldValidation::Ignore),
-            "Strict" => Ok(FieldValidation::Strict),
-            other => Err(ApiError::bad_request(format!(
-                "fieldValidation must be one of Ignore, Warn, Strict, got {other:?}"
-            ))),
-        }
-    }
-}
-
-/// Per-write options in, warnings out.
-#[derive(Debug, Clone, Default)]
-pub struct WriteOptions {
-    pub field_validation: FieldValidation,
-    /// `Warning` header texts for the response (unknown fields under Warn).
-    pub warnings: Vec<String>,
-}
-
 /// A PATCH request's body and options.
 #[derive(Debug, Clone, Copy)]
 pub struct PatchRequest<'a> {
     pub body: &'a [u8],
     pub patch_type: PatchType,
-    pub field_manager: Option<&'a str>,
     /// Sent to the status subresource.
     pub status: bool,
 }
@@ -201,7 +166,7 @@ impl Cluster {
             for name in ["default", "kube-system"] {
                 // Cannot fail: a fresh store has no namespaces.
                 let body = json!({"metadata": {"name": name}});
-                let _ = cluster.create(&def, "", body, &mut WriteOptions::default());
+                let _ = cluster.create(&def, "", body);
             }
         }
         cluster
@@ -224,7 +189,6 @@ impl Cluster {
         def: &ResourceDef,
         namespace: &str,
         mut body: Value,
-        options: &mut WriteOptions,
     ) -> Result<Value, ApiError> {
         check_shape(&body)?;
         if let Some(kind) = body["kind"].as_str().filter(|k| *k != def.kind) {
@@ -269,7 +233,7 @@ impl Cluster {
             .to_string();
         check_name(def, &name)?;
         strategy::prepare_for_create(def, &mut body);
-        let body = self.admit(def, &name, body, None, options)?;
+        let body = self.admit(def, &name, body)?;
         if self
             .store
             .get(&def.storage_key(), namespace, &name)
@@ -289,7 +253,6 @@ impl Cluster {
         name: &str,
         mut body: Value,
         status: bool,
-        options: &mut WriteOptions,
     ) -> Result<Value, ApiError> {
         check_shape(&body)?;
         match body["metadata"]["name"].as_str() {
@@ -341,7 +304,7 @@ impl Cluster {
         if let Some(rv) = existing["metadata"].get("resourceVersion") {
             object["metadata"]["resourceVersion"] = rv.clone();
         }
-        let object = self.admit(def, name, object, Some(&existing), options)?;
+        let object = self.admit(def, name, object)?;
         if same_state(&object, &existing) {
             return Ok(present(def, &existing));
         }
@@ -352,16 +315,14 @@ impl Cluster {
         Ok(present(def, &stored))
     }
 
-    /// PATCH: the patched object is written as an update would be; apply creates a missing
-    /// object (the bool says whether it did).
+    /// PATCH: the patched object is written as an update would be.
     pub fn patch(
         &mut self,
         def: &ResourceDef,
         namespace: &str,
         name: &str,
         request: PatchRequest<'_>,
-        options: &mut WriteOptions,
-    ) -> Result<(Value, bool), ApiError> {
+    ) -> Result<Value, ApiError> {
         let patch_error = |message: String| match request.patch_type {
             PatchType::Json => ApiError::new(422, "Invalid", message),
             _ => ApiError::bad_request(message),
@@ -371,37 +332,11 @@ impl Cluster {
             .get(&def.storage_key(), namespace, name)
             .map(|o| present(def, o));
         let Some(existing) = existing else {
-            if request.patch_type != PatchType::Apply || request.status {
-                return Err(ApiError::not_found(&def.resource, &def.group, name));
-            }
-            let mut object = patch::apply_patch(
-                &json!({}),
-                request.body,
-                request.patch_type,
-                &def.kind,
-                request.field_manager,
-            )
-            .map_err(patch_error)?;
-            check_shape(&object)?;
-            let metadata = metadata_mut(&mut object);
-            metadata.insert("name".into(), json!(name));
-            if def.namespaced {
-                metadata.insert("namespace".into(), json!(namespace));
-            }
-            return self
-                .create(def, namespace, object, options)
-                .map(|created| (created, true));
+            return Err(ApiError::not_found(&def.resource, &def.group, name));
         };
-        let patched = patch::apply_patch(
-            &existing,
-            request.body,
-            request.patch_type,
-            &def.kind,
-            request.field_manager,
-        )
-        .map_err(patch_error)?;
-        self.update(def, namespace, name, patched, request.status, options)
-            .map(|updated| (updated, false))
+        let patched = patch::apply_patch(&existing, request.body, request.patch_type, &def.kind)
+            .map_err(patch_error)?;
+        self.update(def, namespace, name, patched, request.status)
     }
 
     /// DELETE: preconditions, then either marks the object for deletion (finalizers
@@ -610,16 +545,10 @@ impl Cluster {
         }))
     }
 
-    /// CRD admission (pruning, defaulting, validation) for custom resources; CRD checks
-    /// and status for CRDs themselves.
-    fn admit(
-        &self,
-        def: &ResourceDef,
-        name: &str,
-        object: Value,
-        old: Option<&Value>,
-        options: &mut WriteOptions,
-    ) -> Result<Value, ApiError> {
+    /// The checks and status of a CRD itself; custom resources are stored as written
+    /// (their schema's pruning, defaulting and validation are the real API server's,
+    /// tested there).
+    fn admit(&self, def: &ResourceDef, name: &str, object: Value) -> Result<Value, ApiError> {
         if is_crd(def) {
             let mut object = object;
             crd::served_resources(&object)
@@ -627,33 +556,7 @@ impl Cluster {
             crd::complete(&mut object);
             return Ok(object);
         }
-        let Some(schema) = &def.schema else {
-            return Ok(object);
-        };
-        // Unknown fields are found while decoding, before any validation.
-        let unknown = admission::unknown_fields(schema, &object);
-        let quoted: Vec<String> = unknown
-            .iter()
-            .map(|f| format!("unknown field \"{f}\""))
-            .collect();
-        match options.field_validation {
-            FieldValidation::Strict if !quoted.is_empty() => {
-                return Err(ApiError::bad_request(format!(
-                    "strict decoding error: {}",
-                    quoted.join(", ")
-                )));
-            }
-            FieldValidation::Warn => options.warnings.extend(quoted),
-            _ => {}
-        }
-        let admitted = admission::admit(schema, object, old)
-            .map_err(|causes| ApiError::invalid(&def.kind, &def.group, name, causes))?;
-        if !admitted["metadata"].is_object() {
-            return Err(ApiError::internal(
-                "admission returned an object without metadata",
-            ));
-        }
-        Ok(admitted)
+        Ok(object)
     }
 
     /// Stores a write; a CRD write (re)starts serving its resources.

@@ -156,8 +156,6 @@ pub fn served_resources(crd: &Value) -> Result<Vec<ResourceDef>, Vec<Cause>> {
             categories: names.categories.clone(),
             has_status: v["subresources"].get("status").is_some(),
             has_binding: false,
-            schema: Some(v["schema"]["openAPIV3Schema"].clone()).filter(|s| !s.is_null()),
-            printer_columns: Some(crate::table::printer_columns(v)),
         })
         .collect())
 }

@@ -1,20 +1,21 @@
 //! The HTTP front: every request is parsed into a [`RequestInfo`], logged, delayed and
-//! checked against injected faults, then routed to discovery, the test controls
-//! (`/__test/...`), a review ([`Review`]) or a resource operation on the [`Cluster`].
+//! checked against injected faults, then routed to discovery, a review ([`Review`]) or a
+//! resource operation on the [`Cluster`]. Tests control the server in-process
+//! ([`crate::TestApiServer`]'s methods), not over HTTP.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Query, Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::Config;
 use crate::access::{Access, Review};
-use crate::cluster::{Cluster, FieldValidation, ListQuery, PatchRequest, WriteOptions};
-use crate::control::{Control, Fault, RequestRecord};
+use crate::cluster::{Cluster, ListQuery, PatchRequest};
+use crate::control::{Control, RequestRecord};
 use crate::discovery;
 use crate::errors::{ApiError, Cause};
 use crate::pagination::ContinueToken;
@@ -22,7 +23,6 @@ use crate::patch::PatchType;
 use crate::request_info::RequestInfo;
 use crate::resources::ResourceDef;
 use crate::selectors::{FieldSelector, LabelSelector};
-use crate::table;
 use crate::watch::{self, Start, WatchRequest};
 
 /// Largest request body accepted.
@@ -78,19 +78,6 @@ fn json_response(code: u16, body: &Value) -> Response {
         .into_response()
 }
 
-/// A write's response, with a `Warning` header per warning (as the real server's
-/// `299 - "<text>"`).
-fn written(code: u16, body: &Value, warnings: &[String]) -> Response {
-    let mut response = json_response(code, body);
-    for warning in warnings {
-        let escaped = warning.replace('\\', "\\\\").replace('"', "\\\"");
-        if let Ok(value) = header::HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
-            response.headers_mut().append(header::WARNING, value);
-        }
-    }
-    response
-}
-
 fn not_found_path() -> ApiError {
     ApiError::new(
         404,
@@ -114,12 +101,6 @@ fn method_not_allowed(info: &RequestInfo) -> ApiError {
 pub async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().to_string();
-    if let Some(control) = path.strip_prefix("/__test/") {
-        let body = axum::body::to_bytes(body, BODY_LIMIT)
-            .await
-            .unwrap_or_default();
-        return test_control(&shared, &parts.method, control, &parts.uri, &body).await;
-    }
     let query = match Query::<Vec<(String, String)>>::try_from_uri(&parts.uri) {
         Ok(Query(pairs)) => pairs,
         Err(error) => {
@@ -381,24 +362,12 @@ fn resource_request(
     match info.verb.as_str() {
         "get" => {
             let object = lock(&shared.cluster).get(&def, &ns, &name)?;
-            Ok(match table_columns(&def, headers) {
-                Some(columns) => json_response(200, &table::table(columns, &[object], json!({}))),
-                None => json_response(200, &object),
-            })
+            Ok(json_response(200, &object))
         }
         "list" => {
             let query = list_query(&def, query)?;
             let list = lock(&shared.cluster).list(&def, namespace.as_deref(), &query)?;
-            Ok(match table_columns(&def, headers) {
-                Some(columns) => {
-                    let items = list["items"].as_array().cloned().unwrap_or_default();
-                    json_response(
-                        200,
-                        &table::table(columns, &items, list["metadata"].clone()),
-                    )
-                }
-                None => json_response(200, &list),
-            })
+            Ok(json_response(200, &list))
         }
         "watch" => {
             let request = watch_request(&def, info, namespace, query)?;
@@ -413,16 +382,13 @@ fn resource_request(
         }
         "create" if info.name.is_none() => {
             let object = parse_body(headers, &body)?;
-            let mut options = write_options(query)?;
-            let created = lock(&shared.cluster).create(&def, &ns, object, &mut options)?;
-            Ok(written(201, &created, &options.warnings))
+            let created = lock(&shared.cluster).create(&def, &ns, object)?;
+            Ok(json_response(201, &created))
         }
         "update" if info.name.is_some() => {
             let object = parse_body(headers, &body)?;
-            let mut options = write_options(query)?;
-            let updated =
-                lock(&shared.cluster).update(&def, &ns, &name, object, status, &mut options)?;
-            Ok(written(200, &updated, &options.warnings))
+            let updated = lock(&shared.cluster).update(&def, &ns, &name, object, status)?;
+            Ok(json_response(200, &updated))
         }
         "patch" if info.name.is_some() => {
             let content_type = headers
@@ -430,28 +396,15 @@ fn resource_request(
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or_default();
             let patch_type = PatchType::from_content_type(content_type).ok_or_else(|| {
-                ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type:?})"))
+                ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {content_type:?})"))
             })?;
-            let field_manager = param(query, "fieldManager").filter(|m| !m.is_empty());
-            if patch_type == PatchType::Apply && field_manager.is_none() {
-                return Err(ApiError::bad_request(
-                    "PATCH, application/apply-patch+yaml requests require fieldManager to be set",
-                ));
-            }
             let request = PatchRequest {
                 body: &body,
                 patch_type,
-                field_manager,
                 status,
             };
-            let mut options = write_options(query)?;
-            let (object, created) =
-                lock(&shared.cluster).patch(&def, &ns, &name, request, &mut options)?;
-            Ok(written(
-                if created { 201 } else { 200 },
-                &object,
-                &options.warnings,
-            ))
+            let object = lock(&shared.cluster).patch(&def, &ns, &name, request)?;
+            Ok(json_response(200, &object))
         }
         "delete" if info.name.is_some() => {
             let options = delete_options(headers, &body, query)?;
@@ -477,25 +430,6 @@ fn resource_request(
     }
 }
 
-/// The printer columns when the client asks for a Table of a custom resource.
-fn table_columns<'a>(def: &'a ResourceDef, headers: &HeaderMap) -> Option<&'a [Value]> {
-    let accept = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    def.printer_columns
-        .as_deref()
-        .filter(|_| table::wanted(accept))
-}
-
-fn write_options(query: &[(String, String)]) -> Result<WriteOptions, ApiError> {
-    let field_validation = FieldValidation::parse(param(query, "fieldValidation").unwrap_or(""))?;
-    Ok(WriteOptions {
-        field_validation,
-        warnings: Vec::new(),
-    })
-}
-
 /// DeleteOptions from the body (may be empty) or the query.
 fn delete_options(
     headers: &HeaderMap,
@@ -516,68 +450,4 @@ fn delete_options(
         }
     }
     Ok(options)
-}
-
-/// `/__test/requests`, `/__test/faults`, `/__test/drop-watches`, `/__test/expire-history`,
-/// `/__test/delay?ms=N`, `/__test/access`.
-async fn test_control(
-    shared: &Shared,
-    method: &Method,
-    control: &str,
-    uri: &Uri,
-    body: &Bytes,
-) -> Response {
-    let ok = || json_response(200, &json!({"ok": true}));
-    match (method.as_str(), control.trim_end_matches('/')) {
-        ("GET", "requests") => json_response(200, &json!(lock(&shared.control).requests())),
-        ("DELETE", "requests") => {
-            lock(&shared.control).clear_requests();
-            ok()
-        }
-        ("POST", "faults") => match serde_json::from_slice::<Fault>(body) {
-            Ok(fault) => {
-                lock(&shared.control).inject(fault);
-                ok()
-            }
-            Err(error) => ApiError::bad_request(format!("invalid fault: {error}")).into_response(),
-        },
-        ("GET", "access") => json_response(200, &json!(*lock(&shared.access))),
-        ("PUT", "access") => {
-            let parsed = std::str::from_utf8(body)
-                .map_err(|e| e.to_string())
-                .and_then(Access::parse);
-            match parsed {
-                Ok(access) => {
-                    *lock(&shared.access) = access;
-                    ok()
-                }
-                Err(error) => {
-                    ApiError::bad_request(format!("invalid access: {error}")).into_response()
-                }
-            }
-        }
-        ("POST", "drop-watches") => {
-            shared.drop_watches();
-            ok()
-        }
-        ("POST", "expire-history") => {
-            lock(&shared.cluster).store.expire_history();
-            ok()
-        }
-        ("POST", "delay") => {
-            let query = Query::<Vec<(String, String)>>::try_from_uri(uri)
-                .map(|Query(q)| q)
-                .unwrap_or_default();
-            match param(&query, "ms").map(str::parse::<u64>) {
-                Some(Ok(0)) | None => lock(&shared.control).delay = None,
-                Some(Ok(ms)) => lock(&shared.control).delay = Some(Duration::from_millis(ms)),
-                Some(Err(_)) => {
-                    return ApiError::bad_request("ms must be a number of milliseconds")
-                        .into_response();
-                }
-            }
-            ok()
-        }
-        _ => (StatusCode::NOT_FOUND, Body::from("unknown test control\n")).into_response(),
-    }
 }

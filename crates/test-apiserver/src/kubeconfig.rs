@@ -1,4 +1,4 @@
-//! The kubeconfig that points clients (kube-rs, kubectl, berth) at the server: one
+//! The kubeconfig that points clients (kube-rs, berth) at the server: one
 //! cluster, one user without credentials, one context with namespace `default`.
 
 use std::path::{Path, PathBuf};

@@ -1,24 +1,23 @@
 //! A Kubernetes API server stand-in for berth's end-to-end tests.
 //!
 //! It speaks the real HTTP API (discovery, CRUD, status and binding subresources, patch
-//! types, list and watch with resourceVersions and bookmarks, CRD admission) over plain
-//! HTTP on 127.0.0.1 with a random port, and writes a kubeconfig for it. Tests use it
-//! in-process ([`TestApiServer::start`]) or through the `test-apiserver` binary. Where it
-//! simplifies the real server, README.md says so.
+//! types, list and watch with resourceVersions and bookmarks, CRDs) over plain HTTP on
+//! 127.0.0.1 with a random port, and writes a kubeconfig for it. Tests start it
+//! in-process ([`TestApiServer::start`]) for the faults a real kube-apiserver cannot make
+//! on demand. Where it simplifies the real server, README.md says so.
 //!
 //! A request flows through the modules in this order:
 //!
 //! - [`http`]: the one handler. It parses the path into a [`request_info::RequestInfo`]
 //!   (verb, group, version, namespace, resource, name, subresource), logs it, applies the
-//!   delay and injected faults ([`control`]), then routes to [`discovery`], the `/__test/`
-//!   controls, or a resource operation.
+//!   delay and injected faults ([`control`]), then routes to [`discovery`], a review
+//!   ([`access`]) or a resource operation.
 //! - [`cluster`]: the operations on objects — create, get, update, patch ([`patch`]),
 //!   delete with finalizers, binding, list with [`selectors`] and [`pagination`] — with
-//!   the per-resource write rules of [`strategy`] and, for custom resources, CRD
-//!   [`admission`]. Writing a CRD ([`crd`]) changes what the [`resources`] registry serves.
+//!   the per-resource write rules of [`strategy`]. Writing a CRD ([`crd`]) changes what
+//!   the [`resources`] registry serves.
 //! - [`store`]: objects, the store-wide resourceVersion and the kept event history.
 //! - [`watch`]: streams that follow the store's history, with bookmarks and 410s.
-//! - [`table`]: kubectl's Table view of custom resources (printer columns).
 //! - [`access`]: TokenReview and SubjectAccessReview, answered from the configured
 //!   tokens and rules (the server itself allows every request).
 
@@ -27,7 +26,6 @@
 #![allow(clippy::result_large_err)]
 
 pub mod access;
-pub mod admission;
 pub mod cluster;
 pub mod control;
 pub mod crd;
@@ -42,7 +40,6 @@ pub mod resources;
 pub mod selectors;
 pub mod store;
 pub mod strategy;
-pub mod table;
 pub mod watch;
 
 #[cfg(test)]
@@ -210,7 +207,7 @@ impl TestApiServer {
                 let def = cluster
                     .resolve("apiextensions.k8s.io", "v1", "customresourcedefinitions")
                     .ok_or_else(|| ApiError::internal("CRDs are not served"))?;
-                let created = cluster.create(&def, "", document, &mut Default::default())?;
+                let created = cluster.create(&def, "", document)?;
                 names.push(
                     created["metadata"]["name"]
                         .as_str()

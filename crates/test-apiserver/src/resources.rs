@@ -5,8 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use crate::access::Review;
 
 /// One served resource at one group/version, as discovery describes it.
@@ -27,10 +25,6 @@ pub struct ResourceDef {
     pub has_status: bool,
     /// Has the `binding` subresource (pods).
     pub has_binding: bool,
-    /// The version's `openAPIV3Schema` for custom resources (admission runs on writes).
-    pub schema: Option<Value>,
-    /// The version's printer columns for custom resources (Table responses).
-    pub printer_columns: Option<Vec<Value>>,
 }
 
 impl ResourceDef {
@@ -285,8 +279,6 @@ impl Registry {
                 categories: b.categories.iter().map(|s| s.to_string()).collect(),
                 has_status: b.has_status,
                 has_binding: b.resource == "pods",
-                schema: None,
-                printer_columns: None,
             });
         }
         // The reviews are answered on create and never stored (see `access`); like the
@@ -305,8 +297,6 @@ impl Registry {
                 categories: Vec::new(),
                 has_status: false,
                 has_binding: false,
-                schema: None,
-                printer_columns: None,
             });
         }
         registry

@@ -1,14 +1,11 @@
 //! TokenReview and SubjectAccessReview as a delegating component (kube-scheduler, berth's
 //! `/metrics`) sends them: through kube-rs into k8s-openapi's types, through discovery,
 //! the request log and faults like any other request, answered from the configured
-//! tokens and rules, which tests change while the server runs (`set_access`,
-//! `PUT /__test/access`, the binary's `--access`).
+//! tokens and rules, which tests change while the server runs (`set_access`).
 
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 
 use common::*;
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
@@ -510,57 +507,6 @@ async fn access_changes_while_the_server_runs() {
     assert!(refused.message.contains("rules[0]"), "{refused}");
     assert_eq!(server.access(), Access::default());
 
-    // The HTTP control: grant to every authenticated user, with a second token.
-    server.clear_requests();
-    let granted = json!({
-        "tokens": {
-            "prom-token": {"username": "prometheus", "groups": ["monitoring"]},
-            "bob-token": {"username": "bob"},
-        },
-        "rules": [{"groups": ["system:authenticated"], "verbs": ["get"], "nonResourceURLs": ["/metrics*"]}],
-    });
-    let put = raw(
-        &server,
-        "PUT",
-        "/__test/access",
-        "application/json",
-        Some(&granted),
-    )
-    .await;
-    assert_eq!(put.status, 200, "{}", put.text);
-    assert_eq!(may_read_metrics(&client, "prom-token").await, Some(true));
-    assert_eq!(may_read_metrics(&client, "bob-token").await, Some(true));
-    let got = raw(&server, "GET", "/__test/access", "", None).await;
-    assert_eq!(got.body["tokens"]["bob-token"], json!({"username": "bob"}));
-    assert_eq!(
-        got.body["rules"][0]["nonResourceURLs"],
-        json!(["/metrics*"])
-    );
-
-    let bad = json!({"rules": [{"users": ["bob"], "verbs": ["get"]}]});
-    let put = raw(
-        &server,
-        "PUT",
-        "/__test/access",
-        "application/json",
-        Some(&bad),
-    )
-    .await;
-    assert_eq!(
-        (put.status, &put.body["reason"]),
-        (400, &json!("BadRequest")),
-        "{}",
-        put.text
-    );
-    assert_eq!(may_read_metrics(&client, "bob-token").await, Some(true));
-    assert!(
-        server
-            .requests()
-            .iter()
-            .all(|r| !r.path.starts_with("/__test/")),
-        "controls are not logged: {}",
-        log_summary(&server)
-    );
     server.shutdown().await;
 }
 
@@ -583,88 +529,4 @@ async fn an_invalid_access_config_does_not_start() {
         .expect_err("a resource rule without apiGroups");
     assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
     assert!(error.to_string().contains("api group"), "{error}");
-}
-
-/// A scratch file for the binary tests, removed on drop.
-struct ScratchFile(std::path::PathBuf);
-
-impl ScratchFile {
-    fn new(name: &str, text: &str) -> ScratchFile {
-        let path =
-            std::env::temp_dir().join(format!("berth-e2e-access-{}-{name}", std::process::id()));
-        std::fs::write(&path, text).expect("a scratch file");
-        ScratchFile(path)
-    }
-}
-
-impl Drop for ScratchFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_binary_reads_access_from_a_file() {
-    let bad = ScratchFile::new(
-        "bad.yaml",
-        "rules:\n- verbs: [get]\n  nonResourceURLs: [/metrics]\n",
-    );
-    let output = Command::new(env!("CARGO_BIN_EXE_test-apiserver"))
-        .arg("--access")
-        .arg(&bad.0)
-        .stdin(Stdio::null())
-        .output()
-        .expect("test-apiserver runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("--access") && stderr.contains("at least one of users or groups"),
-        "{stderr}"
-    );
-
-    let good = ScratchFile::new(
-        "good.yaml",
-        "tokens:\n  prom-token: {username: prometheus, groups: [monitoring]}\nrules:\n- groups: [monitoring]\n  verbs: [get]\n  nonResourceURLs: [/metrics]\n",
-    );
-    let kubeconfig = ScratchFile::new("kubeconfig", "");
-    let child = Command::new(env!("CARGO_BIN_EXE_test-apiserver"))
-        .arg("--access")
-        .arg(&good.0)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig.0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("test-apiserver starts");
-    // Kill the child whatever happens below.
-    struct KillOnDrop(std::process::Child);
-    impl Drop for KillOnDrop {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut child = KillOnDrop(child);
-    let stdout = child.0.stdout.take().expect("piped stdout");
-    let announced = tokio::task::spawn_blocking(move || {
-        BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-            .any(|line| line.starts_with("kubeconfig: "))
-    });
-    assert!(
-        within("the binary announcing itself", announced)
-            .await
-            .expect("the reader finishes"),
-        "the binary printed its kubeconfig line"
-    );
-    let kubeconfig = kube::config::Kubeconfig::read_from(&kubeconfig.0).expect("a kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .expect("a client config");
-    let client = kube::Client::try_from(config).expect("a client");
-    assert_eq!(may_read_metrics(&client, "prom-token").await, Some(true));
-    assert_eq!(may_read_metrics(&client, "other").await, None);
-    drop(child);
 }

@@ -340,35 +340,16 @@ async fn patch_types() {
         "conditions merge by type"
     );
 
-    // Server-side apply: treated as a merge that records the field manager.
-    let applied = pods
-        .patch(
-            "p",
-            &PatchParams::apply("berth-e2e").force(),
-            &Patch::Apply(json!({
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": "p", "labels": {"applied": "yes"}},
-            })),
-        )
-        .await
-        .expect("apply patch");
-    assert_eq!(
-        applied.labels().get("applied").map(String::as_str),
-        Some("yes")
-    );
-    assert_eq!(applied.labels().get("new").map(String::as_str), Some("2"));
-    let managers: Vec<String> = applied
-        .metadata
-        .managed_fields
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|m| m.manager)
-        .collect();
-    assert!(
-        managers.iter().any(|m| m == "berth-e2e"),
-        "apply records the field manager; managedFields managers: {managers:?}"
-    );
+    // Server-side apply is not served (415, like any other unknown patch type).
+    let response = raw(
+        &server,
+        "PATCH",
+        "/api/v1/namespaces/patch/pods/p?fieldManager=berth-e2e",
+        "application/apply-patch+yaml",
+        Some(&json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})),
+    )
+    .await;
+    assert_eq!(response.status, 415, "{}", response.text);
 
     // Patching a missing object is 404; an unknown patch content type is 415.
     assert_api_error(

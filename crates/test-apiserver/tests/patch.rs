@@ -3,7 +3,7 @@
 //! carry the same patch strategy as the test struct's fields.
 
 use serde_json::{Value, json};
-use test_apiserver::patch::{PatchType, apply_patch, apply_to_empty, supports_strategic_merge};
+use test_apiserver::patch::{PatchType, apply_patch, supports_strategic_merge};
 
 fn merge(original: Value, patch: Value) -> Value {
     apply_patch(
@@ -11,7 +11,6 @@ fn merge(original: Value, patch: Value) -> Value {
         patch.to_string().as_bytes(),
         PatchType::Merge,
         "Pod",
-        None,
     )
     .unwrap()
 }
@@ -22,7 +21,6 @@ fn json_patch(original: Value, patch: Value) -> Result<Value, String> {
         patch.to_string().as_bytes(),
         PatchType::Json,
         "Pod",
-        None,
     )
 }
 
@@ -32,7 +30,6 @@ fn smp(kind: &str, original: Value, patch: Value) -> Result<Value, String> {
         patch.to_string().as_bytes(),
         PatchType::StrategicMerge,
         kind,
-        None,
     )
 }
 
@@ -48,7 +45,8 @@ fn content_types() {
     );
     assert_eq!(
         PatchType::from_content_type("application/apply-patch+yaml"),
-        Some(PatchType::Apply)
+        None,
+        "server-side apply is not served"
     );
     assert_eq!(PatchType::from_content_type("application/json"), None);
 }
@@ -516,120 +514,4 @@ fn smp_is_rejected_for_custom_resources() {
         err.starts_with("the body of the request was in an unknown format"),
         "{err}"
     );
-}
-
-#[test]
-fn apply_requires_a_field_manager() {
-    let err = apply_patch(&json!({}), b"{}", PatchType::Apply, "Pod", None).unwrap_err();
-    assert_eq!(
-        err,
-        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
-    );
-    assert!(apply_to_empty(b"{}", "Pod", Some("")).is_err());
-}
-
-#[test]
-fn apply_merges_and_records_managed_fields() {
-    let live = json!({
-        "apiVersion":"v1","kind":"Pod",
-        "metadata":{"name":"p","namespace":"default","labels":{"other":"x"}},
-        "spec":{"containers":[{"name":"app","image":"v1"}]}
-    });
-    let yaml = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: default\n  labels:\n    app: web\nspec:\n  containers:\n  - name: app\n    image: v2\n";
-    let out = apply_patch(&live, yaml, PatchType::Apply, "Pod", Some("kubectl")).unwrap();
-    assert_eq!(out["metadata"]["labels"], json!({"app":"web","other":"x"}));
-    assert_eq!(
-        out["spec"]["containers"],
-        json!([{"name":"app","image":"v2"}])
-    );
-    let entries = out["metadata"]["managedFields"].as_array().unwrap();
-    assert_eq!(entries.len(), 1);
-    let entry = &entries[0];
-    assert_eq!(entry["manager"], "kubectl");
-    assert_eq!(entry["operation"], "Apply");
-    assert_eq!(entry["apiVersion"], "v1");
-    assert_eq!(entry["fieldsType"], "FieldsV1");
-    let time = entry["time"].as_str().unwrap();
-    assert_eq!(time.len(), 20, "{time}");
-    assert!(time.ends_with('Z'));
-    assert_eq!(
-        entry["fieldsV1"],
-        json!({
-            "f:metadata":{"f:labels":{"f:app":{}}},
-            "f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:name":{}}}}
-        })
-    );
-
-    // Applying again without the label removes it (the manager owned it), but leaves the
-    // label it never applied.
-    let yaml2 = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: app\n    image: v2\n";
-    let out2 = apply_patch(&out, yaml2, PatchType::Apply, "Pod", Some("kubectl")).unwrap();
-    assert_eq!(out2["metadata"]["labels"], json!({"other":"x"}));
-    assert_eq!(
-        out2["metadata"]["managedFields"].as_array().unwrap().len(),
-        1
-    );
-
-    // A second manager gets its own entry.
-    let out3 = apply_patch(
-        &out2,
-        br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","annotations":{"a":"b"}}}"#,
-        PatchType::Apply,
-        "Pod",
-        Some("other"),
-    )
-    .unwrap();
-    assert_eq!(
-        out3["metadata"]["managedFields"].as_array().unwrap().len(),
-        2
-    );
-    assert_eq!(out3["metadata"]["annotations"], json!({"a":"b"}));
-}
-
-#[test]
-fn apply_rejects_managed_fields_and_version_changes() {
-    let live =
-        json!({"apiVersion":"berth.dev/v1","kind":"SchedulerProfile","metadata":{"name":"p"}});
-    let err = apply_patch(&live, br#"{"apiVersion":"berth.dev/v1","kind":"SchedulerProfile","metadata":{"name":"p","managedFields":[]}}"#, PatchType::Apply, "SchedulerProfile", Some("m")).unwrap_err();
-    assert_eq!(err, "metadata.managedFields must be nil");
-    let err = apply_patch(
-        &live,
-        br#"{"apiVersion":"berth.dev/v2","kind":"SchedulerProfile","metadata":{"name":"p"}}"#,
-        PatchType::Apply,
-        "SchedulerProfile",
-        Some("m"),
-    )
-    .unwrap_err();
-    assert_eq!(
-        err,
-        "Incorrect version specified in apply patch. Specified patch version: berth.dev/v2, expected: berth.dev/v1"
-    );
-}
-
-#[test]
-fn apply_to_empty_creates_custom_resources_with_merge_semantics() {
-    let yaml = b"apiVersion: berth.dev/v1alpha1\nkind: SchedulerProfile\nmetadata:\n  name: default\n  finalizers: [berth.dev/cleanup]\nspec:\n  plugins: [a, b]\nstatus:\n  conditions:\n  - type: Ready\n    status: \"True\"\n";
-    let created = apply_to_empty(yaml, "SchedulerProfile", Some("berth")).unwrap();
-    assert_eq!(created["spec"]["plugins"], json!(["a", "b"]));
-    assert_eq!(created["metadata"]["name"], "default");
-    let fields = &created["metadata"]["managedFields"][0]["fieldsV1"];
-    assert_eq!(
-        *fields,
-        json!({
-            "f:metadata":{"f:finalizers":{"v:\"berth.dev/cleanup\"":{}}},
-            "f:spec":{"f:plugins":{}},
-            "f:status":{"f:conditions":{"k:{\"type\":\"Ready\"}":{".":{},"f:status":{},"f:type":{}}}}
-        })
-    );
-    // Lists of custom resources are atomic (merge patch semantics); conditions merge by type.
-    let updated = apply_patch(
-        &created,
-        b"apiVersion: berth.dev/v1alpha1\nkind: SchedulerProfile\nmetadata:\n  name: default\nspec:\n  plugins: [c]\nstatus:\n  conditions:\n  - type: Synced\n    status: \"True\"\n",
-        PatchType::Apply,
-        "SchedulerProfile",
-        Some("other"),
-    )
-    .unwrap();
-    assert_eq!(updated["spec"]["plugins"], json!(["c"]));
-    assert_eq!(updated["status"]["conditions"].as_array().unwrap().len(), 2);
 }

@@ -44,11 +44,7 @@
 //! the field's strategy on the server side).
 //!
 //! Custom resources: the real server rejects strategic merge patch for them (415, see
-//! [`supports_strategic_merge`]). Server-side apply on custom resources uses
-//! [`CUSTOM_RESOURCE_APPLY_RULES`] instead: `metadata.finalizers` as a set,
-//! `metadata.ownerReferences` keyed by `uid` and `status.conditions` keyed by `type` (the
-//! `+listType=map` / `+listMapKey=type` convention of `metav1.Condition`); every other list
-//! of a custom resource is atomic, as with a JSON merge patch.
+//! [`supports_strategic_merge`]).
 
 /// How a list is patched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,14 +170,6 @@ pub const STRATEGIC_MERGE_RULES: &[MergeRule] = &[
         MergeByKey("type"),
     ),
     rule(&["CSINode"], "spec.drivers", MergeByKey("name")),
-];
-
-/// The associative lists server-side apply uses for custom resources (see the module
-/// documentation).
-pub const CUSTOM_RESOURCE_APPLY_RULES: &[MergeRule] = &[
-    rule(ALL, "metadata.finalizers", MergePrimitive),
-    rule(ALL, "metadata.ownerReferences", MergeByKey("uid")),
-    rule(ALL, "status.conditions", MergeByKey("type")),
 ];
 
 const fn rule(

@@ -1,5 +1,6 @@
-//! PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge patch
-//! and server-side apply.
+//! PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge
+//! patch. Server-side apply is not served (berth does not use it; the real API server's is
+//! what the tests against it exercise).
 //!
 //! - Merge patch: the `json-patch` crate's RFC 7386 `merge`.
 //! - JSON patch: the `json-patch` crate's RFC 6902 `patch` (atomic: a failing operation
@@ -8,11 +9,9 @@
 //! - Strategic merge patch: a port of upstream's `strategicpatch` (see [`strategic`]) with
 //!   the merge keys of [`merge_keys`] — that module's documentation is the list of what is
 //!   supported. Only built-in kinds ([`supports_strategic_merge`]).
-//! - Apply: simplified server-side apply (see [`apply`]).
 
 pub mod merge_keys;
 
-mod apply;
 mod strategic;
 
 use serde_json::Value;
@@ -34,8 +33,6 @@ pub enum PatchType {
     Json,
     /// `application/strategic-merge-patch+json`
     StrategicMerge,
-    /// `application/apply-patch+yaml` (server-side apply)
-    Apply,
 }
 
 impl PatchType {
@@ -45,27 +42,21 @@ impl PatchType {
             Some("application/merge-patch+json") => Some(PatchType::Merge),
             Some("application/json-patch+json") => Some(PatchType::Json),
             Some("application/strategic-merge-patch+json") => Some(PatchType::StrategicMerge),
-            Some("application/apply-patch+yaml") | Some("application/apply-patch+json") => {
-                Some(PatchType::Apply)
-            }
             _ => None,
         }
     }
 }
 
 /// Applies `patch` of `patch_type` to `original`. `kind` selects the strategic-merge list
-/// keys (e.g. `Pod`); `field_manager` is recorded for apply.
+/// keys (e.g. `Pod`).
 ///
 /// Errors carry the real server's wording: a strategic merge patch of a kind that is not
-/// built in fails with [`STRATEGIC_MERGE_UNSUPPORTED`] (415 upstream); an apply without a
-/// field manager fails with `PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required
-/// value: is required for apply patch` (422 upstream).
+/// built in fails with [`STRATEGIC_MERGE_UNSUPPORTED`] (415 upstream).
 pub fn apply_patch(
     original: &Value,
     patch: &[u8],
     patch_type: PatchType,
     kind: &str,
-    field_manager: Option<&str>,
 ) -> Result<Value, String> {
     match patch_type {
         PatchType::Merge => {
@@ -89,28 +80,7 @@ pub fn apply_patch(
                 },
             )
         }
-        PatchType::Apply => apply::server_side_apply(Some(original), patch, kind, field_manager),
     }
-}
-
-/// Server-side apply to an absent object (create through apply): the applied
-/// configuration plus the field manager's `managedFields` entry.
-pub fn apply_to_empty(
-    patch: &[u8],
-    kind: &str,
-    field_manager: Option<&str>,
-) -> Result<Value, String> {
-    apply::server_side_apply(None, patch, kind, field_manager)
-}
-
-/// The `FieldsV1` set (`f:`-prefixed) describing the fields of an applied configuration.
-pub fn fields_v1(applied: &Value, kind: &str) -> Value {
-    let rules = if supports_strategic_merge(kind) {
-        STRATEGIC_MERGE_RULES
-    } else {
-        merge_keys::CUSTOM_RESOURCE_APPLY_RULES
-    };
-    apply::field_set(applied, kind, rules)
 }
 
 fn parse_json(bytes: &[u8]) -> Result<Value, String> {
