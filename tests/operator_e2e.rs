@@ -13,6 +13,8 @@ mod harness;
 mod support;
 use support::prometheus;
 
+#[path = "operator_e2e/backoff.rs"]
+mod backoff;
 #[path = "operator_e2e/endpoints.rs"]
 mod endpoints;
 #[path = "operator_e2e/faults.rs"]
