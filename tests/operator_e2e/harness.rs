@@ -238,17 +238,11 @@ impl Cluster {
         })
     }
 
-    /// The in-process test API server with `crates/`, for faults a real component cannot
+    /// The in-process test API server with `crds/`, for faults a real component cannot
     /// be made to produce on demand (`crates/test-apiserver/README.md` lists them).
     pub async fn start_test_server() -> Cluster {
-        Cluster::start_test_server_reporting(test_apiserver::Config::default().minor_version).await
-    }
-
-    /// [`Cluster::start_test_server`] reporting Kubernetes 1.`minor`.
-    pub async fn start_test_server_reporting(minor: u32) -> Cluster {
         let serial = SERIAL.lock().await;
         let server = api::start_with(test_apiserver::Config {
-            minor_version: minor,
             access: metrics_access(),
             ..test_apiserver::Config::default()
         })
