@@ -203,13 +203,7 @@ async fn cluster(test: &str, setup: Setup) -> Option<KubeCluster> {
             )
             .await;
         } else {
-            let account = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
-            create(
-                &client,
-                &format!("/api/v1/namespaces/{namespace}/serviceaccounts"),
-                &account,
-            )
-            .await;
+            support::kube::create_default_service_account(&client, namespace).await;
         }
     }
     if running {

@@ -53,18 +53,12 @@ pub fn test_name() -> String {
         .to_string()
 }
 
-/// Creates ServiceAccount `namespace/default`, which admission requires of every pod, on
-/// a cluster without the controller manager that would create it.
+/// Creates ServiceAccount `namespace/default` (and the namespace), which admission
+/// requires of every pod, on a cluster without the controller manager that would create it.
 pub async fn create_default_service_account(client: &kube::Client, namespace: &str) {
-    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
-        Api::namespaced(client.clone(), namespace);
-    let account = serde_json::from_value(serde_json::json!({"metadata": {"name": "default"}}))
-        .expect("a ServiceAccount");
-    match accounts.create(&PostParams::default(), &account).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.code == 409 => {}
-        Err(e) => panic!("creating ServiceAccount {namespace}/default: {e}"),
-    }
+    kube_cluster::ensure_service_account(client, namespace, "default")
+        .await
+        .unwrap_or_else(|e| panic!("ServiceAccount {namespace}/default: {e}"));
 }
 
 /// The HTTP method of a request the audit log names by its verb.

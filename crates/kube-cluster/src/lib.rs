@@ -601,31 +601,9 @@ pub async fn service_account_token(
     name: &str,
     ttl: Duration,
 ) -> Result<String, Error> {
-    use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
-    let create = |what: String, result: Result<(), kube::Error>| match result {
-        Ok(()) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-        Err(e) => Err(Error::Api(format!("creating {what}: {e}"))),
-    };
-    let named = |name: &str| serde_json::json!({"metadata": {"name": name}});
-    let namespaces: kube::Api<Namespace> = kube::Api::all(client.clone());
-    let object: Namespace = serde_json::from_value(named(namespace)).map_err(api_error)?;
-    create(
-        format!("namespace {namespace}"),
-        namespaces
-            .create(&Default::default(), &object)
-            .await
-            .map(drop),
-    )?;
-    let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(client.clone(), namespace);
-    let object: ServiceAccount = serde_json::from_value(named(name)).map_err(api_error)?;
-    create(
-        format!("ServiceAccount {namespace}/{name}"),
-        accounts
-            .create(&Default::default(), &object)
-            .await
-            .map(drop),
-    )?;
+    ensure_service_account(client, namespace, name).await?;
+    let accounts: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        kube::Api::namespaced(client.clone(), namespace);
     let request = k8s_openapi::api::authentication::v1::TokenRequest {
         spec: Some(k8s_openapi::api::authentication::v1::TokenRequestSpec {
             expiration_seconds: Some(i64::try_from(ttl.as_secs().max(600)).unwrap_or(i64::MAX)),
@@ -648,8 +626,34 @@ pub async fn service_account_token(
         })
 }
 
-fn api_error(e: impl std::fmt::Display) -> Error {
-    Error::Api(e.to_string())
+/// Creates ServiceAccount `namespace/name`, and its namespace, unless they exist.
+pub async fn ensure_service_account(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<(), Error> {
+    use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+    create_unless_exists(kube::Api::<Namespace>::all(client.clone()), namespace).await?;
+    create_unless_exists(
+        kube::Api::<ServiceAccount>::namespaced(client.clone(), namespace),
+        name,
+    )
+    .await
+}
+
+/// Creates an object of `api` with just `name` (kinds whose other fields all default);
+/// one that exists already (409) is fine.
+async fn create_unless_exists<K>(api: kube::Api<K>, name: &str) -> Result<(), Error>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
+{
+    let object: K = serde_json::from_value(serde_json::json!({"metadata": {"name": name}}))
+        .map_err(|e| Error::Api(e.to_string()))?;
+    match api.create(&Default::default(), &object).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(e) => Err(Error::Api(format!("creating {name}: {e}"))),
+    }
 }
 
 /// `Ok` once `namespace` has its `default` ServiceAccount.

@@ -148,7 +148,7 @@ impl Process {
         self.stop_with(libc::SIGTERM, Duration::from_secs(5));
     }
 
-    /// Starts the same command again (after [`Process::stop`] or [`Process::kill`]).
+    /// Starts the same command again (after [`Process::stop`]).
     pub fn restart(&mut self) -> Result<(), Error> {
         self.stop();
         self.spawn()
