@@ -514,7 +514,7 @@ async fn a_new_message_repatches_the_condition_and_extends_the_event_series() {
     };
     let pod = create_pod(&client, "web-1").await;
     let first = "0/1 nodes are available: 1 Insufficient cpu.";
-    let second = "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}.";
+    let second = "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s).";
 
     let mut reporter = PodReporter::new(client.clone(), "replica-0".into());
     reporter.report(&report(&pod, unschedulable(first))).await;

@@ -148,7 +148,7 @@ fn quickstart_places_pods_as_its_comments_say() {
     assert_eq!(gpu["result"], "Unschedulable");
     let message = gpu["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("1 node(s) had untolerated taint {dedicated: gpu}"),
+        message.contains("1 node(s) had untolerated taint(s)"),
         "{message}"
     );
     for name in ["web-1", "api-1", "critical-db", "sidecar-free"] {

@@ -48,9 +48,11 @@ pub struct PodInfo {
     /// none, as a node adds up its pods' non-zero requests. With pod-level requests only
     /// cpu or memory the requests do not name at all gets the default.
     pub non_zero_requests: Resource,
-    /// What the scorers of the incoming pod use for non-zero requests: the defaults for
-    /// every container that requests none, then the pod-level requests over them.
-    /// Differs from [`Self::non_zero_requests`] only when pod-level requests are set.
+    /// What NodeResourcesFit's scorer takes the incoming pod to request: the
+    /// containers' spec requests with 100m cpu / 200Mi memory for each container that
+    /// requests none, without pod-level requests and without an in-place resize's
+    /// status, as upstream 1.37's scorer (its pod-level and resize features are never
+    /// turned on in `NewFit`).
     pub score_non_zero_requests: Resource,
     /// The images of the init and app containers, one entry per container, normalized
     /// as node image names are (`:latest` added when untagged), for ImageLocality.

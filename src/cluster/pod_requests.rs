@@ -74,7 +74,9 @@ pub(super) struct SchedulerRequests {
     pub requests: Resource,
     /// A node's non-zero accounting (`getNonMissingContainerRequests`).
     pub non_zero: Resource,
-    /// The scorers' non-zero requests (`calculatePodResourceRequest`).
+    /// NodeResourcesFit's scorer's requests of the incoming pod
+    /// (`calculatePodResourceRequest` as `NewFit` configures it): spec only, non-zero
+    /// defaults, pod-level requests ignored.
     pub score_non_zero: Resource,
 }
 
@@ -114,16 +116,18 @@ pub(super) fn scheduler_requests(pod: &Pod) -> Result<SchedulerRequests, Quantit
         };
         pod_requests(pod, options)?
     };
-    let score_non_zero = if pod_level {
-        let options = RequestOptions {
+    // NodeResourcesFit's scorer is built without the pod-level and in-place resize
+    // features in 1.37 (`NewFit` never sets them on its `resourceAllocationScorer`): it
+    // sums the containers' spec requests with the defaults and ignores pod-level
+    // requests, where the node's side counts them.
+    let score_non_zero = pod_requests(
+        pod,
+        RequestOptions {
             non_missing: Some(&defaults),
-            ..status_aware
-        };
-        pod_requests(pod, options)?
-    } else {
-        // The same defaults for every container: the node's list.
-        non_zero.clone()
-    };
+            skip_pod_level: true,
+            ..RequestOptions::default()
+        },
+    )?;
     Ok(SchedulerRequests {
         filter: Resource::from_exact(&filter),
         requests: Resource::from_exact(&requests),

@@ -328,12 +328,21 @@ impl DefaultPreemption {
             return (clear, Status::unschedulable(message));
         }
         match select_candidate(&run.candidates) {
+            // Upstream's success carries a message, which becomes the end of the
+            // pod's FailedScheduling message (`… preemption: found a potential …`).
             Some(best) if !best.node.is_empty() => (
                 Some(PostFilterResult {
                     nominated_node_name: Some(best.node.clone()),
                     preemption: self.prepare(pod, best),
                 }),
-                Status::success(),
+                Status::new(
+                    Code::Success,
+                    format!(
+                        "found a potential placement for pod on node {}, preempting {} victims",
+                        best.node,
+                        best.victims.len()
+                    ),
+                ),
             ),
             _ => (
                 None,

@@ -12,7 +12,7 @@ use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::nominator::status_nominated_node;
 use crate::framework::{CycleState, Framework, NodeToStatus, QueuedPodInfo, Status};
 
-use super::failure::{Failure, FitError, NO_NODES_AVAILABLE};
+use super::failure::{Failure, FitError};
 use super::{CycleDiagnosis, CycleOutput, Scheduler, unsupported};
 
 /// Below this many nodes every node is evaluated (upstream `minFeasibleNodesToFind`).
@@ -55,7 +55,7 @@ pub(super) async fn schedule_pod(
         return Err(Failure::fit(&fit).with_diagnosis(diagnosis));
     }
     if all_nodes.is_empty() {
-        return Err(Failure::error(&Status::unschedulable(NO_NODES_AVAILABLE)));
+        return Err(Failure::no_nodes());
     }
     state.set_node_count(all_nodes.len());
     let pre_filter = fwk.run_pre_filter(state, pod, snapshot).await;

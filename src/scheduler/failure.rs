@@ -1,7 +1,7 @@
 //! Why an attempt failed, and upstream's failure message format.
 //!
 //! `FitError::message` reproduces upstream's `FitError.Error()`:
-//! `0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated taint {dedicated: gpu}.`
+//! `0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated taint(s).`
 //! — a histogram of node rejection reasons, each `"<count> <reason>"`, sorted as strings,
 //! after the PreFilter message if PreFilter rejected the pod, followed by the PostFilter
 //! message when PostFilter plugins ran.
@@ -84,6 +84,16 @@ impl Failure {
     }
 
     /// No node fits.
+    /// No node in the snapshot (upstream's `ErrNoNodesAvailable`): an
+    /// UnschedulableAndUnresolvable status, so the pod is reported Unschedulable, not a
+    /// SchedulerError, and waits for a node to be added.
+    pub fn no_nodes() -> Self {
+        Failure {
+            is_error: false,
+            ..Failure::error(&Status::unschedulable(NO_NODES_AVAILABLE))
+        }
+    }
+
     pub fn fit(fit: &FitError) -> Self {
         let mut unschedulable = HashSet::new();
         let mut pending = HashSet::new();
@@ -174,10 +184,7 @@ mod tests {
         for n in ["c", "d", "e"] {
             statuses.statuses.insert(
                 n.into(),
-                rejected(
-                    &["node(s) had untolerated taint {dedicated: gpu}"],
-                    "TaintToleration",
-                ),
+                rejected(&["node(s) had untolerated taint(s)"], "TaintToleration"),
             );
         }
         let fit = FitError {
@@ -191,7 +198,7 @@ mod tests {
         };
         assert_eq!(
             fit.message(),
-            "0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated taint {dedicated: gpu}. \
+            "0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated taint(s). \
              preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
         );
         let failure = Failure::fit(&fit);

@@ -32,8 +32,8 @@ use super::report::{NodeReport, PodReport, PodResult, Report};
 // The Filter reasons the hints are keyed off, in upstream's words. The plugins' modules
 // are not visible up here (only the registry is), so the texts are mirrored; the tests
 // tie each one to what the plugin reports.
-/// TaintToleration's reason, followed by `{key: value}` of the first untolerated taint.
-const REASON_UNTOLERATED_TAINT: &str = "node(s) had untolerated taint ";
+/// TaintToleration's reason (it names no taint; the hint reads them from the nodes).
+const REASON_UNTOLERATED_TAINT: &str = crate::plugins::taint_toleration::REASON_UNTOLERATED;
 /// NodeResourcesFit's reason, followed by the resource name.
 const REASON_INSUFFICIENT: &str = "Insufficient ";
 /// NodeResourcesFit's reason when the node holds as many pods as it allows.
@@ -323,7 +323,7 @@ enum Rule<'a> {
 }
 
 fn rule_of(reason: &str) -> Option<Rule<'_>> {
-    if reason.starts_with(REASON_UNTOLERATED_TAINT) {
+    if reason == REASON_UNTOLERATED_TAINT {
         Some(Rule::Taint)
     } else if let Some(resource) = reason.strip_prefix(REASON_INSUFFICIENT) {
         Some(Rule::Insufficient(resource))

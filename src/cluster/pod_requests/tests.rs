@@ -825,9 +825,9 @@ fn pod_level_requests_set() {
 #[test]
 fn each_caller_gets_its_options() {
     // What the 1.37 scheduler asks of PodRequests in each place: NodeResourcesFit's
-    // Filter reads the spec only, a node's accounting and the scorers read the resize
-    // status, and non-zero defaults differ between a node's accounting and the scorers
-    // when pod-level requests are set.
+    // Filter reads the spec only, a node's accounting reads the resize status, and
+    // NodeResourcesFit's scorer reads the containers' spec with the non-zero defaults
+    // and no pod-level requests (NewFit turns neither feature on for it).
     // (caller, "cpu/memory" it sees) for each of the four lists.
     type PerCaller = [(&'static str, &'static str); 4];
     let cases: Vec<(&str, Value, PerCaller)> = vec![
@@ -839,7 +839,7 @@ fn each_caller_gets_its_options() {
                 ("filter", "500m/1Gi"),
                 ("requests", "500m/1Gi"),
                 ("non_zero", "500m/1Gi"),
-                ("score_non_zero", "600m/1Gi"),
+                ("score_non_zero", "600m/400Mi"),
             ],
         ),
         (
@@ -860,7 +860,7 @@ fn each_caller_gets_its_options() {
                 ("filter", "1/0"),
                 ("requests", "1/0"),
                 ("non_zero", "1/200Mi"),
-                ("score_non_zero", "1/200Mi"),
+                ("score_non_zero", "100m/200Mi"),
             ],
         ),
         (
@@ -872,7 +872,7 @@ fn each_caller_gets_its_options() {
                 ("filter", "1250m/0"),
                 ("requests", "1250m/0"),
                 ("non_zero", "1250m/200Mi"),
-                ("score_non_zero", "1250m/200Mi"),
+                ("score_non_zero", "350m/200Mi"),
             ],
         ),
         (
@@ -883,7 +883,7 @@ fn each_caller_gets_its_options() {
                 ("filter", "4/0"),
                 ("requests", "6/0"),
                 ("non_zero", "6/200Mi"),
-                ("score_non_zero", "6/200Mi"),
+                ("score_non_zero", "4/200Mi"),
             ],
         ),
     ];

@@ -15,7 +15,7 @@ const NS: &str = "default";
 /// How long the test holds pods at Permit; longer than any backoff the tests wait out.
 const HELD_FOR: Duration = Duration::from_secs(600);
 const INSUFFICIENT_CPU: &str = "Insufficient cpu";
-const UNTOLERATED_TAINT: &str = "node(s) had untolerated taint {dedicated: infra}";
+const UNTOLERATED_TAINT: &str = "node(s) had untolerated taint(s)";
 
 fn at(second: i64) -> Time {
     Time(Timestamp::from_second(second).expect("test timestamps are in range"))

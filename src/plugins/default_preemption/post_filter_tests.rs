@@ -285,7 +285,7 @@ fn post_filter_table() {
             statuses: vec![("node1", Unschedulable)],
             budgets: vec![],
             want_node: Some("node1"),
-            want: Status::success(),
+            want: found_placement("node1", 1),
         },
         Case {
             name: "pod with tied priority is still unschedulable",
@@ -331,7 +331,7 @@ fn post_filter_table() {
             statuses: vec![("node1", Unschedulable), ("node2", Unschedulable)],
             budgets: vec![],
             want_node: Some("node2"),
-            want: Status::success(),
+            want: found_placement("node2", 1),
         },
         Case {
             name: "pod can be made schedulable on minHighestPriority node",
@@ -348,7 +348,7 @@ fn post_filter_table() {
                 budget("non-violating-pdb", "non-violating", i32::MAX),
             ],
             want_node: Some("node2"),
-            want: Status::success(),
+            want: found_placement("node2", 1),
         },
         Case {
             name: "no candidate nodes found, no enough resource after removing low priority pods",
@@ -434,7 +434,7 @@ fn post_filter_table() {
             statuses: vec![("node1", Unschedulable), ("node2", Unschedulable)],
             budgets: vec![],
             want_node: Some("node2"),
-            want: Status::success(),
+            want: found_placement("node2", 1),
         },
     ];
     for case in cases {
@@ -449,4 +449,15 @@ fn post_filter_table() {
             "{name}: status"
         );
     }
+}
+
+/// upstream's status of a successful preemption (the evaluator's message, prefixed by
+/// DefaultPreemption's PostFilter).
+fn found_placement(node: &str, victims: usize) -> Status {
+    Status::new(
+        Code::Success,
+        format!(
+            "preemption: found a potential placement for pod on node {node}, preempting {victims} victims"
+        ),
+    )
 }

@@ -4,10 +4,14 @@
 //! - PreScore computes the pod's plain request (no non-zero defaults) of each configured
 //!   resource once; a pod that requests none of them (best-effort) returns Skip, so it is
 //!   not drawn to the emptiest-looking node (kubernetes/kubernetes#129138).
-//! - Score takes each resource's utilization with the pod placed, `requested /
-//!   allocatable` capped at 1, over the resources the node has (a scalar resource the pod
-//!   does not request is left out), and returns `(1 - std) * 100` truncated, where `std`
-//!   is their standard deviation (`|a - b| / 2` for two resources, 0 for fewer).
+//! - Score rewards how much placing the pod improves the node's balance (upstream since
+//!   1.37). The balance of a set of utilizations (`requested / allocatable` capped at 1,
+//!   over the resources the node has; a scalar resource the pod does not request is left
+//!   out) is `(1 - std) * 100` truncated, where `std` is their standard deviation
+//!   (`|a - b| / 2` for two resources, 0 for fewer). With `with` the balance after
+//!   placing the pod and `without` before, the score is `50 + (50 + with - without) / 2`
+//!   in integers: 75 when the pod changes nothing, towards 100 when it evens the node
+//!   out, towards 50 when it unbalances it.
 //!
 //! Requests and allocatable come from the scorer NodeResourcesFit uses
 //! ([`super::resource_allocation`]). No NormalizeScore, and no EnqueueExtensions: a Score
@@ -127,7 +131,7 @@ crate::plugin! {
     }
 
     impl PluginFactory {
-        const DESCRIPTION: &'static str = "Prefers nodes whose resources (cpu and memory by default) would be used evenly once the pod is placed.";
+        const DESCRIPTION: &'static str = "Prefers nodes where the pod makes the use of resources (cpu and memory by default) more even.";
         type Args = NodeResourcesBalancedAllocationArgs;
 
         fn build(args: NodeResourcesBalancedAllocationArgs, _: &Handle) -> Result<Self, PluginError> {
@@ -166,6 +170,12 @@ impl ScorePlugin for NodeResourcesBalancedAllocation {
         }
         self.scorer.score(node, &pod_requests)
     }
+}
+
+/// The score from the balance with the pod (`with`) and without it (upstream
+/// `balancedResourceScorer`): both balances are in 50..=100, so the result is too.
+pub(super) fn improvement(with: i64, without: i64) -> i64 {
+    MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + with - without) / 2
 }
 
 /// `(1 - std) * MAX_NODE_SCORE` truncated, over `(requested, allocatable)` pairs with
@@ -325,7 +335,7 @@ mod tests {
                 vec![],
             ),
             // upstream "nothing scheduled, resources requested, differently sized nodes":
-            // node1 cpu 3000/4000, memory 5000/10000 -> std 0.125 -> 87; node2 both 50%.
+            // node1 balance 100 -> 87 (cpu 75%, memory 50%) -> 68; node2 100 -> 100 -> 75.
             (
                 "differently sized empty nodes",
                 cpu_mem(),
@@ -336,10 +346,10 @@ mod tests {
                 ],
                 true,
                 Code::Success,
-                vec![87, 100],
+                vec![68, 75],
             ),
             // upstream "resources requested, pods scheduled with resources":
-            // node1 60% / 25% -> 82; node2 60% / 50% -> 95.
+            // node1 85 -> 82 (30%/0% -> 60%/25%) -> 73; node2 97 -> 95 -> 74.
             (
                 "pods scheduled with resources",
                 cpu_mem(),
@@ -350,10 +360,10 @@ mod tests {
                 ],
                 true,
                 Code::Success,
-                vec![82, 95],
+                vec![73, 74],
             ),
             // upstream "resources requested, pods scheduled with resources, differently sized nodes":
-            // node2 60% / 20% -> 80.
+            // node2 90 -> 80 (30%/10% -> 60%/20%) -> 70.
             (
                 "pods scheduled with resources, differently sized nodes",
                 cpu_mem(),
@@ -364,10 +374,27 @@ mod tests {
                 ],
                 true,
                 Code::Success,
-                vec![82, 80],
+                vec![73, 70],
             ),
-            // upstream "requested resources at node capacity": node1 cpu 100%, memory 0%
-            // (explicit 0 requests count as 0) -> 50; node2 100% / 50% -> 75.
+            // upstream "resources requested, pods scheduled with resources, nodes to reach
+            // min/max score": node1 50 -> 100 (cpu 100%, memory 0% -> 100%); node2 100 -> 50.
+            (
+                "nodes to reach min/max score",
+                cpu_mem(),
+                pod_with(
+                    &[req(&[("memory", "2000")]), req(&[("memory", "3000")])],
+                    &[],
+                ),
+                vec![
+                    node_of("node1", "3000", "5000", None, vec![cpu_only()]),
+                    node_of("node2", "3000", "5000", None, vec![]),
+                ],
+                true,
+                Code::Success,
+                vec![100, 50],
+            ),
+            // upstream "requested resources at node capacity": node1 75 -> 50 (explicit 0
+            // memory requests count as 0) -> 62; node2 100 -> 75 -> 62.
             (
                 "requested resources at node capacity",
                 cpu_mem(),
@@ -378,10 +405,11 @@ mod tests {
                 ],
                 true,
                 Code::Success,
-                vec![50, 75],
+                vec![62, 62],
             ),
-            // upstream "include scalar resource on a node for balanced resource allocation":
-            // three fractions, node1 GPU 4/8 -> std 0.3002 -> 70; node2 GPU 1/8 -> 65.
+            // upstream "scalar resource is included in the score computation if pod
+            // requests the scalar resource": three fractions, node1 69 -> 70 (GPU 3/8 ->
+            // 4/8) -> 75; node2 62 -> 65 (GPU 0 -> 1/8) -> 76.
             (
                 "scalar resource takes part",
                 with_gpu(),
@@ -398,10 +426,10 @@ mod tests {
                 ],
                 true,
                 Code::Success,
-                vec![70, 65],
+                vec![75, 76],
             ),
-            // upstream "node without the scalar resource should skip the scalar resource":
-            // the pod asks for no GPU, so only cpu and memory count on both nodes -> 63.
+            // upstream "scalar resource is not included in the score computation if pod
+            // doesn't request the scalar resource": only cpu and memory count, 100 -> 63 -> 56.
             (
                 "scalar resource the pod does not request is skipped",
                 with_gpu(),
@@ -412,7 +440,7 @@ mod tests {
                 ],
                 true,
                 Code::Success,
-                vec![63, 63],
+                vec![56, 56],
             ),
             // upstream "resources requested, pods scheduled with resources if PreScore not called"
             (
@@ -425,7 +453,7 @@ mod tests {
                 ],
                 false,
                 Code::Success,
-                vec![82, 95],
+                vec![73, 74],
             ),
         ];
         for (name, args, pod, nodes, pre_score, want_code, want) in cases {
@@ -570,7 +598,7 @@ mod tests {
             &[node_of("node1", "4000", "10000", None, vec![])],
             true,
         );
-        assert_eq!(scores, vec![87]);
+        assert_eq!(scores, vec![68]);
     }
 
     #[test]

@@ -69,7 +69,7 @@ pub(super) struct ResourceAllocationScorer {
     strategy: Strategy,
     resources: Vec<ScoredResource>,
     /// Use the plain requests of the pod and node rather than the ones with the non-zero
-    /// cpu/memory defaults. Upstream sets it for RequestedToCapacityRatio only.
+    /// cpu/memory defaults. Upstream sets it for BalancedAllocation only.
     use_requested: bool,
 }
 
@@ -88,11 +88,12 @@ impl ResourceAllocationScorer {
                 ))
             }
         };
-        let use_requested = matches!(strategy, Strategy::RequestedToCapacityRatio(_));
+        // Every strategy of NodeResourcesFit scores non-zero requests in 1.37
+        // (RequestedToCapacityRatio included); only BalancedAllocation uses plain ones.
         ResourceAllocationScorer {
             strategy,
             resources,
-            use_requested,
+            use_requested: false,
         }
     }
 
@@ -129,7 +130,8 @@ impl ResourceAllocationScorer {
                 "NodeResourcesFit: no resources configured for scoring",
             ));
         }
-        // (requested, allocatable, weight) of every resource that takes part.
+        // (requested, allocatable, weight, the pod's request) of every resource that
+        // takes part; `requested` includes the pod's.
         let entries = self
             .resources
             .iter()
@@ -137,22 +139,23 @@ impl ResourceAllocationScorer {
             .map(|(resource, &pod_request)| {
                 let (allocatable, requested) =
                     self.allocatable_and_requested(node, resource, pod_request);
-                (requested, allocatable, resource.weight)
+                (requested, allocatable, resource.weight, pod_request)
             })
-            .filter(|&(_, allocatable, _)| allocatable != 0);
+            .filter(|&(_, allocatable, _, _)| allocatable != 0);
         Ok(match &self.strategy {
             Strategy::LeastAllocated => {
-                weighted_average(entries.map(|(r, a, w)| (least_allocated::score(r, a), w)))
+                weighted_average(entries.map(|(r, a, w, _)| (least_allocated::score(r, a), w)))
             }
             Strategy::MostAllocated => {
-                weighted_average(entries.map(|(r, a, w)| (most_allocated::score(r, a), w)))
+                weighted_average(entries.map(|(r, a, w, _)| (most_allocated::score(r, a), w)))
             }
             Strategy::RequestedToCapacityRatio(shape) => {
-                requested_to_capacity_ratio::combine(shape, entries)
+                requested_to_capacity_ratio::combine(shape, entries.map(|(r, a, w, _)| (r, a, w)))
             }
-            Strategy::BalancedAllocation => {
-                balanced_allocation::score(entries.map(|(r, a, _)| (r, a)))
-            }
+            Strategy::BalancedAllocation => balanced_allocation::improvement(
+                balanced_allocation::score(entries.clone().map(|(r, a, _, _)| (r, a))),
+                balanced_allocation::score(entries.map(|(r, a, _, p)| (r - p, a))),
+            ),
         })
     }
 
