@@ -71,6 +71,9 @@ pub struct Options {
     pub kwok: bool,
     /// Extra kube-apiserver flags (`--flag=value`).
     pub apiserver_args: Vec<String>,
+    /// Extra kube-controller-manager flags, e.g. `--controllers=*,-replicaset` to leave
+    /// ReplicaSets to the test.
+    pub controller_manager_args: Vec<String>,
     /// How long each component may take to become healthy.
     pub start_timeout: Duration,
 }
@@ -82,6 +85,7 @@ impl Default for Options {
             controller_manager: true,
             kwok: true,
             apiserver_args: Vec::new(),
+            controller_manager_args: Vec::new(),
             start_timeout: Duration::from_secs(120),
         }
     }
@@ -114,6 +118,7 @@ pub struct KubeCluster {
     apiserver: Option<Process>,
     controller_manager: Option<Process>,
     kwok: Option<Process>,
+    scheduler: Option<Process>,
     options: Options,
 }
 
@@ -245,6 +250,7 @@ impl KubeCluster {
             apiserver: None,
             controller_manager: None,
             kwok: None,
+            scheduler: None,
             options,
         };
         cluster.start_etcd().await?;
@@ -439,6 +445,10 @@ impl KubeCluster {
             "--profiling=false".to_string(),
             "--v=1".to_string(),
         ];
+        let list: Vec<String> = list
+            .into_iter()
+            .chain(self.options.controller_manager_args.iter().cloned())
+            .collect();
         let process = Process::start(
             "kube-controller-manager",
             &self.binaries.kube_controller_manager,
@@ -515,6 +525,75 @@ impl KubeCluster {
         Ok(path)
     }
 
+    /// Starts the release's kube-scheduler with `config`, a KubeSchedulerConfiguration
+    /// (any version kube-scheduler reads), as the cluster's admin. Its
+    /// `clientConnection.kubeconfig` and `leaderElection.leaderElect` are set here (this
+    /// cluster, no election); everything else is the caller's, e.g. client QPS and burst.
+    /// It serves no port (`--secure-port=0`). Returns once the process runs: it is
+    /// ready when it has listed the cluster, which a caller sees by a pod being scheduled.
+    /// A running scheduler is stopped first.
+    pub async fn start_scheduler(&mut self, config: &serde_json::Value) -> Result<(), Error> {
+        self.stop_scheduler();
+        let mut config = config.clone();
+        let object = config.as_object_mut().ok_or_else(|| {
+            Error::Start(
+                "kube-scheduler".into(),
+                "the configuration is not an object".into(),
+            )
+        })?;
+        let connection = object
+            .entry("clientConnection")
+            .or_insert_with(|| serde_json::json!({}));
+        connection["kubeconfig"] = self.admin_kubeconfig.display().to_string().into();
+        object.insert(
+            "leaderElection".into(),
+            serde_json::json!({"leaderElect": false}),
+        );
+        let path = self.dir.join("kube-scheduler-config.json");
+        std::fs::write(&path, config.to_string())
+            .map_err(|e| Error::Io(format!("writing {}: {e}", path.display())))?;
+        let list = vec![
+            format!("--config={}", path.display()),
+            "--secure-port=0".to_string(),
+            // `BERTH_KUBE_SCHEDULER_V=10` logs every plugin's score of every node.
+            format!(
+                "--v={}",
+                std::env::var("BERTH_KUBE_SCHEDULER_V").unwrap_or_else(|_| "1".into())
+            ),
+        ];
+        let mut process = Process::start(
+            "kube-scheduler",
+            &self.binaries.kube_scheduler,
+            args(&list),
+            self.dir.join("kube-scheduler.log"),
+        )?;
+        // A configuration kube-scheduler refuses makes it exit at once.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        process.check_running()?;
+        self.scheduler = Some(process);
+        Ok(())
+    }
+
+    /// kube-scheduler's process id, while it runs.
+    pub fn scheduler_pid(&self) -> Option<u32> {
+        self.scheduler.as_ref().and_then(Process::pid)
+    }
+
+    /// Fails when kube-scheduler has exited (with the end of its log).
+    pub fn check_scheduler(&mut self) -> Result<(), Error> {
+        match self.scheduler.as_mut() {
+            Some(process) => process.check_running(),
+            None => Err(Error::Start("kube-scheduler".into(), "not started".into())),
+        }
+    }
+
+    /// Stops kube-scheduler, if it runs.
+    pub fn stop_scheduler(&mut self) {
+        if let Some(mut process) = self.scheduler.take() {
+            process.stop();
+        }
+    }
+
     /// Stops and starts kube-apiserver with the same flags (and the same etcd), waiting
     /// until it is ready again.
     pub async fn restart_apiserver(&mut self) -> Result<(), Error> {
@@ -539,6 +618,7 @@ impl KubeCluster {
             &self.apiserver,
             &self.controller_manager,
             &self.kwok,
+            &self.scheduler,
         ]
         .into_iter()
         .flatten()
@@ -557,6 +637,7 @@ impl KubeCluster {
     /// Stops every component now (what drop does).
     pub fn stop(&mut self) {
         for process in [
+            &mut self.scheduler,
             &mut self.kwok,
             &mut self.controller_manager,
             &mut self.apiserver,

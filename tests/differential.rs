@@ -1,0 +1,1077 @@
+//! berth side by side with the real kube-scheduler 1.37 (docs/testing.md, "The
+//! differential run"): the same cluster and the same pending pods, given to both on real
+//! API servers, and every decision compared.
+//!
+//! - The profile is a KubeSchedulerConfiguration: kube-scheduler runs it, berth runs
+//!   what `berth convert` makes of it.
+//! - Pending pods are given one at a time, to both at once. A placement agrees when it is
+//!   the same node, or when berth's explanation of the same state (the upstream
+//!   cluster's, read as `berth simulate --from-cluster` reads it) scores both nodes
+//!   equal and highest: a tie upstream broke its own way. berth's pod is then moved to
+//!   upstream's node, so one tie does not cascade. An unschedulable pod agrees when the
+//!   PodScheduled condition (reason and message) is identical, text for text; it is then
+//!   deleted on both sides, so no later event can race it into a node. A preemption
+//!   agrees when the nominated node, the victims and the failure message are identical.
+//! - A disagreement ends its scenario. It is printed with both decisions and berth's
+//!   per-plugin explanation, and the state is written as a YAML file for `berth
+//!   simulate -f` (the path is printed).
+//!
+//! Scenarios: the examples kube-scheduler can run (the others are listed with the
+//! reason), the fixed regressions under `tests/differential/regressions/`, and random
+//! clusters from seeds 0..200 (`BERTH_DIFF_SCENARIOS=N` runs N; `BERTH_DIFF_SEED=S` or
+//! `A..B` runs those seeds alone, without the examples; `BERTH_DIFF_ONLY=TEXT` runs the
+//! examples and regressions whose name contains TEXT).
+
+mod support;
+
+#[path = "differential/generator.rs"]
+mod generator;
+#[path = "differential/pair.rs"]
+mod pair;
+#[path = "differential/scenario.rs"]
+mod scenario;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
+use pair::{Decision, Pair, Side, name_of};
+use scenario::{Scenario, config_file, repo};
+use serde_json::{Value, json};
+
+/// The random scenarios the suite runs.
+const SUITE_SCENARIOS: u64 = 200;
+
+/// Examples kube-scheduler cannot be given, and why.
+const NOT_FOR_KUBE_SCHEDULER: &[(&str, &str)] = &[
+    (
+        "examples/bad-profile.yaml",
+        "a profile that is invalid on purpose",
+    ),
+    (
+        "examples/load-aware.yaml",
+        "berth's Prometheus plugins, which kube-scheduler has not",
+    ),
+    (
+        "examples/network-aware.yaml",
+        "berth's Prometheus plugins, which kube-scheduler has not",
+    ),
+    (
+        "examples/gang",
+        "berth's Coscheduling and berth.dev PodGroups, which kube-scheduler has not",
+    ),
+    (
+        "examples/custom-plugin",
+        "plugins of its own, compiled into berth",
+    ),
+    ("examples/values-ha.yaml", "Helm values, not a cluster"),
+    ("examples/values-metrics.yaml", "Helm values, not a cluster"),
+    (
+        "examples/scenarios/unsupported-pods.yaml",
+        "pods with resource claims and scheduling groups, which berth refuses until the issues \
+         \"DynamicResources\" and \"Gangs as the ecosystem writes them\"",
+    ),
+];
+
+/// What a run found.
+#[derive(Default)]
+struct Tally {
+    scenarios: usize,
+    pods: usize,
+    same_node: usize,
+    ties: usize,
+    unschedulable: usize,
+    preemptions: usize,
+    /// Pending pods of a scheduler name no profile of the configuration has.
+    not_served: usize,
+    disagreements: Vec<String>,
+    /// Where the time went: setting scenarios up, giving pods, cleaning up.
+    setup: Duration,
+    steps: Duration,
+    teardown: Duration,
+}
+
+impl Tally {
+    fn summary(&self) -> String {
+        format!(
+            "{} scenarios, {} pods: {} on the same node, {} ties, {} unschedulable with the same message, \
+             {} preemptions, {} served by neither; {} disagreements",
+            self.scenarios,
+            self.pods,
+            self.same_node,
+            self.ties,
+            self.unschedulable,
+            self.preemptions,
+            self.not_served,
+            self.disagreements.len()
+        )
+    }
+}
+
+/// Where disagreements are written.
+fn scratch() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("differential");
+    std::fs::create_dir_all(&dir).expect("the scratch directory");
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn berth_decides_as_kube_scheduler_does() {
+    let Some(mut pair) = Pair::start().await else {
+        return;
+    };
+    let scratch = scratch();
+    let mut tally = Tally::default();
+    let started = Instant::now();
+
+    let only_seeds = std::env::var("BERTH_DIFF_SEED").ok().map(|s| {
+        let number = |n: &str| {
+            n.parse::<u64>()
+                .unwrap_or_else(|_| panic!("BERTH_DIFF_SEED={s} is neither N nor A..B"))
+        };
+        match s.split_once("..") {
+            Some((a, b)) => (number(a)..number(b)).collect::<Vec<u64>>(),
+            None => vec![number(&s)],
+        }
+    });
+    let only = std::env::var("BERTH_DIFF_ONLY").unwrap_or_default();
+    if only_seeds.is_none() {
+        for scenario in examples()
+            .into_iter()
+            .chain(regressions())
+            .filter(|s| s.name.contains(&only))
+        {
+            run(&mut pair, &scenario, &scratch, &mut tally).await;
+        }
+        eprintln!(
+            "differential: examples and regressions: {}",
+            tally.summary()
+        );
+    }
+    let seeds: Vec<u64> = match only_seeds {
+        Some(seeds) => seeds,
+        None => {
+            let count = std::env::var("BERTH_DIFF_SCENARIOS")
+                .ok()
+                .map(|s| {
+                    s.parse::<u64>()
+                        .unwrap_or_else(|_| panic!("BERTH_DIFF_SCENARIOS={s} is not a number"))
+                })
+                .unwrap_or(SUITE_SCENARIOS);
+            (0..count).collect()
+        }
+    };
+    for seed in seeds {
+        run(&mut pair, &generator::scenario(seed), &scratch, &mut tally).await;
+    }
+    eprintln!(
+        "differential: {} in {:.0} s (setting up {:.0} s, pods {:.0} s, cleaning up {:.0} s)",
+        tally.summary(),
+        started.elapsed().as_secs_f64(),
+        tally.setup.as_secs_f64(),
+        tally.steps.as_secs_f64(),
+        tally.teardown.as_secs_f64()
+    );
+    assert!(
+        tally.disagreements.is_empty(),
+        "berth and kube-scheduler disagree ({}):\n\n{}",
+        tally.summary(),
+        tally.disagreements.join("\n\n")
+    );
+}
+
+/// The examples kube-scheduler can run, each with its profile as a
+/// KubeSchedulerConfiguration.
+fn examples() -> Vec<Scenario> {
+    let root = repo();
+    let default = Scenario::default_config();
+    let configs = root.join("tests/differential/configs");
+    let mut files: Vec<PathBuf> = ["examples", "examples/scenarios"]
+        .iter()
+        .flat_map(|dir| {
+            std::fs::read_dir(root.join(dir))
+                .expect("examples/")
+                .flatten()
+        })
+        .map(|entry| entry.path())
+        .collect();
+    files.sort();
+    let mut scenarios = Vec::new();
+    for path in files {
+        let name = path
+            .strip_prefix(&root)
+            .expect("under the repository")
+            .display()
+            .to_string();
+        if path.is_dir() && name != "examples/scenarios" {
+            assert!(
+                NOT_FOR_KUBE_SCHEDULER.iter().any(|(n, _)| *n == name),
+                "{name}: a new example directory; give it to the differential run or say why not"
+            );
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        if let Some((_, why)) = NOT_FOR_KUBE_SCHEDULER.iter().find(|(n, _)| *n == name) {
+            eprintln!("differential: {name} is not given to kube-scheduler: {why}");
+            continue;
+        }
+        let stem = path
+            .file_stem()
+            .expect("a file name")
+            .to_string_lossy()
+            .to_string();
+        let fixture = configs.join(format!("{stem}.yaml"));
+        let (config, cluster) = if name == "examples/kube-scheduler-config.yaml" {
+            // The configuration example, on the cluster its docs convert it for.
+            (config_file(&path), root.join("tests/convert/cluster.yaml"))
+        } else if fixture.exists() {
+            (config_file(&fixture), path.clone())
+        } else {
+            (default.clone(), path.clone())
+        };
+        let scenario = Scenario::from_file(&name, &cluster, config)
+            .unwrap_or_else(|why| panic!("{name} cannot be given to kube-scheduler: {why}"));
+        check_profiles_convert(&path, &scenario);
+        scenarios.push(scenario);
+    }
+    scenarios
+}
+
+/// An example's own SchedulerProfiles are what `berth convert` makes of the
+/// configuration the run gives kube-scheduler instead (so both run the same profile).
+fn check_profiles_convert(path: &Path, scenario: &Scenario) {
+    let text = std::fs::read_to_string(path).expect("the example");
+    let own: BTreeMap<String, Value> = serde_saphyr::from_multiple::<Value>(&text)
+        .expect("the example's YAML")
+        .into_iter()
+        .filter(|d| d["kind"] == "SchedulerProfile")
+        .map(|d| (name_of(&d), d["spec"].clone()))
+        .collect();
+    if own.is_empty() {
+        return;
+    }
+    let converted: BTreeMap<String, Value> = convert_in_process(&scenario.config)
+        .into_iter()
+        .map(|d| (name_of(&d), d["spec"].clone()))
+        .collect();
+    assert_eq!(
+        own,
+        converted,
+        "{}: the example's profiles are not what `berth convert` makes of the configuration \
+         the differential run gives kube-scheduler (tests/differential/configs/)",
+        path.display()
+    );
+}
+
+fn convert_in_process(config: &Value) -> Vec<Value> {
+    let registry = berth::plugins::default_registry();
+    let conversion = berth::convert::convert(config, &registry, &Default::default())
+        .unwrap_or_else(|e| panic!("berth convert refuses the configuration: {e:?}"));
+    serde_json::to_value(&conversion.profiles)
+        .expect("profiles as JSON")
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The fixed regressions: scenarios that once showed a difference.
+fn regressions() -> Vec<Scenario> {
+    let dir = repo().join("tests/differential/regressions");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|entries| entries.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .map(|path| {
+            let name = path
+                .strip_prefix(repo())
+                .expect("in the repository")
+                .display()
+                .to_string();
+            Scenario::from_file(&name, &path, Scenario::default_config())
+                .unwrap_or_else(|why| panic!("{name}: {why}"))
+        })
+        .collect()
+}
+
+/// Runs one scenario on both sides and cleans up after it.
+async fn run(pair: &mut Pair, scenario: &Scenario, scratch: &Path, tally: &mut Tally) {
+    tally.scenarios += 1;
+    if let Err(e) = pair.configure(&scenario.config, scratch).await {
+        tally.disagreements.push(format!("{}: {e}", scenario.name));
+        return;
+    }
+    let namespaces = namespaces(scenario);
+    // Classes whose volumes an external provisioner would create: played by the run.
+    let provisioners: BTreeMap<String, String> = scenario
+        .objects
+        .iter()
+        .filter(|o| o["kind"] == "StorageClass")
+        .filter_map(|o| {
+            let provisioner = o["provisioner"].as_str()?;
+            (provisioner != "kubernetes.io/no-provisioner")
+                .then(|| (name_of(o), provisioner.to_string()))
+        })
+        .collect();
+    let provisioning: Vec<_> = if provisioners.is_empty() {
+        Vec::new()
+    } else {
+        pair.sides()
+            .iter()
+            .map(|side| {
+                tokio::spawn(pair::provision(
+                    side.client.clone(),
+                    provisioners.clone(),
+                    namespaces.clone(),
+                ))
+            })
+            .collect()
+    };
+    let result = async {
+        let started = Instant::now();
+        setup(pair, scenario, &namespaces).await?;
+        tally.setup += started.elapsed();
+        let started = Instant::now();
+        let served = scenario.scheduler_names();
+        for pending in &scenario.pending {
+            let scheduler = pending["spec"]["schedulerName"]
+                .as_str()
+                .unwrap_or("default-scheduler");
+            if !served.iter().any(|s| s == scheduler) {
+                // Neither scheduler serves it: it would stay pending on both sides.
+                tally.not_served += 1;
+                continue;
+            }
+            step(pair, scenario, pending, &namespaces, scratch, tally).await?;
+        }
+        tally.steps += started.elapsed();
+        Ok::<(), String>(())
+    }
+    .await;
+    if let Err(e) = result {
+        tally.disagreements.push(format!("{}: {e}", scenario.name));
+    }
+    provisioning.iter().for_each(|task| task.abort());
+    let started = Instant::now();
+    teardown(pair, scenario, &namespaces).await;
+    tally.teardown += started.elapsed();
+}
+
+fn namespaces(scenario: &Scenario) -> BTreeSet<String> {
+    scenario
+        .objects
+        .iter()
+        .chain(&scenario.pending)
+        .filter(|o| o["kind"] != "Namespace")
+        .filter(|o| {
+            ![
+                "Node",
+                "PersistentVolume",
+                "StorageClass",
+                "CSINode",
+                "PriorityClass",
+            ]
+            .contains(&o["kind"].as_str().unwrap_or_default())
+        })
+        .map(|o| {
+            o["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or("default")
+                .to_string()
+        })
+        .chain(std::iter::once("default".to_string()))
+        .collect()
+}
+
+/// A node as created: Ready from the start (see [`pair`]).
+fn prepared(object: &Value) -> Value {
+    let mut object = object.clone();
+    if object["kind"] == "Node" {
+        let status = object
+            .as_object_mut()
+            .expect("an object")
+            .entry("status")
+            .or_insert_with(|| json!({}));
+        let has_ready = status["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready"));
+        if !has_ready {
+            status["conditions"] =
+                json!([{"type": "Ready", "status": "True", "reason": "KubeletReady"}]);
+        }
+    }
+    object
+}
+
+async fn setup(
+    pair: &Pair,
+    scenario: &Scenario,
+    namespaces: &BTreeSet<String>,
+) -> Result<(), String> {
+    // Kind by kind (owners before what they own), the objects of one kind at once.
+    let objects: Vec<Value> = scenario.objects.iter().map(prepared).collect();
+    for group in objects.chunk_by(|a, b| a["kind"] == b["kind"]) {
+        let creates = group
+            .iter()
+            .flat_map(|object| pair.sides().map(|side| side.create(object)));
+        for result in join_all(creates).await {
+            result?;
+        }
+    }
+    let budgets = scenario
+        .objects
+        .iter()
+        .any(|o| o["kind"] == "PodDisruptionBudget");
+    for side in pair.sides() {
+        wait_running(side, namespaces).await?;
+        if budgets {
+            wait_budgets(side, namespaces).await?;
+        }
+    }
+    if let Some(last) = scenario.objects.iter().rev().find(|o| o["kind"] == "Node") {
+        let scheduler = scenario
+            .scheduler_names()
+            .into_iter()
+            .next()
+            .unwrap_or_default();
+        let node = name_of(last);
+        let (a, b) = tokio::join!(
+            barrier(&pair.upstream, &node, &scheduler),
+            barrier(&pair.berth, &node, &scheduler)
+        );
+        a?;
+        b?;
+    }
+    Ok(())
+}
+
+/// Waits until every bound pod runs and is Ready (kwok), so that budgets count them.
+async fn wait_running(side: &Side, namespaces: &BTreeSet<String>) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let pods = side.pods(namespaces).await;
+        let waiting: Vec<&String> = pods
+            .iter()
+            .filter(|(_, p)| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+            .filter(|(_, p)| !is_ready(p))
+            .map(|(k, _)| k)
+            .collect();
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "{}: pods {waiting:?} did not turn Ready",
+                side.label
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Waits until the disruption controller has counted every budget's pods.
+async fn wait_budgets(side: &Side, namespaces: &BTreeSet<String>) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let pods = side.pods(namespaces).await;
+        let mut behind = Vec::new();
+        for namespace in namespaces {
+            let api: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> =
+                Api::namespaced(side.client.clone(), namespace);
+            for budget in api
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?
+            {
+                let value = serde_json::to_value(&budget).expect("JSON");
+                let labels = value["spec"]["selector"]["matchLabels"]
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default();
+                let healthy = pods
+                    .iter()
+                    .filter(|(k, _)| k.starts_with(&format!("{namespace}/")))
+                    .filter(|(_, p)| {
+                        let pod_labels = p.metadata.labels.clone().unwrap_or_default();
+                        labels
+                            .iter()
+                            .all(|(k, v)| pod_labels.get(k).map(String::as_str) == v.as_str())
+                    })
+                    .filter(|(_, p)| is_ready(p))
+                    .count() as i64;
+                let status = &value["status"];
+                let current = status["currentHealthy"].as_i64().unwrap_or(-1);
+                let observed = status["observedGeneration"].as_i64()
+                    == value["metadata"]["generation"].as_i64();
+                if !observed || current != healthy {
+                    behind.push(format!("{}: {status}", name_of(&value)));
+                }
+            }
+        }
+        if behind.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("{}: budgets not counted: {behind:?}", side.label));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Schedules a probe pod that only the scenario's last node fits, then deletes it: once
+/// it is bound, the scheduler has seen every node (one watch delivers them in order).
+async fn barrier(side: &Side, node: &str, scheduler: &str) -> Result<(), String> {
+    let probe = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "differential-barrier", "namespace": "default"},
+        "spec": {
+            "schedulerName": scheduler,
+            "containers": [{"name": "probe", "image": "registry.example/probe:1"}],
+            "tolerations": [{"operator": "Exists"}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]
+            }}},
+        },
+    });
+    side.create(&probe).await?;
+    let pods: Api<Pod> = Api::namespaced(side.client.clone(), "default");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let pod = pods
+            .get("differential-barrier")
+            .await
+            .map_err(|e| e.to_string())?;
+        if pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_ref())
+            .is_some()
+        {
+            break;
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "{}: the barrier pod was not bound to {node} within 30 s: {:?}",
+                side.label, pod.status
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    side.delete(&probe).await
+}
+
+/// Gives `pod` to both; compares; makes both sides equal again.
+async fn step(
+    pair: &Pair,
+    scenario: &Scenario,
+    pod: &Value,
+    namespaces: &BTreeSet<String>,
+    scratch: &Path,
+    tally: &mut Tally,
+) -> Result<(), String> {
+    tally.pods += 1;
+    let key = name_of(pod);
+    let volumes = scenario
+        .objects
+        .iter()
+        .any(|o| o["kind"] == "PersistentVolumeClaim")
+        || pod["spec"]["volumes"].is_array();
+    let (before_up, before_berth, storage) = tokio::join!(
+        pair.upstream.pods(namespaces),
+        pair.berth.pods(namespaces),
+        storage_before(&pair.upstream.client, volumes)
+    );
+    let (watch_up, watch_berth) = tokio::join!(pair.upstream.watch(&key), pair.berth.watch(&key));
+    let (a, b) = tokio::join!(pair.upstream.create(pod), pair.berth.create(pod));
+    a?;
+    b?;
+    let created = Instant::now();
+    let (up, berth) = tokio::join!(
+        async {
+            let d = pair
+                .upstream
+                .decide(&key, watch_up, &before_up, namespaces)
+                .await;
+            (d, created.elapsed())
+        },
+        async {
+            let d = pair
+                .berth
+                .decide(&key, watch_berth, &before_berth, namespaces)
+                .await;
+            (d, created.elapsed())
+        }
+    );
+    if std::env::var_os("BERTH_DIFF_TIMES").is_some() {
+        eprintln!(
+            "differential: {key}: kube-scheduler {:?}, berth {:?}",
+            up.1, berth.1
+        );
+    }
+    let (up, berth) = (up.0, berth.0);
+    let context = Context {
+        pair,
+        scenario,
+        pod,
+        scratch,
+    };
+    let same_failure = up.failure == berth.failure;
+    let same_victims = up.victims == berth.victims;
+    let decided = up.undecided.is_none() && berth.undecided.is_none();
+    match (&up.node, &berth.node) {
+        (Some(a), Some(b))
+            if decided && same_failure && same_victims && (a == b || up.victims.is_empty()) =>
+        {
+            if !up.victims.is_empty() {
+                tally.preemptions += 1;
+            }
+            if a == b {
+                tally.same_node += 1;
+                return Ok(());
+            }
+            let state = state_before(&pair.upstream.client, namespaces, &before_up, &storage).await;
+            let explanation = explain(pair, &state, pod).await;
+            if is_tie(&explanation, a, b) {
+                tally.ties += 1;
+                return move_pod(&pair.berth, pod, a).await;
+            }
+            Err(disagreement(&context, &up, &berth, &state).await)
+        }
+        (Some(a), Some(b)) if decided && (a != b || !same_victims) && !up.victims.is_empty() => {
+            let state = state_before(&pair.upstream.client, namespaces, &before_up, &storage).await;
+            if preemption_tie(&state, &up, &berth) {
+                tally.preemptions += 1;
+                tally.ties += 1;
+                return converge_preemption(pair, &state, pod, &up, &berth).await;
+            }
+            Err(disagreement(&context, &up, &berth, &state).await)
+        }
+        (None, None)
+            if decided && same_failure && same_victims && up.nominated == berth.nominated =>
+        {
+            tally.unschedulable += 1;
+            let (a, b) = tokio::join!(pair.upstream.delete(pod), pair.berth.delete(pod));
+            a.and(b)
+        }
+        _ => {
+            let state = state_before(&pair.upstream.client, namespaces, &before_up, &storage).await;
+            Err(disagreement(&context, &up, &berth, &state).await)
+        }
+    }
+}
+
+/// The claims and volumes of the upstream cluster before a step, when the scenario has
+/// any: binding the step's pod changes them.
+async fn storage_before(client: &kube::Client, volumes: bool) -> Option<Vec<Value>> {
+    if !volumes {
+        return None;
+    }
+    let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> = Api::all(client.clone());
+    let pvs: Api<k8s_openapi::api::core::v1::PersistentVolume> = Api::all(client.clone());
+    let params = kube::api::ListParams::default();
+    let (claims, pvs) = tokio::join!(claims.list(&params), pvs.list(&params));
+    let json = |v: &dyn scenario::erased::Json| v.json();
+    Some(
+        claims
+            .map(|l| l.items.iter().map(|c| json(c)).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .chain(
+                pvs.map(|l| l.items.iter().map(|v| json(v)).collect::<Vec<_>>())
+                    .unwrap_or_default(),
+            )
+            .collect(),
+    )
+}
+
+/// The upstream cluster before the step, as `berth simulate --from-cluster` reads it:
+/// read now, with the pods (and claims and volumes) listed before the step instead of
+/// their current state. Read only when a decision needs explaining: the rest of the
+/// cluster does not change while a pod is scheduled.
+async fn state_before(
+    client: &kube::Client,
+    namespaces: &BTreeSet<String>,
+    pods: &BTreeMap<String, Pod>,
+    storage: &Option<Vec<Value>>,
+) -> Vec<Value> {
+    let read = berth::simulate::live::read_cluster(client, &Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("reading the upstream cluster: {e}"));
+    let replaced = |d: &Value| {
+        let kind = d["kind"].as_str().unwrap_or_default();
+        (kind == "Pod"
+            && namespaces.contains(d["metadata"]["namespace"].as_str().unwrap_or_default()))
+            || (storage.is_some()
+                && (kind == "PersistentVolumeClaim" || kind == "PersistentVolume"))
+    };
+    let mut documents: Vec<Value> = read
+        .documents
+        .into_iter()
+        .filter(|d| !replaced(d))
+        .collect();
+    documents.extend(pods.values().map(|p| {
+        let mut value = serde_json::to_value(p).expect("a pod as JSON");
+        value["apiVersion"] = json!("v1");
+        value["kind"] = json!("Pod");
+        value
+    }));
+    documents.extend(storage.iter().flatten().cloned());
+    documents
+}
+
+/// The documents of the state before `pod`, with `pod` pending and berth's profiles.
+fn state_with(pair: &Pair, state: &[Value], pod: &Value) -> Vec<Value> {
+    let mut documents: Vec<Value> = pair.profiles.clone();
+    documents.extend(
+        state
+            .iter()
+            .filter(|d| !(d["kind"] == "Pod" && d["metadata"]["name"] == "differential-barrier"))
+            .cloned(),
+    );
+    documents.push(pod.clone());
+    documents
+}
+
+/// berth's explanation of `pod` on `state`: its report, with every node's verdict.
+async fn explain(
+    pair: &Pair,
+    state: &[Value],
+    pod: &Value,
+) -> Result<berth::simulate::report::PodReport, String> {
+    let text: String = state_with(pair, state, pod)
+        .iter()
+        .map(|d| format!("---\n{d}\n"))
+        .collect();
+    let (input, _) = berth::simulate::input::load_str(Path::new("differential.yaml"), &text)
+        .map_err(|e| format!("berth simulate refuses the state: {e}"))?;
+    let registry = berth::plugins::default_registry();
+    let options = berth::simulate::run::SimulateOptions {
+        explain: true,
+        seed: 0,
+        parallelism: 1,
+    };
+    let report = berth::simulate::run::simulate(input, &registry, options)
+        .await
+        .map_err(|e| format!("berth simulate failed: {e}"))?;
+    let key = name_of(pod);
+    report
+        .pods
+        .into_iter()
+        .find(|p| format!("{}/{}", p.namespace, p.name) == key)
+        .ok_or_else(|| format!("the simulation has no pod {key}"))
+}
+
+/// Whether berth's explanation scores `a` and `b` equal and highest among the feasible.
+fn is_tie(
+    explanation: &Result<berth::simulate::report::PodReport, String>,
+    a: &str,
+    b: &str,
+) -> bool {
+    let Ok(report) = explanation else {
+        return false;
+    };
+    let Some(nodes) = &report.nodes else {
+        return false;
+    };
+    let score = |name: &str| {
+        nodes
+            .iter()
+            .find(|n| n.name == name && n.feasible)
+            .map(|n| n.total_score)
+    };
+    let best = nodes
+        .iter()
+        .filter(|n| n.feasible)
+        .map(|n| n.total_score)
+        .max();
+    matches!((score(a), score(b), best), (Some(x), Some(y), Some(m)) if x == y && y == m)
+}
+
+/// Whether two preemptions that differ are a tie upstream broke its own way, judged by
+/// upstream's rules on the state before (berth's explanation names only the candidate it
+/// chose): no victim under a PodDisruptionBudget; across nodes, the same highest victim
+/// priority, sum of priorities, number of victims and earliest start among the
+/// highest-priority victims (`pickOneNodeForPreemption` then takes the first candidate
+/// of a dry run that starts at a random node); and victims that pair up by priority and
+/// start time, which `MoreImportantPod` cannot order (start times have whole seconds,
+/// and pods started in one second are alike to it). Each side's failure message differs
+/// only by the node it names.
+fn preemption_tie(state: &[Value], up: &Decision, berth: &Decision) -> bool {
+    let pods: BTreeMap<String, &Value> = state
+        .iter()
+        .filter(|d| d["kind"] == "Pod")
+        .map(|d| (name_of(d), d))
+        .collect();
+    let budgets: Vec<&Value> = state
+        .iter()
+        .filter(|d| d["kind"] == "PodDisruptionBudget")
+        .collect();
+    // Each victim's (priority, start): equal lists are victims upstream's
+    // `MoreImportantPod` cannot tell apart (start times have whole seconds).
+    type Rank = (i64, i64, usize, String, Vec<(i64, String)>);
+    let rank = |victims: &BTreeSet<String>| -> Option<Rank> {
+        let victims: Vec<&Value> = victims
+            .iter()
+            .map(|v| pods.get(v).copied())
+            .collect::<Option<_>>()?;
+        let covered = victims.iter().any(|v| {
+            budgets.iter().any(|b| {
+                b["metadata"]["namespace"] == v["metadata"]["namespace"]
+                    && b["spec"]["selector"]["matchLabels"]
+                        .as_object()
+                        .is_some_and(|labels| {
+                            labels.iter().all(|(k, l)| v["metadata"]["labels"][k] == *l)
+                        })
+            })
+        });
+        if covered {
+            return None;
+        }
+        let priority = |v: &Value| v["spec"]["priority"].as_i64().unwrap_or(0);
+        let highest = victims.iter().map(|v| priority(v)).max()?;
+        let sum = victims.iter().map(|v| priority(v)).sum();
+        let earliest = victims
+            .iter()
+            .filter(|v| priority(v) == highest)
+            .filter_map(|v| v["status"]["startTime"].as_str())
+            .min()?
+            .to_string();
+        let mut each: Vec<(i64, String)> = victims
+            .iter()
+            .map(|v| {
+                (
+                    priority(v),
+                    v["status"]["startTime"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                )
+            })
+            .collect();
+        each.sort();
+        Some((highest, sum, victims.len(), earliest, each))
+    };
+    let same_message = match (&up.failure, &berth.failure, &up.node, &berth.node) {
+        (Some(a), Some(b), Some(x), Some(y)) => {
+            a.replace(x.as_str(), "") == b.replace(y.as_str(), "")
+        }
+        _ => false,
+    };
+    same_message && up.nominated == up.node && berth.nominated == berth.node && {
+        let (a, b) = (rank(&up.victims), rank(&berth.victims));
+        a.is_some() && a == b
+    }
+}
+
+/// After a preemption tie: berth's side gets upstream's outcome (its own victims back,
+/// upstream's victims gone, the pod on upstream's node).
+async fn converge_preemption(
+    pair: &Pair,
+    state: &[Value],
+    pod: &Value,
+    up: &Decision,
+    berth: &Decision,
+) -> Result<(), String> {
+    for victim in berth.victims.difference(&up.victims) {
+        let Some(original) = state
+            .iter()
+            .find(|d| d["kind"] == "Pod" && name_of(d) == *victim)
+        else {
+            return Err(format!(
+                "berth's victim {victim} is not in the state read before"
+            ));
+        };
+        let mut again = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": original["metadata"]["name"],
+                "namespace": original["metadata"]["namespace"],
+                "labels": original["metadata"]["labels"],
+            },
+            "spec": original["spec"],
+        });
+        if let Some(spec) = again["spec"].as_object_mut() {
+            // Admission sets the priority from the class again.
+            spec.remove("priority");
+            spec.remove("preemptionPolicy");
+        }
+        pair.berth.create(&again).await?;
+    }
+    for victim in up.victims.difference(&berth.victims) {
+        let (namespace, name) = victim.split_once('/').expect("namespace/name");
+        pair.berth
+            .delete(&json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}}))
+            .await?;
+    }
+    move_pod(&pair.berth, pod, up.node.as_deref().unwrap_or_default()).await
+}
+
+/// Replaces berth's placement of `pod` with upstream's `node`.
+async fn move_pod(side: &Side, pod: &Value, node: &str) -> Result<(), String> {
+    side.delete(pod).await?;
+    let mut bound = pod.clone();
+    bound["spec"]["nodeName"] = json!(node);
+    let api: Api<Pod> = Api::namespaced(
+        side.client.clone(),
+        pod["metadata"]["namespace"].as_str().unwrap_or("default"),
+    );
+    let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while api
+        .get_opt(name)
+        .await
+        .map_err(|e| e.to_string())?
+        .is_some()
+    {
+        if Instant::now() >= deadline {
+            return Err(format!("{}: pod {name} was not deleted", side.label));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    side.create(&bound).await
+}
+
+/// What a disagreement is reported with.
+struct Context<'a> {
+    pair: &'a Pair,
+    scenario: &'a Scenario,
+    pod: &'a Value,
+    scratch: &'a Path,
+}
+
+/// The report of a disagreement on `state` (the state before the pod), with berth's
+/// explanation; the state is written for `berth simulate`.
+async fn disagreement(
+    context: &Context<'_>,
+    up: &Decision,
+    berth: &Decision,
+    state: &[Value],
+) -> String {
+    let Context {
+        pair,
+        scenario,
+        pod,
+        scratch,
+    } = *context;
+    let explanation = explain(pair, state, pod).await;
+    let key = name_of(pod);
+    let file = scratch.join(format!(
+        "{}-{}.yaml",
+        scenario.name.replace(['/', ' '], "_"),
+        key.replace('/', "_")
+    ));
+    let yaml: String = state_with(pair, state, pod)
+        .iter()
+        .map(|d| format!("---\n{}", serde_saphyr::to_string(d).unwrap_or_default()))
+        .collect();
+    let _ = std::fs::write(&file, yaml);
+    let mut text = format!(
+        "{}: pod {key}\n  kube-scheduler: {up}\n  berth:          {berth}\n  rerun: berth simulate --explain -f {}\n",
+        scenario.name,
+        file.display()
+    );
+    match &explanation {
+        Ok(report) => {
+            let _ = writeln!(
+                text,
+                "  berth's explanation ({}, node {:?}, message {:?}):",
+                report.result, report.node, report.message
+            );
+            for node in report.nodes.iter().flatten() {
+                let scores: Vec<String> = node
+                    .scores
+                    .iter()
+                    .map(|s| format!("{}={}x{}", s.plugin, s.score, s.weight))
+                    .collect();
+                let _ = writeln!(
+                    text,
+                    "    {}: {} total {} [{}] {}",
+                    node.name,
+                    if node.feasible {
+                        "feasible"
+                    } else {
+                        "infeasible"
+                    },
+                    node.total_score,
+                    scores.join(" "),
+                    node.filter_reasons.join("; ")
+                );
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(text, "  berth's explanation: {e}");
+        }
+    }
+    if up.undecided.is_some() || berth.undecided.is_some() {
+        text.push_str(&pair.logs());
+    }
+    text
+}
+
+/// Deletes what the scenario made, on both sides, and waits until its cluster-scoped
+/// objects are gone (an example's node names come back in the next example).
+async fn teardown(pair: &Pair, scenario: &Scenario, namespaces: &BTreeSet<String>) {
+    let mut doomed: Vec<(&Side, Value)> = Vec::new();
+    for side in pair.sides() {
+        for pod in side.pods(namespaces).await.into_values() {
+            let object = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {
+                "name": pod.metadata.name, "namespace": pod.metadata.namespace}});
+            doomed.push((side, object));
+        }
+        let volumes: Api<k8s_openapi::api::core::v1::PersistentVolume> =
+            Api::all(side.client.clone());
+        for volume in volumes
+            .list(&Default::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+        {
+            let value = serde_json::to_value(&volume).expect("JSON");
+            if value["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"].is_string() {
+                doomed.push((side, value));
+            }
+        }
+        for object in scenario.objects.iter().rev() {
+            if object["kind"] != "Namespace" && object["kind"] != "Pod" {
+                doomed.push((side, object.clone()));
+            }
+        }
+    }
+    for result in join_all(doomed.iter().map(|(side, object)| side.delete(object))).await {
+        if let Err(e) = result {
+            eprintln!("differential: {e}");
+        }
+    }
+    // Gone before the next scenario, which may use the same names (examples do).
+    let gone = doomed.iter().map(|(side, object)| async move {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while side.get(object).await.is_some() {
+            if Instant::now() >= deadline {
+                eprintln!(
+                    "differential: {}: {} {} is not gone after 30 s",
+                    side.label,
+                    object["kind"],
+                    name_of(object)
+                );
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    join_all(gone).await;
+}
