@@ -242,3 +242,53 @@ async fn a_stateful_set_with_a_class_restricted_to_two_zones_lands_in_those_zone
         );
     }
 }
+
+#[test]
+fn the_differential_runs_regressions_simulate_as_kube_scheduler_decided() {
+    // Each file of tests/differential/regressions/ records, in a
+    // `# kube-scheduler 1.37: NS/POD bound to NODE` or `... unschedulable: MESSAGE` line,
+    // what the real kube-scheduler did with its pending pod (tests/differential.rs gives
+    // the files to both schedulers on real clusters; this checks the simulator alone).
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/differential/regressions");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the regressions")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    assert!(
+        !files.is_empty(),
+        "no regression files in {}",
+        dir.display()
+    );
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("a regression file");
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix("# kube-scheduler 1.37: "))
+            .unwrap_or_else(|| panic!("{}: no `# kube-scheduler 1.37:` line", path.display()));
+        let (pod, decision) = line.split_once(' ').expect("POD DECISION");
+        let report = simulate(path.to_str().expect("a UTF-8 path"));
+        let got = pods(&report)
+            .iter()
+            .find(|p| {
+                format!(
+                    "{}/{}",
+                    p["namespace"].as_str().unwrap_or(""),
+                    p["name"].as_str().unwrap_or("")
+                ) == pod
+            })
+            .unwrap_or_else(|| panic!("{}: no pod {pod} in the report", path.display()));
+        if let Some(node) = decision.strip_prefix("bound to ") {
+            assert_eq!(got["result"], "Scheduled", "{}: {got}", path.display());
+            assert_eq!(got["node"], node, "{}", path.display());
+        } else {
+            let message = decision
+                .strip_prefix("unschedulable: ")
+                .expect("bound to or unschedulable:");
+            assert_eq!(got["result"], "Unschedulable", "{}: {got}", path.display());
+            assert_eq!(got["message"], message, "{}", path.display());
+        }
+    }
+}
