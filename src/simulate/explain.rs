@@ -32,8 +32,10 @@ use super::report::{NodeReport, PodReport, PodResult, Report};
 // The Filter reasons the hints are keyed off, in upstream's words. The plugins' modules
 // are not visible up here (only the registry is), so the texts are mirrored; the tests
 // tie each one to what the plugin reports.
-/// TaintToleration's reason (it names no taint; the hint reads them from the nodes).
-const REASON_UNTOLERATED_TAINT: &str = crate::plugins::taint_toleration::REASON_UNTOLERATED;
+/// TaintToleration's reason, upstream's text since 1.35: it names no taint, so the hint
+/// reads the taints from the nodes. (The plugin's own constant is below this layer's
+/// reach; the hint tests fail if the two differ.)
+const REASON_UNTOLERATED_TAINT: &str = "node(s) had untolerated taint(s)";
 /// NodeResourcesFit's reason, followed by the resource name.
 const REASON_INSUFFICIENT: &str = "Insufficient ";
 /// NodeResourcesFit's reason when the node holds as many pods as it allows.
