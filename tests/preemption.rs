@@ -100,15 +100,19 @@ fn evict(scheduler: &mut Scheduler, preemption: &Preemption) {
     }
 }
 
-/// The preempting attempt fails with the plain fit error (preemption succeeded, so it
-/// adds no message), nominates the node and returns the evictions.
-async fn preempting_attempt(scheduler: &mut Scheduler, name: &str) -> Preemption {
+/// The preempting attempt fails with the fit error ended by the successful preemption's
+/// status (kube-scheduler 1.37's `found a potential placement …`, naming the node and
+/// counting `victims`), nominates the node and returns the evictions.
+async fn preempting_attempt(scheduler: &mut Scheduler, name: &str, victims: usize) -> Preemption {
     let report = attempt(scheduler).await;
     assert_eq!(report.pod.name(), name);
     assert_eq!(
         report.outcome,
         Outcome::Unschedulable {
-            message: "0/1 nodes are available: 1 Insufficient cpu.".into()
+            message: format!(
+                "0/1 nodes are available: 1 Insufficient cpu. preemption: found a potential \
+                 placement for pod on node node, preempting {victims} victims"
+            )
         },
         "{name}"
     );
@@ -131,7 +135,7 @@ async fn the_preemptor_waits_for_its_evictions_then_binds_on_the_nominated_node(
     scheduler
         .on_pod_add(pod("preemptor", 100, "4"))
         .expect("preemptor");
-    let preemption = preempting_attempt(&mut scheduler, "preemptor").await;
+    let preemption = preempting_attempt(&mut scheduler, "preemptor", 2).await;
     assert_eq!(preemption.node, "node");
     assert_eq!(victim_names(&preemption), ["victim1", "victim2"]);
     assert!(preemption.victims.iter().all(|v| !v.waiting));
@@ -182,7 +186,7 @@ async fn a_failed_eviction_retries_the_preemptor_at_once() {
     scheduler
         .on_pod_add(pod("preemptor", 100, "4"))
         .expect("preemptor");
-    let first = preempting_attempt(&mut scheduler, "preemptor").await;
+    let first = preempting_attempt(&mut scheduler, "preemptor", 2).await;
     assert_eq!(
         placement(&scheduler, "preemptor"),
         Some(Placement::Unschedulable)
@@ -194,7 +198,7 @@ async fn a_failed_eviction_retries_the_preemptor_at_once() {
         "a failed eviction clears the nomination"
     );
     assert_eq!(placement(&scheduler, "preemptor"), Some(Placement::Active));
-    let again = preempting_attempt(&mut scheduler, "preemptor").await;
+    let again = preempting_attempt(&mut scheduler, "preemptor", 2).await;
     assert_eq!(victim_names(&again), victim_names(&first));
 }
 
@@ -207,7 +211,7 @@ async fn a_lower_priority_pod_does_not_take_the_room_being_made() {
     scheduler
         .on_pod_add(pod("preemptor-high-priority", 100, "4"))
         .expect("preemptor");
-    let preemption = preempting_attempt(&mut scheduler, "preemptor-high-priority").await;
+    let preemption = preempting_attempt(&mut scheduler, "preemptor-high-priority", 2).await;
 
     scheduler
         .on_pod_add(pod("pod-mid-priority", 50, "4"))
@@ -249,13 +253,13 @@ async fn a_higher_priority_pod_takes_over_and_clears_the_lower_nomination() {
     scheduler
         .on_pod_add(pod("preemptor-high-priority", 100, "4"))
         .expect("high");
-    let high = preempting_attempt(&mut scheduler, "preemptor-high-priority").await;
+    let high = preempting_attempt(&mut scheduler, "preemptor-high-priority", 4).await;
     assert_eq!(victim_names(&high), ["v1", "v2", "v3", "v4"]);
 
     scheduler
         .on_pod_add(pod("preemptor-super-high-priority", 200, "4"))
         .expect("super");
-    let sup = preempting_attempt(&mut scheduler, "preemptor-super-high-priority").await;
+    let sup = preempting_attempt(&mut scheduler, "preemptor-super-high-priority", 4).await;
     assert_eq!(victim_names(&sup), ["v1", "v2", "v3", "v4"]);
     let cleared: Vec<_> = sup
         .cleared_nominations
