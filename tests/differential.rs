@@ -40,7 +40,7 @@ use futures::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
 use pair::{Decision, Pair, Side, name_of};
-use scenario::{Scenario, config_file, repo};
+use scenario::{Scenario, config_file, repo, to_json};
 use serde_json::{Value, json};
 
 /// The random scenarios the suite runs.
@@ -370,17 +370,7 @@ fn namespaces(scenario: &Scenario) -> BTreeSet<String> {
         .objects
         .iter()
         .chain(&scenario.pending)
-        .filter(|o| o["kind"] != "Namespace")
-        .filter(|o| {
-            ![
-                "Node",
-                "PersistentVolume",
-                "StorageClass",
-                "CSINode",
-                "PriorityClass",
-            ]
-            .contains(&o["kind"].as_str().unwrap_or_default())
-        })
+        .filter(|o| !pair::CLUSTER_SCOPED.contains(&o["kind"].as_str().unwrap_or_default()))
         .map(|o| {
             o["metadata"]["namespace"]
                 .as_str()
@@ -600,22 +590,12 @@ async fn step(
     let (a, b) = tokio::join!(pair.upstream.create(pod), pair.berth.create(pod));
     a?;
     b?;
-    let created = Instant::now();
     let (up, berth) = tokio::join!(
-        async {
-            let d = pair
-                .upstream
-                .decide(&key, watch_up, &before_up, namespaces)
-                .await;
-            (d, created.elapsed())
-        },
-        async {
-            let d = pair
-                .berth
+        timed(pair.upstream.decide(&key, watch_up, &before_up, namespaces)),
+        timed(
+            pair.berth
                 .decide(&key, watch_berth, &before_berth, namespaces)
-                .await;
-            (d, created.elapsed())
-        }
+        )
     );
     if std::env::var_os("BERTH_DIFF_TIMES").is_some() {
         eprintln!(
@@ -675,6 +655,13 @@ async fn step(
     }
 }
 
+/// `future`'s output and how long it took.
+async fn timed<F: std::future::Future>(future: F) -> (F::Output, Duration) {
+    let started = Instant::now();
+    let output = future.await;
+    (output, started.elapsed())
+}
+
 /// The claims and volumes of the upstream cluster before a step, when the scenario has
 /// any: binding the step's pod changes them.
 async fn storage_before(client: &kube::Client, volumes: bool) -> Option<Vec<Value>> {
@@ -685,14 +672,13 @@ async fn storage_before(client: &kube::Client, volumes: bool) -> Option<Vec<Valu
     let pvs: Api<k8s_openapi::api::core::v1::PersistentVolume> = Api::all(client.clone());
     let params = kube::api::ListParams::default();
     let (claims, pvs) = tokio::join!(claims.list(&params), pvs.list(&params));
-    let json = |v: &dyn scenario::erased::Json| v.json();
     Some(
         claims
-            .map(|l| l.items.iter().map(|c| json(c)).collect::<Vec<_>>())
+            .map(|l| l.items.iter().map(to_json).collect::<Vec<_>>())
             .unwrap_or_default()
             .into_iter()
             .chain(
-                pvs.map(|l| l.items.iter().map(|v| json(v)).collect::<Vec<_>>())
+                pvs.map(|l| l.items.iter().map(to_json).collect::<Vec<_>>())
                     .unwrap_or_default(),
             )
             .collect(),
@@ -737,12 +723,7 @@ async fn state_before(
 /// The documents of the state before `pod`, with `pod` pending and berth's profiles.
 fn state_with(pair: &Pair, state: &[Value], pod: &Value) -> Vec<Value> {
     let mut documents: Vec<Value> = pair.profiles.clone();
-    documents.extend(
-        state
-            .iter()
-            .filter(|d| !(d["kind"] == "Pod" && d["metadata"]["name"] == "differential-barrier"))
-            .cloned(),
-    );
+    documents.extend(state.iter().cloned());
     documents.push(pod.clone());
     documents
 }

@@ -120,14 +120,19 @@ pub(super) fn scheduler_requests(pod: &Pod) -> Result<SchedulerRequests, Quantit
     // features in 1.37 (`NewFit` never sets them on its `resourceAllocationScorer`): it
     // sums the containers' spec requests with the defaults and ignores pod-level
     // requests, where the node's side counts them.
-    let score_non_zero = pod_requests(
-        pod,
-        RequestOptions {
-            non_missing: Some(&defaults),
-            skip_pod_level: true,
-            ..RequestOptions::default()
-        },
-    )?;
+    // Without pod-level requests or a status to read, that is the node's list.
+    let score_non_zero = if pod_level || reads_status(pod) {
+        pod_requests(
+            pod,
+            RequestOptions {
+                non_missing: Some(&defaults),
+                skip_pod_level: true,
+                ..RequestOptions::default()
+            },
+        )?
+    } else {
+        non_zero.clone()
+    };
     Ok(SchedulerRequests {
         filter: Resource::from_exact(&filter),
         requests: Resource::from_exact(&requests),

@@ -31,7 +31,7 @@ const DECIDE: Duration = Duration::from_secs(30);
 const SETTLE: Duration = Duration::from_millis(100);
 
 /// Kinds without a namespace.
-const CLUSTER_SCOPED: &[&str] = &[
+pub const CLUSTER_SCOPED: &[&str] = &[
     "Namespace",
     "Node",
     "PersistentVolume",
@@ -108,26 +108,26 @@ impl Side {
         })
     }
 
-    fn api(&self, object: &Value) -> Result<Api<DynamicObject>, String> {
+    fn api(&self, object: &Value) -> Api<DynamicObject> {
         let api_version = object["apiVersion"].as_str().unwrap_or_default();
         let kind = object["kind"].as_str().unwrap_or_default();
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
-        Ok(if CLUSTER_SCOPED.contains(&kind) {
+        if CLUSTER_SCOPED.contains(&kind) {
             Api::all_with(self.client.clone(), &resource)
         } else {
             let namespace = object["metadata"]["namespace"]
                 .as_str()
                 .unwrap_or("default");
             Api::namespaced_with(self.client.clone(), namespace, &resource)
-        })
+        }
     }
 
     /// Creates `object`; an existing Namespace or PriorityClass of the same name is fine.
     /// Owner references are pointed at the owners' uids in this cluster (an owner that
     /// does not exist is dropped, or the garbage collector would delete the object).
     pub async fn create(&self, object: &Value) -> Result<(), String> {
-        let api = self.api(object)?;
+        let api = self.api(object);
         let mut object = object.clone();
         if let Some(references) = object["metadata"]["ownerReferences"].as_array().cloned() {
             let mut kept = Vec::new();
@@ -165,7 +165,7 @@ impl Side {
 
     /// Deletes `object` at once (grace period 0, finalizers removed); gone is fine.
     pub async fn delete(&self, object: &Value) -> Result<(), String> {
-        let api = self.api(object)?;
+        let api = self.api(object);
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
         let kind = object["kind"].as_str().unwrap_or_default();
         if ["PersistentVolume", "PersistentVolumeClaim"].contains(&kind) {
@@ -186,7 +186,7 @@ impl Side {
     }
 
     pub async fn get(&self, object: &Value) -> Option<Value> {
-        let api = self.api(object).ok()?;
+        let api = self.api(object);
         let name = object["metadata"]["name"].as_str()?;
         let found = api.get_opt(name).await.ok()??;
         serde_json::to_value(found).ok()

@@ -62,9 +62,8 @@ impl Scenario {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let (input, _) =
             berth::simulate::input::load_str(path, &text).map_err(|e| e.to_string())?;
-        let json = |o: &dyn erased::Json| o.json();
         let mut objects: Vec<Value> = Vec::new();
-        objects.extend(input.namespaces.iter().map(|o| json(o)));
+        objects.extend(input.namespaces.iter().map(to_json));
         // The API server's own classes exist in every cluster (and cannot be deleted).
         objects.extend(
             input
@@ -77,26 +76,26 @@ impl Scenario {
                         .unwrap_or_default()
                         .starts_with("system-")
                 })
-                .map(|o| json(o)),
+                .map(to_json),
         );
-        objects.extend(input.storage_classes.iter().map(|o| json(o)));
-        objects.extend(input.csi_nodes.iter().map(|o| json(o)));
-        objects.extend(input.pvs.iter().map(|o| json(o)));
-        objects.extend(input.pvcs.iter().map(|o| json(o)));
-        objects.extend(input.pdbs.iter().map(|o| json(o)));
-        objects.extend(input.services.iter().map(|o| json(o)));
-        objects.extend(input.replication_controllers.iter().map(|o| json(o)));
-        objects.extend(input.deployments.iter().map(|o| json(o)));
-        objects.extend(input.replica_sets.iter().map(|o| json(o)));
-        objects.extend(input.stateful_sets.iter().map(|o| json(o)));
-        objects.extend(input.jobs.iter().map(|o| json(o)));
-        objects.extend(input.daemon_sets.iter().map(|o| json(o)));
-        objects.extend(input.nodes.iter().map(|o| json(o)));
-        objects.extend(input.running_pods().map(|o| json(o)));
+        objects.extend(input.storage_classes.iter().map(to_json));
+        objects.extend(input.csi_nodes.iter().map(to_json));
+        objects.extend(input.pvs.iter().map(to_json));
+        objects.extend(input.pvcs.iter().map(to_json));
+        objects.extend(input.pdbs.iter().map(to_json));
+        objects.extend(input.services.iter().map(to_json));
+        objects.extend(input.replication_controllers.iter().map(to_json));
+        objects.extend(input.deployments.iter().map(to_json));
+        objects.extend(input.replica_sets.iter().map(to_json));
+        objects.extend(input.stateful_sets.iter().map(to_json));
+        objects.extend(input.jobs.iter().map(to_json));
+        objects.extend(input.daemon_sets.iter().map(to_json));
+        objects.extend(input.nodes.iter().map(to_json));
+        objects.extend(input.running_pods().map(to_json));
         if !input.pod_groups.is_empty() {
             return Err("it has berth.dev PodGroups, which kube-scheduler does not read".into());
         }
-        let pending: Vec<Value> = input.pending_pods().map(|o| json(o)).collect();
+        let pending: Vec<Value> = input.pending_pods().map(to_json).collect();
         // Namespaces the example uses without declaring them.
         let mut namespaces: Vec<String> = objects
             .iter()
@@ -149,16 +148,9 @@ fn cleaned(mut object: Value) -> Value {
     object
 }
 
-/// Objects of any type as JSON, behind one `dyn` (a closure takes them all).
-pub mod erased {
-    pub trait Json {
-        fn json(&self) -> serde_json::Value;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn json(&self) -> serde_json::Value {
-            serde_json::to_value(self).expect("an object as JSON")
-        }
-    }
+/// An object as JSON.
+pub fn to_json<T: serde::Serialize>(object: &T) -> Value {
+    serde_json::to_value(object).expect("an object as JSON")
 }
 
 /// The repository root.
