@@ -178,32 +178,33 @@ pub(super) fn improvement(with: i64, without: i64) -> i64 {
     MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + with - without) / 2
 }
 
-/// `(1 - std) * MAX_NODE_SCORE` truncated, over `(requested, allocatable)` pairs with
-/// non-zero allocatable (upstream `balancedResourceScorer`). Allocation-free: the
-/// iterator is walked twice instead of collecting the fractions.
-pub(super) fn score(resources: impl Iterator<Item = (i64, i64)> + Clone) -> i64 {
-    let fractions =
-        resources.map(|(requested, allocatable)| (requested as f64 / allocatable as f64).min(1.0));
-    let (count, total) = fractions
-        .clone()
-        .fold((0_usize, 0.0_f64), |(count, total), f| {
-            (count + 1, total + f)
-        });
-    let std = match count {
-        0 | 1 => 0.0,
+/// A resource's utilization, `requested / allocatable` capped at 1 (allocatable is not 0).
+pub(super) fn fraction(requested: i64, allocatable: i64) -> f64 {
+    (requested as f64 / allocatable as f64).min(1.0)
+}
+
+/// `(1 - std) * MAX_NODE_SCORE` truncated, over the utilizations of the resources with
+/// non-zero allocatable (upstream `balancedResourceScore`).
+pub(super) fn balance(fractions: &[f64]) -> i64 {
+    let std = match fractions {
+        [] | [_] => 0.0,
         // The common cpu + memory case, as upstream computes it.
-        2 => {
-            let mut pair = fractions;
-            let (a, b) = (pair.next().unwrap_or(0.0), pair.next().unwrap_or(0.0));
-            ((a - b) / 2.0).abs()
-        }
-        n => {
-            let mean = total / n as f64;
-            let squares = fractions.fold(0.0, |sum, f| sum + (f - mean) * (f - mean));
-            (squares / n as f64).sqrt()
+        [a, b] => ((a - b) / 2.0).abs(),
+        _ => {
+            let n = fractions.len() as f64;
+            let mean = fractions.iter().sum::<f64>() / n;
+            let squares: f64 = fractions.iter().map(|f| (f - mean) * (f - mean)).sum();
+            (squares / n).sqrt()
         }
     };
     ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+/// [`balance`] over `(requested, allocatable)` pairs.
+#[cfg(test)]
+fn score(resources: impl Iterator<Item = (i64, i64)>) -> i64 {
+    let fractions: Vec<f64> = resources.map(|(r, a)| fraction(r, a)).collect();
+    balance(&fractions)
 }
 
 #[cfg(test)]

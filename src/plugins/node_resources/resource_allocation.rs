@@ -13,7 +13,7 @@ use crate::cluster::{NodeInfo, PodInfo, Resource, is_scalar_resource_name};
 use crate::framework::Status;
 use crate::helpers::score::FunctionShapePoint;
 
-use super::{ResourceSpec, ScoringStrategy, ScoringStrategyType, default_resources};
+use super::{MAX_RESOURCES, ResourceSpec, ScoringStrategy, ScoringStrategyType, default_resources};
 use super::{balanced_allocation, least_allocated, most_allocated, requested_to_capacity_ratio};
 
 /// The pod's request of each configured resource, in the order of the configuration;
@@ -152,10 +152,23 @@ impl ResourceAllocationScorer {
             Strategy::RequestedToCapacityRatio(shape) => {
                 requested_to_capacity_ratio::combine(shape, entries.map(|(r, a, w, _)| (r, a, w)))
             }
-            Strategy::BalancedAllocation => balanced_allocation::improvement(
-                balanced_allocation::score(entries.clone().map(|(r, a, _, _)| (r, a))),
-                balanced_allocation::score(entries.map(|(r, a, _, p)| (r - p, a))),
-            ),
+            Strategy::BalancedAllocation => {
+                // One walk: the utilizations with and without the pod, on the stack
+                // (validation allows at most MAX_RESOURCES resources).
+                let mut with = [0.0_f64; MAX_RESOURCES as usize];
+                let mut without = [0.0_f64; MAX_RESOURCES as usize];
+                let mut count = 0;
+                for (requested, allocatable, _, pod_request) in entries.take(with.len()) {
+                    with[count] = balanced_allocation::fraction(requested, allocatable);
+                    without[count] =
+                        balanced_allocation::fraction(requested - pod_request, allocatable);
+                    count += 1;
+                }
+                balanced_allocation::improvement(
+                    balanced_allocation::balance(&with[..count]),
+                    balanced_allocation::balance(&without[..count]),
+                )
+            }
         })
     }
 
