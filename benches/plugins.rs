@@ -71,6 +71,8 @@ impl Measured {
                 PodTemplate::NodeAffinity => "node-affinity",
                 PodTemplate::TopologySpreading => "spread",
                 PodTemplate::PreferredTopologySpreading => "preferred-spread",
+                PodTemplate::LowPriority => "low-priority",
+                PodTemplate::HighPriority => "high-priority",
             },
         }
     }

@@ -1,7 +1,14 @@
-//! The benchmark of the live path (`cargo bench --bench api`) at a tiny size, so that it
-//! cannot rot: the same driver creates nodes, init and measured pods through the test API
-//! server, the real `berth run` binds them, and the check of `berth bench` judges where
-//! they went.
+//! The benchmark of the live path (`cargo bench --bench api`), so that it cannot rot:
+//! the same driver creates nodes, init and measured pods through an API server, a real
+//! scheduler binds them, and the check of `berth bench` judges where they went.
+//!
+//! - At a tiny size through the test API server with `berth run`.
+//! - Side by side in scheduler_perf's unmeasured test mode: the workloads of the
+//!   comparison with kube-scheduler at 500Nodes through the real kube-apiserver 1.37, once
+//!   with kube-scheduler 1.37 and once with berth (skipped loudly without Go, never on
+//!   CI). Its figures are not judged: docs/performance.md has the measured ones.
+
+mod support;
 
 #[path = "../benches/api/live.rs"]
 mod live;
@@ -10,9 +17,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use berth::bench::run::Plan;
-use berth::bench::workload::{Counts, Workload};
+use berth::bench::workload::{Counts, Size, Workload};
 
-use live::{LiveOptions, run_live};
+use live::{ApiServerKind, LiveOptions, SchedulerKind, run_live};
 
 /// One berth process and one server at a time: the machine may have two cores.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -25,6 +32,8 @@ fn options() -> LiveOptions {
         in_flight: 8,
         timeout: Duration::from_secs(30),
         log_filter: "warn".to_string(),
+        apiserver: ApiServerKind::Test,
+        scheduler: SchedulerKind::Berth,
     }
 }
 
@@ -61,6 +70,15 @@ async fn every_measured_pod_is_bound_through_the_api_and_the_check_judges_placem
             name: "required anti-affinity: 14 pods fit 20 nodes, one per node",
             plan: plan(Workload::SchedulingPodAntiAffinity, 20, 4, 10),
             scheduled: 10,
+            passed: true,
+        },
+        Case {
+            // Upstream's integration-test size: 4 low-priority pods fill 3.6 CPUs of each
+            // node; each high-priority pod (3 CPUs) preempts 3 of them and is bound once
+            // they are gone, one per node.
+            name: "PreemptionBasic: 5 nodes, 20 running and 5 preempting pods",
+            plan: plan(Workload::PreemptionBasic, 5, 20, 5),
+            scheduled: 5,
             passed: true,
         },
         Case {
@@ -108,5 +126,84 @@ async fn every_measured_pod_is_bound_through_the_api_and_the_check_judges_placem
             case.name,
             report.create_to_bound_seconds
         );
+    }
+}
+
+/// The workloads berth is compared with kube-scheduler on (docs/performance.md).
+const SIDE_BY_SIDE: [Workload; 5] = [
+    Workload::SchedulingBasic,
+    Workload::TopologySpreading,
+    Workload::SchedulingPodAntiAffinity,
+    Workload::SchedulingPreferredPodAffinity,
+    Workload::PreemptionBasic,
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_scheduler_and_berth_schedule_every_side_by_side_workload_through_the_real_api_server()
+{
+    let _serial = SERIAL.lock().await;
+    let test = support::kube::test_name();
+    let built = tokio::task::spawn_blocking(|| {
+        kube_cluster::components::binaries(kube_cluster::Release::V1_37)
+    })
+    .await
+    .expect("the build task");
+    match built {
+        Ok(_) => {}
+        Err(kube_cluster::Error::NoGo) => {
+            support::tools::skip(
+                &test,
+                "Go is not installed, so the real kube-apiserver and kube-scheduler cannot \
+                 be built (scripts/kube-build.sh)",
+            );
+            return;
+        }
+        Err(e) => panic!("{test}: building the real components: {e}"),
+    }
+    for workload in SIDE_BY_SIDE {
+        let counts = workload.counts(Size::Nodes500).expect("a 500Nodes size");
+        let plan = Plan {
+            workload,
+            size: Size::Nodes500.name().to_string(),
+            counts,
+        };
+        for scheduler in [SchedulerKind::KubeScheduler, SchedulerKind::Berth] {
+            let options = LiveOptions {
+                apiserver: ApiServerKind::Real,
+                scheduler,
+                in_flight: 32,
+                parallelism: None,
+                timeout: Duration::from_secs(120),
+                ..options()
+            };
+            let name = format!("{workload} 500Nodes with {}", scheduler.name());
+            let report = run_live(&plan, &options)
+                .await
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let check = &report.check;
+            assert!(check.passed, "{name}: {:?}", check.failures);
+            assert_eq!(check.scheduled, counts.measure_pods, "{name}");
+            // Every figure the comparison prints exists for both schedulers.
+            let cpu = &report.cpu_seconds;
+            assert!(
+                cpu.scheduler.is_some_and(|s| s > 0.0) && cpu.apiserver.is_some_and(|s| s > 0.0),
+                "{name}: {cpu:?}"
+            );
+            assert!(
+                report.scheduler_peak_rss_bytes.is_some_and(|b| b > 0),
+                "{name}: no peak RSS"
+            );
+            assert!(
+                report.scheduling_throughput.average > 0.0,
+                "{name}: {:?}",
+                report.scheduling_throughput
+            );
+            eprintln!(
+                "{name}: {:.0} pods/s, scheduler CPU {:.2}s, API server CPU {:.2}s",
+                report.scheduling_throughput.average,
+                cpu.scheduler.unwrap_or_default(),
+                cpu.apiserver.unwrap_or_default()
+            );
+        }
     }
 }

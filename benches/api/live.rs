@@ -1,14 +1,24 @@
-//! scheduler_perf's workloads through the API: the test API server (in this process) and
-//! the real `berth run` binary (a child process), so that the binder, the watches and the
+//! scheduler_perf's workloads through the API, so that the binder, the watches and the
 //! status reporting are measured on top of the core `berth bench` measures.
 //!
-//! One run follows scheduler_perf's op list: the nodes are created, `berth run` starts
-//! and a SchedulerProfile with the default plugin set becomes Ready, the init pods are
-//! created and waited for until bound (not timed), then the measured pods are created
-//! and each is timed from the moment its create request is sent to the moment a watch
-//! of this process sees it bound (`spec.nodeName` set). SchedulingThroughput is cut
-//! from those bind observations as upstream's `throughputCollector` cuts it from its
-//! informer's, one-second windows from the first measured create to the last bind.
+//! Two API servers: the test API server (in this process), or a real kube-apiserver
+//! 1.37 with its etcd (`crates/kube-cluster`, no controllers, no kubelets, no audit log).
+//! Two schedulers: the real `berth run` binary (a child process) or, on the real API
+//! server only, the real kube-scheduler 1.37, configured as scheduler_perf configures it
+//! (client QPS and burst 5,000, its default parallelism of 16, the default profile).
+//! berth's client has no rate limit at all, so the two have the same client limits in
+//! effect: none that a run reaches. Each run starts a fresh server, so two runs of one
+//! workload start from identical clusters.
+//!
+//! One run follows scheduler_perf's op list: the nodes are created, the scheduler starts
+//! (for berth, a SchedulerProfile with the default plugin set becomes Ready), the init
+//! pods are created and waited for until bound (not timed), then the measured pods are
+//! created and each is timed from the moment its create request is sent to the moment a
+//! watch of this process sees it bound (`spec.nodeName` set). SchedulingThroughput is
+//! cut from those bind observations as upstream's `throughputCollector` cuts it from its
+//! informer's, one-second windows from the first measured create to the last bind. The
+//! CPU seconds of the scheduler, of the API server (with etcd) and of this process are
+//! read from `/proc` around the measured phase; the scheduler's peak RSS is its VmHWM.
 //!
 //! Creates run with a bounded number of requests in flight, so that setup neither
 //! dominates the run nor opens a connection per object.
@@ -24,16 +34,62 @@ use std::time::{Duration, Instant};
 use berth::bench::check::{Check, Placement, check};
 use berth::bench::report::{Percentiles, Throughput, percentiles, throughput};
 use berth::bench::run::{Plan, peak_rss, peak_rss_of};
-use berth::bench::workload::{Phase, node};
+use berth::bench::workload::{HIGH_PRIORITY, HIGH_PRIORITY_CLASS, Phase, Workload, node};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::watcher;
+use kube_cluster::KubeCluster;
 use serde::Serialize;
 use serde_json::json;
 use test_apiserver::{Config, TestApiServer};
+
+/// The API server a run goes through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ApiServerKind {
+    /// berth's test API server, in this process.
+    Test,
+    /// kube-apiserver 1.37 and etcd, as child processes.
+    Real,
+}
+
+/// The scheduler that binds the pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum SchedulerKind {
+    #[serde(rename = "berth")]
+    Berth,
+    /// kube-scheduler 1.37 (real API server only).
+    #[serde(rename = "kube-scheduler")]
+    KubeScheduler,
+}
+
+impl SchedulerKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            SchedulerKind::Berth => "berth",
+            SchedulerKind::KubeScheduler => "kube-scheduler",
+        }
+    }
+}
+
+/// kube-scheduler's configuration in a run: scheduler_perf's client limits, everything
+/// else (parallelism 16, the default profile with every default plugin) its default.
+fn kube_scheduler_config() -> serde_json::Value {
+    json!({
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"qps": 5000, "burst": 5000},
+        "profiles": [{"schedulerName": KUBE_SCHEDULER_NAME}],
+    })
+}
+
+/// The scheduler name kube-scheduler serves in a run.
+const KUBE_SCHEDULER_NAME: &str = "default-scheduler";
 
 /// How to run the live path.
 #[derive(Debug, Clone)]
@@ -49,6 +105,8 @@ pub struct LiveOptions {
     pub timeout: Duration,
     /// `RUST_LOG` of the berth process.
     pub log_filter: String,
+    pub apiserver: ApiServerKind,
+    pub scheduler: SchedulerKind,
 }
 
 /// One workload's run through the API.
@@ -60,6 +118,8 @@ pub struct LiveReport {
     pub nodes: u64,
     pub init_pods: u64,
     pub measure_pods: u64,
+    pub apiserver: ApiServerKind,
+    pub scheduler: SchedulerKind,
     pub scheduler_name: String,
     /// Seconds to create the nodes and namespaces and have the profile Ready (not
     /// measured).
@@ -77,9 +137,11 @@ pub struct LiveReport {
     pub create_to_bound_seconds: Percentiles,
     /// CPU time (user and system) spent during the measured phase.
     pub cpu_seconds: CpuSeconds,
-    /// Peak resident set of the berth process, where the platform reports it.
-    pub berth_peak_rss_bytes: Option<u64>,
-    /// Peak resident set of this process (test API server and client).
+    /// Peak resident set (VmHWM) of the scheduler process over the whole run, where the
+    /// platform reports it.
+    pub scheduler_peak_rss_bytes: Option<u64>,
+    /// Peak resident set of this process (the client, and the test API server when it
+    /// is the server).
     pub bench_peak_rss_bytes: Option<u64>,
     pub check: Check,
 }
@@ -88,34 +150,28 @@ pub struct LiveReport {
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CpuSeconds {
-    /// The `berth run` process: informers, queue, scheduling cycles, binder, status.
-    pub berth: Option<f64>,
-    /// This process: the test API server, the creating client and the watch of binds.
+    /// The scheduler process: informers, queue, scheduling cycles, binder, events.
+    pub scheduler: Option<f64>,
+    /// kube-apiserver and etcd (the real API server only).
+    pub apiserver: Option<f64>,
+    /// This process: the creating client and the watch of binds, and the test API
+    /// server when it is the server.
     pub bench: Option<f64>,
 }
 
-/// Runs `plan` through a fresh test API server and a fresh `berth run`.
+/// Runs `plan` through a fresh API server and a fresh scheduler.
 pub async fn run_live(plan: &Plan, options: &LiveOptions) -> Result<LiveReport, String> {
     let setup_started = Instant::now();
-    // Every object of the run and every bind stays resumable for the watches.
-    let window = plan.counts.nodes + 4 * (plan.counts.init_pods + plan.counts.measure_pods);
-    let config = Config {
-        history_window: usize::try_from(window).unwrap_or(usize::MAX).max(10_000),
-        ..Config::default()
-    };
-    let server = TestApiServer::start(config)
-        .await
-        .map_err(|e| format!("starting the test API server: {e}"))?;
-    let crds = Path::new(env!("CARGO_MANIFEST_DIR")).join("crds");
-    server
-        .install_crds_from_dir(&crds)
-        .map_err(|e| format!("installing {}: {e:?}", crds.display()))?;
-    let client = server.client().await;
+    let mut cluster = Cluster::start(plan, options).await?;
+    let client = cluster.server.client().await?;
     let binds = BindWatch::start(client.clone()).await?;
 
     let (init, measure) = plan.workload.phases();
     for namespace in [init.namespace, measure.namespace] {
-        create_namespace(&client, namespace).await?;
+        create_namespace(&client, namespace, &cluster.server).await?;
+    }
+    if plan.workload == Workload::PreemptionBasic {
+        create_priority_class(&client, &cluster.server).await?;
     }
     let zones = plan.workload.zones();
     let nodes: Vec<Node> = (0..plan.counts.nodes).map(|i| node(i, zones)).collect();
@@ -139,8 +195,7 @@ pub async fn run_live(plan: &Plan, options: &LiveOptions) -> Result<LiveReport, 
     .await?;
 
     // Started once the nodes exist, so that its first list holds the whole cluster.
-    let mut berth = BerthProcess::spawn(server.kubeconfig_path(), options)?;
-    let scheduler_name = create_profile(&client, &mut berth, options.timeout).await?;
+    let scheduler_name = cluster.start_scheduler(&client, options).await?;
     let setup_seconds = setup_started.elapsed().as_secs_f64();
 
     let init_started = Instant::now();
@@ -152,12 +207,20 @@ pub async fn run_live(plan: &Plan, options: &LiveOptions) -> Result<LiveReport, 
         options,
     )
     .await?;
-    binds
-        .wait(&init_created, options.timeout, &mut berth, "init")
+    let init_bound = binds
+        .wait(&init_created, options.timeout, &mut cluster, "init", true)
         .await?;
+    if let Some(index) = init_bound.iter().position(Option::is_none) {
+        let unbound = init_bound.iter().filter(|b| b.is_none()).count();
+        return Err(format!(
+            "{unbound} init pods are unschedulable, {} among them{}",
+            init_created[index].key,
+            cluster.log_tail()
+        ));
+    }
     let init_duration = init_started.elapsed();
 
-    let cpu_before = (cpu_time(berth.pid()), cpu_time_of_self());
+    let cpu_before = cluster.cpu_seconds();
     let started = Instant::now();
     let measure_created = create_pods(
         &client,
@@ -169,9 +232,17 @@ pub async fn run_live(plan: &Plan, options: &LiveOptions) -> Result<LiveReport, 
     .await?;
     let create_seconds = started.elapsed().as_secs_f64();
     let bound = binds
-        .wait(&measure_created, options.timeout, &mut berth, "measured")
+        .wait(
+            &measure_created,
+            options.timeout,
+            &mut cluster,
+            "measured",
+            // A preemptor is reported Unschedulable before its nomination (kube-scheduler
+            // writes the two apart): only a bind ends its wait.
+            plan.workload != Workload::PreemptionBasic,
+        )
         .await?;
-    let cpu_after = (cpu_time(berth.pid()), cpu_time_of_self());
+    let cpu_after = cluster.cpu_seconds();
     let finished = bound
         .iter()
         .flatten()
@@ -201,6 +272,8 @@ pub async fn run_live(plan: &Plan, options: &LiveOptions) -> Result<LiveReport, 
         nodes: plan.counts.nodes,
         init_pods: plan.counts.init_pods,
         measure_pods: plan.counts.measure_pods,
+        apiserver: options.apiserver,
+        scheduler: options.scheduler,
         scheduler_name,
         setup_seconds,
         init_duration_seconds: init_duration.as_secs_f64(),
@@ -209,20 +282,293 @@ pub async fn run_live(plan: &Plan, options: &LiveOptions) -> Result<LiveReport, 
         scheduling_throughput: throughput(&bound_at, duration),
         create_to_bound_seconds: percentiles(&create_to_bound),
         cpu_seconds: CpuSeconds {
-            berth: cpu_before.0.zip(cpu_after.0).map(|(b, a)| a - b),
-            bench: cpu_before.1.zip(cpu_after.1).map(|(b, a)| a - b),
+            scheduler: cpu_before
+                .scheduler
+                .zip(cpu_after.scheduler)
+                .map(|(b, a)| a - b),
+            apiserver: cpu_before
+                .apiserver
+                .zip(cpu_after.apiserver)
+                .map(|(b, a)| a - b),
+            bench: cpu_before.bench.zip(cpu_after.bench).map(|(b, a)| a - b),
         },
-        berth_peak_rss_bytes: peak_rss_of(berth.pid()),
+        scheduler_peak_rss_bytes: cluster.scheduler_pid().and_then(peak_rss_of),
         bench_peak_rss_bytes: peak_rss(),
         check: check(plan.workload, &placements, &node_labels),
     };
-    berth.stop();
     binds.stop();
-    server.shutdown().await;
+    cluster.shutdown().await;
     Ok(report)
 }
 
-async fn create_namespace(client: &kube::Client, name: &str) -> Result<(), String> {
+/// The API server of a run.
+enum Server {
+    Test(TestApiServer),
+    Real(Box<KubeCluster>),
+}
+
+impl Server {
+    async fn start(plan: &Plan, kind: ApiServerKind) -> Result<Server, String> {
+        match kind {
+            ApiServerKind::Test => {
+                // Every object of the run and every bind stays resumable for the watches.
+                let window =
+                    plan.counts.nodes + 4 * (plan.counts.init_pods + plan.counts.measure_pods);
+                let config = Config {
+                    history_window: usize::try_from(window).unwrap_or(usize::MAX).max(10_000),
+                    ..Config::default()
+                };
+                TestApiServer::start(config)
+                    .await
+                    .map(Server::Test)
+                    .map_err(|e| format!("starting the test API server: {e}"))
+            }
+            ApiServerKind::Real => {
+                let options = kube_cluster::Options {
+                    controller_manager: false,
+                    kwok: false,
+                    audit: false,
+                    // Admission would taint every new node not-ready until the node
+                    // lifecycle controller, which does not run here, saw it Ready.
+                    apiserver_args: vec![
+                        "--disable-admission-plugins=TaintNodesByCondition".to_string(),
+                    ],
+                    ..kube_cluster::Options::default()
+                };
+                KubeCluster::start(options)
+                    .await
+                    .map(|cluster| Server::Real(Box::new(cluster)))
+                    .map_err(|e| format!("starting kube-apiserver and etcd: {e}"))
+            }
+        }
+    }
+
+    fn kubeconfig(&self) -> &Path {
+        match self {
+            Server::Test(server) => server.kubeconfig_path(),
+            Server::Real(cluster) => cluster.admin_kubeconfig(),
+        }
+    }
+
+    async fn client(&self) -> Result<kube::Client, String> {
+        match self {
+            Server::Test(server) => Ok(server.client().await),
+            Server::Real(cluster) => kube_cluster::client_from(cluster.admin_kubeconfig())
+                .await
+                .map_err(|e| format!("a client of the API server: {e}")),
+        }
+    }
+
+    /// berth's CRDs, established.
+    async fn install_crds(&self, client: &kube::Client, timeout: Duration) -> Result<(), String> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("crds");
+        match self {
+            Server::Test(server) => server
+                .install_crds_from_dir(&dir)
+                .map(|_| ())
+                .map_err(|e| format!("installing {}: {e:?}", dir.display())),
+            Server::Real(_) => install_crds(client, &dir, timeout).await,
+        }
+    }
+
+    /// kube-apiserver's and etcd's CPU seconds (None for the in-process test server).
+    fn cpu_seconds(&self) -> Option<f64> {
+        match self {
+            Server::Test(_) => None,
+            Server::Real(cluster) => {
+                let apiserver = cpu_time(cluster.apiserver_pid()?)?;
+                let etcd = cpu_time(cluster.etcd_pid()?)?;
+                Some(apiserver + etcd)
+            }
+        }
+    }
+
+    async fn shutdown(self) {
+        match self {
+            Server::Test(server) => server.shutdown().await,
+            Server::Real(mut cluster) => cluster.stop(),
+        }
+    }
+}
+
+/// A run's API server and its scheduler.
+struct Cluster {
+    server: Server,
+    scheduler: SchedulerKind,
+    /// The `berth run` process, once started (berth runs only).
+    berth: Option<BerthProcess>,
+}
+
+/// CPU seconds of a run's processes at one moment.
+struct CpuSample {
+    scheduler: Option<f64>,
+    apiserver: Option<f64>,
+    bench: Option<f64>,
+}
+
+impl Cluster {
+    async fn start(plan: &Plan, options: &LiveOptions) -> Result<Cluster, String> {
+        if options.scheduler == SchedulerKind::KubeScheduler
+            && options.apiserver != ApiServerKind::Real
+        {
+            return Err("kube-scheduler runs against the real API server only".to_string());
+        }
+        let server = Server::start(plan, options.apiserver).await?;
+        Ok(Cluster {
+            server,
+            scheduler: options.scheduler,
+            berth: None,
+        })
+    }
+
+    /// Starts the scheduler and returns the scheduler name its pods name: berth's once
+    /// its SchedulerProfile is Ready, kube-scheduler's once its process runs (it lists
+    /// the cluster before it schedules the first init pod).
+    async fn start_scheduler(
+        &mut self,
+        client: &kube::Client,
+        options: &LiveOptions,
+    ) -> Result<String, String> {
+        match self.scheduler {
+            SchedulerKind::Berth => {
+                self.server.install_crds(client, options.timeout).await?;
+                let berth = self
+                    .berth
+                    .insert(BerthProcess::spawn(self.server.kubeconfig(), options)?);
+                create_profile(client, berth, options.timeout).await
+            }
+            SchedulerKind::KubeScheduler => {
+                let Server::Real(cluster) = &mut self.server else {
+                    return Err("kube-scheduler needs the real API server".to_string());
+                };
+                cluster
+                    .start_scheduler(&kube_scheduler_config())
+                    .await
+                    .map_err(|e| format!("starting kube-scheduler: {e}"))?;
+                Ok(KUBE_SCHEDULER_NAME.to_string())
+            }
+        }
+    }
+
+    fn scheduler_pid(&self) -> Option<u32> {
+        match (&self.berth, &self.server) {
+            (Some(berth), _) => Some(berth.pid()),
+            (None, Server::Real(cluster)) => cluster.scheduler_pid(),
+            (None, Server::Test(_)) => None,
+        }
+    }
+
+    fn check_running(&mut self) -> Result<(), String> {
+        if let Some(berth) = self.berth.as_mut() {
+            return berth.check_running();
+        }
+        match &mut self.server {
+            Server::Real(cluster) => cluster
+                .check_scheduler()
+                .map_err(|e| format!("kube-scheduler: {e}\n{}", cluster.logs_tail(LOG_TAIL))),
+            Server::Test(_) => Ok(()),
+        }
+    }
+
+    fn log_tail(&self) -> String {
+        match (&self.berth, &self.server) {
+            (Some(berth), _) => berth.log_tail(),
+            (None, Server::Real(cluster)) => format!(
+                "\n---- the cluster's logs (last lines) ----\n{}",
+                cluster.logs_tail(LOG_TAIL)
+            ),
+            (None, Server::Test(_)) => String::new(),
+        }
+    }
+
+    fn cpu_seconds(&self) -> CpuSample {
+        CpuSample {
+            scheduler: self.scheduler_pid().and_then(cpu_time),
+            apiserver: self.server.cpu_seconds(),
+            bench: cpu_time_of_self(),
+        }
+    }
+
+    async fn shutdown(mut self) {
+        if let Some(mut berth) = self.berth.take() {
+            berth.stop();
+        }
+        self.server.shutdown().await;
+    }
+}
+
+/// Creates every CRD under `dir` and waits until each is established.
+async fn install_crds(client: &kube::Client, dir: &Path, timeout: Duration) -> Result<(), String> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let crd: CustomResourceDefinition =
+            serde_saphyr::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        names.push(crd.metadata.name.clone().unwrap_or_default());
+        api.create(&PostParams::default(), &crd)
+            .await
+            .map_err(|e| format!("installing {}: {e}", path.display()))?;
+    }
+    let deadline = Instant::now() + timeout;
+    for name in names {
+        loop {
+            let crd = api
+                .get(&name)
+                .await
+                .map_err(|e| format!("reading CRD {name}: {e}"))?;
+            let established = crd.status.and_then(|s| s.conditions).is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+            });
+            if established {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("CRD {name} not established within {timeout:?}"));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Ok(())
+}
+
+/// The PriorityClass high-priority pods name (a real API server's Priority admission
+/// requires it; berth and kube-scheduler read the pod's `priority`).
+async fn create_priority_class(client: &kube::Client, server: &Server) -> Result<(), String> {
+    if matches!(server, Server::Test(_)) {
+        return Ok(());
+    }
+    let class = PriorityClass {
+        metadata: ObjectMeta {
+            name: Some(HIGH_PRIORITY_CLASS.to_string()),
+            ..Default::default()
+        },
+        value: Some(HIGH_PRIORITY),
+        ..Default::default()
+    };
+    Api::<PriorityClass>::all(client.clone())
+        .create(&PostParams::default(), &class)
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("creating PriorityClass {HIGH_PRIORITY_CLASS}: {e}"))
+}
+
+/// Creates namespace `name`; on the real API server also its default ServiceAccount,
+/// which admission requires of every pod and no controller creates here.
+async fn create_namespace(
+    client: &kube::Client,
+    name: &str,
+    server: &Server,
+) -> Result<(), String> {
+    if matches!(server, Server::Real(_)) {
+        return kube_cluster::ensure_service_account(client, name, "default")
+            .await
+            .map_err(|e| format!("creating namespace {name} and its default account: {e}"));
+    }
     let namespace = Namespace {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
@@ -387,7 +733,8 @@ impl BindWatch {
                         }
                         continue;
                     }
-                    // The watcher retries on errors by itself; deletes do not happen.
+                    // The watcher retries on errors by itself; the only deletes are
+                    // preemption's victims, whose bind was already seen.
                     _ => continue,
                 };
                 let at = Instant::now();
@@ -420,12 +767,14 @@ impl BindWatch {
 
     /// Waits until every pod of `created` was seen bound or unschedulable; returns the
     /// binds (None for an unschedulable pod) in `created`'s order.
+    /// With `unschedulable_is_final` false, only binds end the wait.
     async fn wait(
         &self,
         created: &[Created],
         timeout: Duration,
-        berth: &mut BerthProcess,
+        cluster: &mut Cluster,
         phase: &str,
+        unschedulable_is_final: bool,
     ) -> Result<Vec<Option<Bound>>, String> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -433,7 +782,11 @@ impl BindWatch {
                 let outcomes = lock(&self.outcomes);
                 created
                     .iter()
-                    .filter(|c| !outcomes.contains_key(&c.key))
+                    .filter(|c| match outcomes.get(&c.key) {
+                        None => true,
+                        Some(Outcome::Unschedulable) => !unschedulable_is_final,
+                        Some(Outcome::Bound(_)) => false,
+                    })
                     .count()
             };
             if pending == 0 {
@@ -446,13 +799,13 @@ impl BindWatch {
                     })
                     .collect());
             }
-            berth.check_running()?;
+            cluster.check_running()?;
             if Instant::now() >= deadline {
                 return Err(format!(
                     "{pending} of {} {phase} pods neither bound nor unschedulable within \
                      {timeout:?}{}",
                     created.len(),
-                    berth.log_tail()
+                    cluster.log_tail()
                 ));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -141,6 +141,21 @@ pub fn check(
                 ));
             }
         }
+        Workload::PreemptionBasic => {
+            // Two high-priority pods (3 CPUs each) never fit one 4-CPU node: each must
+            // have preempted on a node of its own.
+            let mut per_node: BTreeMap<&str, u64> = BTreeMap::new();
+            for node in constrained(PodTemplate::HighPriority) {
+                *per_node.entry(node).or_default() += 1;
+            }
+            let crowded = per_node.values().filter(|count| **count > 1).count();
+            if crowded > 0 {
+                failures.push(format!(
+                    "{crowded} nodes hold more than one high-priority pod (3 CPUs each, \
+                     nodes have 4)"
+                ));
+            }
+        }
         Workload::SchedulingBasic
         | Workload::SchedulingPreferredPodAffinity
         | Workload::SchedulingPreferredPodAntiAffinity => {}

@@ -46,7 +46,8 @@ pub struct WorkloadReport {
     /// The process's peak resident set (VmHWM) during this workload, or `None` where the
     /// platform does not report it.
     pub peak_rss_bytes: Option<u64>,
-    pub upstream_threshold: UpstreamThreshold,
+    /// `None` where upstream sets no threshold.
+    pub upstream_threshold: Option<UpstreamThreshold>,
     pub check: Check,
 }
 
@@ -188,9 +189,9 @@ pub fn render_table(report: &BenchReport) -> String {
             milliseconds(a.perc99),
             w.peak_rss_bytes
                 .map_or_else(|| "unavailable".to_string(), mebibytes),
-            format!(
-                "{} pods/s at {}",
-                w.upstream_threshold.pods_per_second, w.upstream_threshold.size
+            w.upstream_threshold.as_ref().map_or_else(
+                || "none".to_string(),
+                |t| format!("{} pods/s at {}", t.pods_per_second, t.size),
             ),
             if w.check.passed { "passed" } else { "FAILED" }.to_string(),
         ]

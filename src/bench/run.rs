@@ -123,7 +123,6 @@ pub async fn run_workload(
     let placements: Vec<Placement> = placements(init, &init_keys, &init_reports, false)
         .chain(placements(measure, &measure_keys, &measure_reports, true))
         .collect();
-    let (threshold_size, threshold) = plan.workload.upstream_threshold();
     Ok(WorkloadReport {
         workload: plan.workload.name().to_string(),
         size: plan.size.clone(),
@@ -138,10 +137,12 @@ pub async fn run_workload(
         scheduling_throughput: throughput(&measurement.bound_at, duration),
         attempt_duration_seconds: percentiles(&measurement.cycles),
         peak_rss_bytes: peak_rss(),
-        upstream_threshold: UpstreamThreshold {
-            size: threshold_size.to_string(),
-            pods_per_second: threshold,
-        },
+        upstream_threshold: plan.workload.upstream_threshold().map(|(size, threshold)| {
+            UpstreamThreshold {
+                size: size.to_string(),
+                pods_per_second: threshold,
+            }
+        }),
         check: check(plan.workload, &placements, &node_labels),
     })
 }

@@ -44,11 +44,12 @@ pub enum Workload {
     SchedulingPreferredPodAffinity,
     SchedulingPreferredPodAntiAffinity,
     SchedulingNodeAffinity,
+    PreemptionBasic,
 }
 
 impl Workload {
     /// Every workload, in the order `--workload all` runs them.
-    pub const ALL: [Workload; 8] = [
+    pub const ALL: [Workload; 9] = [
         Workload::SchedulingBasic,
         Workload::TopologySpreading,
         Workload::PreferredTopologySpreading,
@@ -57,6 +58,7 @@ impl Workload {
         Workload::SchedulingPreferredPodAffinity,
         Workload::SchedulingPreferredPodAntiAffinity,
         Workload::SchedulingNodeAffinity,
+        Workload::PreemptionBasic,
     ];
 
     pub fn name(self) -> &'static str {
@@ -69,6 +71,7 @@ impl Workload {
             Workload::SchedulingPreferredPodAffinity => "SchedulingPreferredPodAffinity",
             Workload::SchedulingPreferredPodAntiAffinity => "SchedulingPreferredPodAntiAffinity",
             Workload::SchedulingNodeAffinity => "SchedulingNodeAffinity",
+            Workload::PreemptionBasic => "PreemptionBasic",
         }
     }
 
@@ -123,6 +126,9 @@ impl Workload {
             Workload::SchedulingPreferredPodAntiAffinity => {
                 same(PodTemplate::PreferredPodAntiAffinity)
             }
+            Workload::PreemptionBasic => {
+                per_op(PodTemplate::LowPriority, PodTemplate::HighPriority)
+            }
         }
     }
 
@@ -147,6 +153,12 @@ impl Workload {
                 }
             }
             (Workload::SchedulingPodAntiAffinity, Size::Nodes500) => Some(counts(500, 100, 400)),
+            // Upstream runs 1000Nodes (4000 + 1000) and keeps 5000Nodes (20000 + 5000)
+            // commented out; both sizes here keep that ratio: four low-priority pods per
+            // node, one high-priority pod per node.
+            (Workload::PreemptionBasic, Size::Nodes500) => Some(counts(500, 2000, 500)),
+            (Workload::PreemptionBasic, Size::Nodes5000) => Some(counts(5000, 20_000, 5000)),
+            (Workload::PreemptionBasic, Size::Nodes5000Pods10000) => None,
             (Workload::SchedulingPodAntiAffinity, Size::Nodes5000) => {
                 Some(counts(5000, 1000, 1000))
             }
@@ -157,9 +169,10 @@ impl Workload {
     }
 
     /// Upstream's CI threshold (SchedulingThroughput Average, pods/s) and the size it is
-    /// set for; upstream sets thresholds only on its `performance` sizes.
-    pub fn upstream_threshold(self) -> (&'static str, f64) {
-        match self {
+    /// set for; upstream sets thresholds only on its `performance` sizes, and none on
+    /// PreemptionBasic.
+    pub fn upstream_threshold(self) -> Option<(&'static str, f64)> {
+        Some(match self {
             Workload::SchedulingBasic => ("5000Nodes_10000Pods", 680.0),
             Workload::TopologySpreading => ("5000Nodes_5000Pods", 460.0),
             Workload::PreferredTopologySpreading => ("5000Nodes_5000Pods", 340.0),
@@ -168,7 +181,8 @@ impl Workload {
             Workload::SchedulingPreferredPodAffinity => ("5000Nodes_5000Pods", 90.0),
             Workload::SchedulingPreferredPodAntiAffinity => ("5000Nodes_5000Pods", 90.0),
             Workload::SchedulingNodeAffinity => ("5000Nodes_10000Pods", 220.0),
-        }
+            Workload::PreemptionBasic => return None,
+        })
     }
 }
 
@@ -238,7 +252,8 @@ impl Phase {
 }
 
 /// upstream's pod templates (`templates/pod-*.yaml`): a pause container requesting
-/// 100m CPU and 500Mi, plus the template's label and scheduling constraints.
+/// 100m CPU and 500Mi, plus the template's label and scheduling constraints; the two
+/// priority templates request more CPU (pod-low-priority 900m, pod-high-priority 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PodTemplate {
     Default,
@@ -249,7 +264,20 @@ pub enum PodTemplate {
     NodeAffinity,
     TopologySpreading,
     PreferredTopologySpreading,
+    /// Priority 0, deleted at once when preempted (`terminationGracePeriodSeconds: 0`).
+    LowPriority,
+    /// Priority [`HIGH_PRIORITY`]: four low-priority pods fill 3.6 of a node's 4 CPUs, so
+    /// each of these preempts three of them.
+    HighPriority,
 }
+
+/// The priority of pod-high-priority.
+pub const HIGH_PRIORITY: i32 = 10;
+/// The PriorityClass of [`HIGH_PRIORITY`] that high-priority pods name. Upstream's template
+/// sets only `priority`, which its test API server accepts; a real API server's Priority
+/// admission refuses a priority no class gives, so the live benchmark creates this class
+/// and the pods name it (the scheduler reads the same `priority`).
+pub const HIGH_PRIORITY_CLASS: &str = "scheduler-perf-high-priority";
 
 /// The namespaces the affinity templates' terms name.
 const TERM_NAMESPACES: [&str; 2] = ["sched-1", "sched-0"];
@@ -262,7 +290,10 @@ impl PodTemplate {
     /// The `color` label of the template, which its own terms select.
     pub fn color(self) -> Option<&'static str> {
         match self {
-            PodTemplate::Default | PodTemplate::NodeAffinity => None,
+            PodTemplate::Default
+            | PodTemplate::NodeAffinity
+            | PodTemplate::LowPriority
+            | PodTemplate::HighPriority => None,
             PodTemplate::PodAntiAffinity => Some("green"),
             PodTemplate::PodAffinity
             | PodTemplate::TopologySpreading
@@ -286,12 +317,25 @@ impl PodTemplate {
             },
             spec: Some(PodSpec {
                 scheduler_name: Some(scheduler_name.to_string()),
-                containers: vec![pause_container()],
+                containers: vec![pause_container(self.cpu())],
                 affinity: self.affinity(),
                 topology_spread_constraints: self.spread().map(|c| vec![c]),
+                priority: (self == PodTemplate::HighPriority).then_some(HIGH_PRIORITY),
+                priority_class_name: (self == PodTemplate::HighPriority)
+                    .then(|| HIGH_PRIORITY_CLASS.to_string()),
+                termination_grace_period_seconds: (self == PodTemplate::LowPriority).then_some(0),
                 ..Default::default()
             }),
             status: None,
+        }
+    }
+
+    /// The CPU request (and limit) of the template's container.
+    pub fn cpu(self) -> &'static str {
+        match self {
+            PodTemplate::LowPriority => "900m",
+            PodTemplate::HighPriority => "3",
+            _ => "100m",
         }
     }
 
@@ -396,8 +440,8 @@ fn quantities(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
 }
 
 /// The pause container of every template: requests equal to limits.
-fn pause_container() -> Container {
-    let resources = quantities(&[("cpu", "100m"), ("memory", "500Mi")]);
+fn pause_container(cpu: &str) -> Container {
+    let resources = quantities(&[("cpu", cpu), ("memory", "500Mi")]);
     Container {
         name: "pause".to_string(),
         image: Some("registry.k8s.io/pause:3.10.1".to_string()),
@@ -505,6 +549,16 @@ mod tests {
                 500,
                 500,
                 1000,
+            ),
+            // 1000Nodes' 4000 + 1000, scaled.
+            (Workload::PreemptionBasic, Size::Nodes500, 500, 2000, 500),
+            // The commented-out 5000Nodes.
+            (
+                Workload::PreemptionBasic,
+                Size::Nodes5000,
+                5000,
+                20_000,
+                5000,
             ),
         ];
         for (workload, size, nodes, init_pods, measure_pods) in cases {

@@ -30,7 +30,7 @@ pub struct BenchArgs {
     /// Workload to run (repeatable), or `all`: SchedulingBasic, TopologySpreading,
     /// PreferredTopologySpreading, SchedulingPodAntiAffinity, SchedulingPodAffinity,
     /// SchedulingPreferredPodAffinity, SchedulingPreferredPodAntiAffinity,
-    /// SchedulingNodeAffinity.
+    /// SchedulingNodeAffinity, PreemptionBasic.
     #[arg(long = "workload", value_name = "NAME", default_value = "all")]
     pub workloads: Vec<String>,
     /// Upstream's size: nodes, init pods and measured pods as performance-config.yaml sets

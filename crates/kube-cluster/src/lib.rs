@@ -6,8 +6,8 @@
 //! - **etcd** (3.6, `--unsafe-no-fsync`: a test cluster trades durability for speed);
 //! - **kube-apiserver** with RBAC, the default admission plugins, certificates and a
 //!   service-account signing key generated for this cluster ([`pki`]), an audit log of
-//!   every request at Metadata level ([`KubeCluster::audit_log`]), serving on
-//!   127.0.0.1 only;
+//!   every request at Metadata level ([`KubeCluster::audit_log`]; [`Options::audit`]
+//!   turns it off for benchmarks), serving on 127.0.0.1 only;
 //! - **kube-controller-manager** with its default controllers (ReplicaSets, Jobs,
 //!   DaemonSets, StatefulSets, the PV binder, disruption, garbage collection, service
 //!   accounts and their tokens, node lifecycle …);
@@ -69,6 +69,9 @@ pub struct Options {
     pub controller_manager: bool,
     /// Start kwok as the nodes' kubelets.
     pub kwok: bool,
+    /// Keep the audit log of every request ([`KubeCluster::audit_log`]). A benchmark
+    /// turns it off: the log is written in blocking mode, on every request's path.
+    pub audit: bool,
     /// Extra kube-apiserver flags (`--flag=value`).
     pub apiserver_args: Vec<String>,
     /// Extra kube-controller-manager flags, e.g. `--controllers=*,-replicaset` to leave
@@ -84,6 +87,7 @@ impl Default for Options {
             release: Release::V1_37,
             controller_manager: true,
             kwok: true,
+            audit: true,
             apiserver_args: Vec::new(),
             controller_manager_args: Vec::new(),
             start_timeout: Duration::from_secs(120),
@@ -279,7 +283,8 @@ impl KubeCluster {
         &self.admin_kubeconfig
     }
 
-    /// The API server's audit log (JSON lines, `audit.k8s.io/v1` Events).
+    /// The API server's audit log (JSON lines, `audit.k8s.io/v1` Events); never written
+    /// when [`Options::audit`] is off.
     pub fn audit_log(&self) -> &Path {
         &self.audit_log
     }
@@ -358,15 +363,19 @@ impl KubeCluster {
             ),
             "--service-cluster-ip-range=10.96.0.0/16".to_string(),
             "--authorization-mode=RBAC".to_string(),
-            format!(
-                "--audit-policy-file={}",
-                self.dir.join("audit-policy.yaml").display()
-            ),
-            format!("--audit-log-path={}", self.audit_log.display()),
-            "--audit-log-mode=blocking".to_string(),
             "--profiling=false".to_string(),
             "--v=1".to_string(),
         ];
+        if self.options.audit {
+            list.extend([
+                format!(
+                    "--audit-policy-file={}",
+                    self.dir.join("audit-policy.yaml").display()
+                ),
+                format!("--audit-log-path={}", self.audit_log.display()),
+                "--audit-log-mode=blocking".to_string(),
+            ]);
+        }
         list.extend(self.options.apiserver_args.iter().cloned());
         list
     }
@@ -577,6 +586,16 @@ impl KubeCluster {
     /// kube-scheduler's process id, while it runs.
     pub fn scheduler_pid(&self) -> Option<u32> {
         self.scheduler.as_ref().and_then(Process::pid)
+    }
+
+    /// kube-apiserver's process id, while it runs.
+    pub fn apiserver_pid(&self) -> Option<u32> {
+        self.apiserver.as_ref().and_then(Process::pid)
+    }
+
+    /// etcd's process id, while it runs.
+    pub fn etcd_pid(&self) -> Option<u32> {
+        self.etcd.as_ref().and_then(Process::pid)
     }
 
     /// Fails when kube-scheduler has exited (with the end of its log).
