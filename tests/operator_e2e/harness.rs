@@ -390,13 +390,29 @@ impl Cluster {
             }
         }
         let pod: Pod = serde_json::from_value(pod).expect("a Pod");
-        within(
-            "creating a pod",
-            WAIT,
-            self.pods().create(&PostParams::default(), &pod),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("creating pod {:?}: {e}", pod.metadata.name))
+        // Priority admission reads PriorityClasses from its informer: a class created a
+        // moment ago may not be in it yet (403 "no PriorityClass with name ...").
+        let mut attempts = 0;
+        loop {
+            let created = within(
+                "creating a pod",
+                WAIT,
+                self.pods().create(&PostParams::default(), &pod),
+            )
+            .await;
+            match created {
+                Err(kube::Error::Api(e))
+                    if e.code == 403 && e.message.contains("no PriorityClass") && attempts < 50 =>
+                {
+                    attempts += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                other => {
+                    return other
+                        .unwrap_or_else(|e| panic!("creating pod {:?}: {e}", pod.metadata.name));
+                }
+            }
+        }
     }
 
     /// PriorityClass `priority-<value>` with `value`, created when missing; its name.
