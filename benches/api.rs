@@ -27,15 +27,6 @@ use serde::Serialize;
 
 use live::{ApiServerKind, LiveOptions, LiveReport, SchedulerKind, run_live};
 
-/// `--apiserver`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ApiServerArg {
-    /// berth's test API server, in this process.
-    Test,
-    /// kube-apiserver and etcd 1.37, built from source on first use.
-    Real,
-}
-
 /// `--scheduler`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum SchedulerArg {
@@ -83,8 +74,8 @@ struct Args {
     #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     timeout: u64,
     /// The API server the pods go through.
-    #[arg(long, value_enum, default_value_t = ApiServerArg::Test)]
-    apiserver: ApiServerArg,
+    #[arg(long, value_enum, default_value_t = ApiServerKind::Test)]
+    apiserver: ApiServerKind,
     /// The scheduler that binds them; kube-scheduler and both need `--apiserver real`.
     #[arg(long, value_enum, default_value_t = SchedulerArg::Berth)]
     scheduler: SchedulerArg,
@@ -154,10 +145,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let apiserver = match args.apiserver {
-        ApiServerArg::Test => ApiServerKind::Test,
-        ApiServerArg::Real => ApiServerKind::Real,
-    };
+    let apiserver = args.apiserver;
     if apiserver == ApiServerKind::Test && args.scheduler != SchedulerArg::Berth {
         eprintln!("error: --scheduler: kube-scheduler runs against --apiserver real only");
         return ExitCode::from(2);

@@ -38,7 +38,6 @@ use berth::bench::workload::{HIGH_PRIORITY, HIGH_PRIORITY_CLASS, Phase, Workload
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -48,13 +47,13 @@ use serde::Serialize;
 use serde_json::json;
 use test_apiserver::{Config, TestApiServer};
 
-/// The API server a run goes through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The API server a run goes through (`--apiserver`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "camelCase")]
 pub enum ApiServerKind {
     /// berth's test API server, in this process.
     Test,
-    /// kube-apiserver 1.37 and etcd, as child processes.
+    /// kube-apiserver 1.37 and etcd, as child processes, built from source on first use.
     Real,
 }
 
@@ -157,6 +156,18 @@ pub struct CpuSeconds {
     /// This process: the creating client and the watch of binds, and the test API
     /// server when it is the server.
     pub bench: Option<f64>,
+}
+
+impl CpuSeconds {
+    /// The CPU used between `before` and this reading of the same processes.
+    fn since(&self, before: &CpuSeconds) -> CpuSeconds {
+        let delta = |after: Option<f64>, before: Option<f64>| Some(after? - before?);
+        CpuSeconds {
+            scheduler: delta(self.scheduler, before.scheduler),
+            apiserver: delta(self.apiserver, before.apiserver),
+            bench: delta(self.bench, before.bench),
+        }
+    }
 }
 
 /// Runs `plan` through a fresh API server and a fresh scheduler.
@@ -281,17 +292,7 @@ pub async fn run_live(plan: &Plan, options: &LiveOptions) -> Result<LiveReport, 
         create_seconds,
         scheduling_throughput: throughput(&bound_at, duration),
         create_to_bound_seconds: percentiles(&create_to_bound),
-        cpu_seconds: CpuSeconds {
-            scheduler: cpu_before
-                .scheduler
-                .zip(cpu_after.scheduler)
-                .map(|(b, a)| a - b),
-            apiserver: cpu_before
-                .apiserver
-                .zip(cpu_after.apiserver)
-                .map(|(b, a)| a - b),
-            bench: cpu_before.bench.zip(cpu_after.bench).map(|(b, a)| a - b),
-        },
+        cpu_seconds: cpu_after.since(&cpu_before),
         scheduler_peak_rss_bytes: cluster.scheduler_pid().and_then(peak_rss_of),
         bench_peak_rss_bytes: peak_rss(),
         check: check(plan.workload, &placements, &node_labels),
@@ -367,7 +368,10 @@ impl Server {
                 .install_crds_from_dir(&dir)
                 .map(|_| ())
                 .map_err(|e| format!("installing {}: {e:?}", dir.display())),
-            Server::Real(_) => install_crds(client, &dir, timeout).await,
+            Server::Real(_) => kube_cluster::install_crds(client, &dir, timeout)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
         }
     }
 
@@ -397,13 +401,6 @@ struct Cluster {
     scheduler: SchedulerKind,
     /// The `berth run` process, once started (berth runs only).
     berth: Option<BerthProcess>,
-}
-
-/// CPU seconds of a run's processes at one moment.
-struct CpuSample {
-    scheduler: Option<f64>,
-    apiserver: Option<f64>,
-    bench: Option<f64>,
 }
 
 impl Cluster {
@@ -481,8 +478,9 @@ impl Cluster {
         }
     }
 
-    fn cpu_seconds(&self) -> CpuSample {
-        CpuSample {
+    /// The CPU seconds each process has used so far.
+    fn cpu_seconds(&self) -> CpuSeconds {
+        CpuSeconds {
             scheduler: self.scheduler_pid().and_then(cpu_time),
             apiserver: self.server.cpu_seconds(),
             bench: cpu_time_of_self(),
@@ -495,45 +493,6 @@ impl Cluster {
         }
         self.server.shutdown().await;
     }
-}
-
-/// Creates every CRD under `dir` and waits until each is established.
-async fn install_crds(client: &kube::Client, dir: &Path, timeout: Duration) -> Result<(), String> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut names = Vec::new();
-    for entry in entries {
-        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let crd: CustomResourceDefinition =
-            serde_saphyr::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        names.push(crd.metadata.name.clone().unwrap_or_default());
-        api.create(&PostParams::default(), &crd)
-            .await
-            .map_err(|e| format!("installing {}: {e}", path.display()))?;
-    }
-    let deadline = Instant::now() + timeout;
-    for name in names {
-        loop {
-            let crd = api
-                .get(&name)
-                .await
-                .map_err(|e| format!("reading CRD {name}: {e}"))?;
-            let established = crd.status.and_then(|s| s.conditions).is_some_and(|cs| {
-                cs.iter()
-                    .any(|c| c.type_ == "Established" && c.status == "True")
-            });
-            if established {
-                break;
-            }
-            if Instant::now() >= deadline {
-                return Err(format!("CRD {name} not established within {timeout:?}"));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-    Ok(())
 }
 
 /// The PriorityClass high-priority pods name (a real API server's Priority admission

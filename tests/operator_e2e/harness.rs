@@ -794,27 +794,10 @@ async fn install_chart(helm: &Path, kube: &KubeCluster, client: &kube::Client) {
     )
     .await
     .unwrap_or_else(|e| panic!("scaling deployment {RELEASE_NAMESPACE}/{RELEASE} to 0: {e}"));
-    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
-        Api::all(client.clone());
-    for name in ["schedulerprofiles.berth.dev", "podgroups.berth.dev"] {
-        eventually(&format!("CRD {name} is established"), WAIT, || async {
-            let crd = crds.get_opt(name).await.map_err(|e| e.to_string())?;
-            let established = crd
-                .as_ref()
-                .and_then(|c| c.status.as_ref())
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|cs| {
-                    cs.iter()
-                        .any(|c| c.type_ == "Established" && c.status == "True")
-                });
-            if established {
-                Ok(())
-            } else {
-                Err(format!("{:?}", crd.and_then(|c| c.status)))
-            }
-        })
-        .await;
-    }
+    let names = ["schedulerprofiles.berth.dev", "podgroups.berth.dev"].map(String::from);
+    kube_cluster::wait_crds_established(client, &names, WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("the chart's CRDs: {e}"));
     // Pods need their namespace's default ServiceAccount (admission).
     eventually("namespace default has its ServiceAccount", WAIT, || {
         kube_cluster::default_service_account(client, "default")

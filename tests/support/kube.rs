@@ -7,8 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use kube_cluster::{Error, KubeCluster, Options};
 use serde_json::Value;
 use test_apiserver::RequestRecord;
@@ -162,33 +161,9 @@ pub async fn install_crds(client: &kube::Client) {
 
 /// Installs every CRD file in `dir` and waits until each is established.
 pub async fn install_crds_from(client: &kube::Client, dir: &Path) {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let path = entry.expect("an entry").path();
-        let text = std::fs::read_to_string(&path).expect("a CRD file");
-        let crd: CustomResourceDefinition =
-            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        names.push(crd.metadata.name.clone().unwrap_or_default());
-        crds.create(&PostParams::default(), &crd)
-            .await
-            .unwrap_or_else(|e| panic!("installing {}: {e}", path.display()));
-    }
-    for name in names {
-        eventually(&format!("CRD {name} is established"), || async {
-            let crd = crds.get(&name).await.map_err(|e| e.to_string())?;
-            let established = crd.status.and_then(|s| s.conditions).is_some_and(|cs| {
-                cs.iter()
-                    .any(|c| c.type_ == "Established" && c.status == "True")
-            });
-            if established {
-                Ok(())
-            } else {
-                Err("not established".to_string())
-            }
-        })
-        .await;
-    }
+    kube_cluster::install_crds(client, dir, Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|e| panic!("installing the CRDs of {}: {e}", dir.display()));
 }
 
 /// Waits until every node is Ready and free of the node lifecycle controller's

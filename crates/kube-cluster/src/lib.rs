@@ -726,6 +726,72 @@ pub async fn service_account_token(
         })
 }
 
+/// Creates every CRD file (YAML) in `dir` and waits until each is established; returns
+/// their names.
+pub async fn install_crds(
+    client: &kube::Client,
+    dir: &Path,
+    timeout: Duration,
+) -> Result<Vec<String>, Error> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| Error::Io(format!("{}: {e}", dir.display())))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        let path = entry
+            .map_err(|e| Error::Io(format!("{}: {e}", dir.display())))?
+            .path();
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
+        let crd: CustomResourceDefinition = serde_saphyr::from_str(&text)
+            .map_err(|e| Error::Api(format!("{}: {e}", path.display())))?;
+        names.push(crd.metadata.name.clone().unwrap_or_default());
+        api.create(&kube::api::PostParams::default(), &crd)
+            .await
+            .map_err(|e| Error::Api(format!("installing {}: {e}", path.display())))?;
+    }
+    wait_crds_established(client, &names, timeout).await?;
+    Ok(names)
+}
+
+/// Waits until every CRD of `names` exists and is established.
+pub async fn wait_crds_established(
+    client: &kube::Client,
+    names: &[String],
+    timeout: Duration,
+) -> Result<(), Error> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
+    let deadline = Instant::now() + timeout;
+    for name in names {
+        loop {
+            let crd = api
+                .get_opt(name)
+                .await
+                .map_err(|e| Error::Api(format!("reading CRD {name}: {e}")))?;
+            let status = crd.and_then(|c| c.status);
+            let established = status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                });
+            if established {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::Api(format!(
+                    "CRD {name} not established within {timeout:?}: {status:?}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Ok(())
+}
+
 /// Creates ServiceAccount `namespace/name`, and its namespace, unless they exist.
 pub async fn ensure_service_account(
     client: &kube::Client,
