@@ -246,7 +246,7 @@ fn test_nodes(names: &[&str]) -> Vec<Arc<NodeInfo>> {
 /// One cycle of PreScore, Score and NormalizeScore over nodes a, b, c.
 async fn score_cycle(plugin: &dyn Plugin) -> Vec<i64> {
     let nodes = test_nodes(&["a", "b", "c"]);
-    let pod = PodInfo::new(Default::default()).expect("a pod");
+    let pod = PodInfo::new(k8s_openapi::api::core::v1::Pod::default()).expect("a pod");
     let mut state = CycleState::new();
     let pre_score = plugin.as_pre_score().expect("NetworkTraffic has PreScore");
     let status = pre_score.pre_score(&mut state, &pod, &nodes).await;

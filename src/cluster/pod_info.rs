@@ -63,7 +63,9 @@ pub struct PodInfo {
 }
 
 impl PodInfo {
-    pub fn new(pod: Pod) -> Result<Self, QuantityError> {
+    /// The pod is shared, not copied: the operator's loop keeps the same object.
+    pub fn new(pod: impl Into<Arc<Pod>>) -> Result<Self, QuantityError> {
+        let pod = pod.into();
         let SchedulerRequests {
             filter,
             requests,
@@ -85,7 +87,7 @@ impl PodInfo {
             .collect();
         Ok(PodInfo {
             key: pod_key(&pod),
-            pod: Arc::new(pod),
+            pod,
             filter_requests: filter,
             requests,
             non_zero_requests: non_zero,

@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
@@ -83,8 +83,11 @@ pub struct SchedulingLoop {
     scheduler: Scheduler,
     channels: LoopChannels,
     metrics: Arc<Metrics>,
-    pods: HashMap<String, Pod>,
-    nodes: HashMap<String, Node>,
+    /// Every pod the watch reported, shared with the scheduler's cache and queues (one
+    /// copy of each object in memory).
+    pods: HashMap<String, Arc<Pod>>,
+    /// The names of the nodes the watch reported (the objects live in the cache).
+    nodes: HashSet<String>,
     namespaces: HashSet<String>,
     listed: HashSet<&'static str>,
     bindings: JoinSet<(BindingResult, Instant)>,
@@ -109,7 +112,7 @@ impl SchedulingLoop {
             channels,
             metrics,
             pods: HashMap::new(),
-            nodes: HashMap::new(),
+            nodes: HashSet::new(),
             namespaces: HashSet::new(),
             listed: HashSet::new(),
             bindings: JoinSet::new(),
@@ -217,7 +220,7 @@ impl SchedulingLoop {
         match change {
             ClusterChange::NodeApplied(node) => {
                 let name = node.metadata.name.clone().unwrap_or_default();
-                let known = self.nodes.insert(name.clone(), node.clone()).is_some();
+                let known = !self.nodes.insert(name.clone());
                 let result = if known {
                     self.scheduler.on_node_update(node)
                 } else {
@@ -271,6 +274,7 @@ impl SchedulingLoop {
             self.pod_deleted(&key);
             return;
         }
+        let pod = Arc::new(pod);
         let result = match self.pods.insert(key.clone(), pod.clone()) {
             Some(old) => self.scheduler.on_pod_update(&old, pod),
             None => self.scheduler.on_pod_add(pod),
@@ -314,7 +318,7 @@ impl SchedulingLoop {
             "nodes" => {
                 let gone: Vec<String> = self
                     .nodes
-                    .keys()
+                    .iter()
                     .filter(|k| !keys.contains(*k))
                     .cloned()
                     .collect();
@@ -351,7 +355,7 @@ impl SchedulingLoop {
                 }
                 info!(scheduler = %scheduler_name, "{}", if swapped { "profile reloaded" } else { "profile started" });
                 // Pods that named this scheduler before it existed are queued now.
-                let pending: Vec<Pod> = self
+                let pending: Vec<Arc<Pod>> = self
                     .pods
                     .values()
                     .filter(|p| is_pending_for(p, &scheduler_name))

@@ -348,7 +348,9 @@ async fn forward<K>(
     key: fn(&K) -> String,
     applied: fn(K) -> ClusterChange,
     deleted: fn(K) -> ClusterChange,
-) {
+) where
+    K: Resource,
+{
     let mut listing: Option<HashSet<String>> = None;
     let mut stream = std::pin::pin!(stream);
     while let Some(event) = stream.next().await {
@@ -362,15 +364,15 @@ async fn forward<K>(
                 if let Some(keys) = listing.as_mut() {
                     keys.insert(key(&object));
                 }
-                applied(object)
+                applied(trimmed(object))
             }
             Ok(Event::InitDone) => {
                 let keys = listing.take().unwrap_or_default();
                 debug!(kind, objects = keys.len(), "listed");
                 ClusterChange::Listed { kind, keys }
             }
-            Ok(Event::Apply(object)) => applied(object),
-            Ok(Event::Delete(object)) => deleted(object),
+            Ok(Event::Apply(object)) => applied(trimmed(object)),
+            Ok(Event::Delete(object)) => deleted(trimmed(object)),
             Err(error) => {
                 // The backoff of `default_backoff` delays the retry; the watcher resumes
                 // from its last resourceVersion or relists.
@@ -382,6 +384,14 @@ async fn forward<K>(
             return;
         }
     }
+}
+
+/// `object` without `metadata.managedFields`, which no plugin reads and which are a
+/// large part of a watched object in memory. kube-scheduler's pod informer drops them
+/// the same way; the loop drops them from nodes and namespaces too.
+fn trimmed<K: Resource>(mut object: K) -> K {
+    object.meta_mut().managed_fields = None;
+    object
 }
 
 #[cfg(test)]
@@ -497,5 +507,48 @@ mod tests {
             }
             assert_eq!(told, vec![DISRUPTION_BUDGETS_KIND; lists], "{name}");
         }
+    }
+
+    #[tokio::test]
+    async fn forwarded_pods_lose_their_managed_fields() {
+        use Event::{Apply, Delete, InitApply};
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {
+                "name": "web", "namespace": "apps",
+                "managedFields": [{"manager": "kubectl", "operation": "Apply",
+                    "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}],
+            },
+            "spec": {"containers": [{"name": "c"}]},
+        }))
+        .expect("a pod");
+        let events = vec![
+            Ok(InitApply(pod.clone())),
+            Ok(Apply(pod.clone())),
+            Ok(Delete(pod.clone())),
+        ];
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        forward(
+            stream::iter(events),
+            tx,
+            "pods",
+            pod_key,
+            ClusterChange::PodApplied,
+            ClusterChange::PodDeleted,
+        )
+        .await;
+        let mut seen = 0;
+        while let Ok(LoopMessage::Cluster(change)) = rx.try_recv() {
+            let (ClusterChange::PodApplied(forwarded) | ClusterChange::PodDeleted(forwarded)) =
+                change
+            else {
+                panic!("unexpected change {change:?}");
+            };
+            assert_eq!(forwarded.metadata.managed_fields, None);
+            let mut expected = pod.clone();
+            expected.metadata.managed_fields = None;
+            assert_eq!(forwarded, expected, "nothing else changes");
+            seen += 1;
+        }
+        assert_eq!(seen, 3);
     }
 }

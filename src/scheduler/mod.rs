@@ -328,7 +328,7 @@ impl Scheduler {
 
     /// A pod appeared: assigned pods go to the cache, pending pods of a known profile to
     /// its queue; pods of other schedulers are ignored.
-    pub fn on_pod_add(&mut self, pod: Pod) -> Result<(), IngestError> {
+    pub fn on_pod_add(&mut self, pod: impl Into<Arc<Pod>>) -> Result<(), IngestError> {
         let info = PodInfo::new(pod)?;
         if info.node_name().is_some() {
             self.cache.add_pod_info(Arc::new(info))?;
@@ -347,7 +347,11 @@ impl Scheduler {
 
     /// A pod changed. A pending pod that got a node (a binding observed) moves from the
     /// queue to the cache.
-    pub fn on_pod_update(&mut self, old: &Pod, new: Pod) -> Result<(), IngestError> {
+    pub fn on_pod_update(
+        &mut self,
+        old: &Pod,
+        new: impl Into<Arc<Pod>>,
+    ) -> Result<(), IngestError> {
         let info = PodInfo::new(new)?;
         let key = info.key().to_string();
         let was_assigned = old

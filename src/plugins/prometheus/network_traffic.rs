@@ -359,7 +359,7 @@ mod tests {
             node_label: DEFAULT_NODE_LABEL.to_string(),
             health: HealthReporter::new("NetworkTraffic", Default::default()),
         };
-        let pod = PodInfo::new(Default::default()).expect("an empty pod");
+        let pod = PodInfo::new(k8s_openapi::api::core::v1::Pod::default()).expect("an empty pod");
         let mut scores: Vec<i64> = nodes
             .iter()
             .map(|n| plugin.score(&state, &pod, n).unwrap_or(-1))
