@@ -433,9 +433,14 @@ async fn setup(
             .next()
             .unwrap_or_default();
         let node = name_of(last);
+        let nodes = scenario
+            .objects
+            .iter()
+            .filter(|o| o["kind"] == "Node")
+            .count();
         let (a, b) = tokio::join!(
-            barrier(&pair.upstream, &node, &scheduler),
-            barrier(&pair.berth, &node, &scheduler)
+            barrier(&pair.upstream, &node, nodes, &scheduler),
+            barrier(&pair.berth, &node, nodes, &scheduler)
         );
         a?;
         b?;
@@ -525,7 +530,11 @@ async fn wait_budgets(side: &Side, namespaces: &BTreeSet<String>) -> Result<(), 
 
 /// Schedules a probe pod that only the scenario's last node fits, then deletes it: once
 /// it is bound, the scheduler has seen every node (one watch delivers them in order).
-async fn barrier(side: &Side, node: &str, scheduler: &str) -> Result<(), String> {
+/// When the running pods left no room on that node, the probe stays pending; a
+/// FailedScheduling message counting all `nodes` (`0/N nodes are available`) shows the
+/// same, since it judged the last node with its pods.
+async fn barrier(side: &Side, node: &str, nodes: usize, scheduler: &str) -> Result<(), String> {
+    let judged_all = format!("0/{nodes} nodes are available");
     let probe = json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "differential-barrier", "namespace": "default"},
@@ -552,6 +561,20 @@ async fn barrier(side: &Side, node: &str, scheduler: &str) -> Result<(), String>
             .and_then(|s| s.node_name.as_ref())
             .is_some()
         {
+            break;
+        }
+        let unschedulable_on_every_node = pod
+            .status
+            .iter()
+            .flat_map(|s| s.conditions.iter().flatten())
+            .any(|c| {
+                c.type_ == "PodScheduled"
+                    && c.status == "False"
+                    && c.message
+                        .as_deref()
+                        .is_some_and(|m| m.starts_with(&judged_all))
+            });
+        if unschedulable_on_every_node {
             break;
         }
         if Instant::now() >= deadline {
