@@ -17,7 +17,7 @@ use berth::simulate::clock::VirtualClock;
 use berth::simulate::input::load_str;
 use berth::simulate::report::{PodResult, Report};
 use berth::simulate::run::{SimulateOptions, simulate};
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
 use support::fake_prometheus::{Answer, FakePrometheus, TestCa};
@@ -246,7 +246,7 @@ fn test_nodes(names: &[&str]) -> Vec<Arc<NodeInfo>> {
 /// One cycle of PreScore, Score and NormalizeScore over nodes a, b, c.
 async fn score_cycle(plugin: &dyn Plugin) -> Vec<i64> {
     let nodes = test_nodes(&["a", "b", "c"]);
-    let pod = PodInfo::new(k8s_openapi::api::core::v1::Pod::default()).expect("a pod");
+    let pod = PodInfo::new(Pod::default()).expect("a pod");
     let mut state = CycleState::new();
     let pre_score = plugin.as_pre_score().expect("NetworkTraffic has PreScore");
     let status = pre_score.pre_score(&mut state, &pod, &nodes).await;

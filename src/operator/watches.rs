@@ -315,6 +315,14 @@ async fn watch_pods(client: Client, tx: UnboundedSender<LoopMessage>) {
     } else {
         watcher(Api::<Pod>::all(client), watcher::Config::default()).boxed()
     };
+    forward_pods(pods, tx).await;
+}
+
+/// Forwards the pod watch to the loop.
+async fn forward_pods(
+    pods: impl Stream<Item = Result<Event<Pod>, watcher::Error>> + Send,
+    tx: UnboundedSender<LoopMessage>,
+) {
     forward(
         pods,
         tx,
@@ -527,15 +535,7 @@ mod tests {
             Ok(Delete(pod.clone())),
         ];
         let (tx, mut rx) = mpsc::unbounded_channel();
-        forward(
-            stream::iter(events),
-            tx,
-            "pods",
-            pod_key,
-            ClusterChange::PodApplied,
-            ClusterChange::PodDeleted,
-        )
-        .await;
+        forward_pods(stream::iter(events), tx).await;
         let mut seen = 0;
         while let Ok(LoopMessage::Cluster(change)) = rx.try_recv() {
             let (ClusterChange::PodApplied(forwarded) | ClusterChange::PodDeleted(forwarded)) =

@@ -471,6 +471,7 @@ mod tests {
     use crate::framework::{Code, decode_args};
     use crate::plugins::prometheus::test_nodes as nodes;
     use crate::testing::executor::complete;
+    use k8s_openapi::api::core::v1::Pod;
 
     fn metric(name: &str, direction: Direction, weight: i64) -> Metric {
         Metric {
@@ -513,7 +514,7 @@ mod tests {
     ) -> Vec<i64> {
         let plugin = plugin(metrics);
         let nodes = nodes(names);
-        let pod = PodInfo::new(k8s_openapi::api::core::v1::Pod::default()).expect("an empty pod");
+        let pod = PodInfo::new(Pod::default()).expect("an empty pod");
         let mut state = CycleState::new();
         state.write(MetricAnswers(answers));
         let status = complete(plugin.pre_score(&mut state, &pod, &nodes));
@@ -639,7 +640,7 @@ mod tests {
             answer(&[("hot", 0.93), ("ok", 0.85), ("tight", 0.2)]),
             answer(&[("hot", 8e9), ("ok", 1e9), ("tight", 5e8)]),
         ]));
-        let pod = PodInfo::new(k8s_openapi::api::core::v1::Pod::default()).expect("an empty pod");
+        let pod = PodInfo::new(Pod::default()).expect("an empty pod");
         let cases = [
             (
                 "hot",
@@ -672,7 +673,7 @@ mod tests {
         let plugin = plugin(vec![hot]);
         let mut state = CycleState::new();
         state.write(MetricAnswers(vec![unreachable()]));
-        let pod = PodInfo::new(k8s_openapi::api::core::v1::Pod::default()).expect("an empty pod");
+        let pod = PodInfo::new(Pod::default()).expect("an empty pod");
         assert!(plugin.filter(&state, &pod, &nodes(&["a"])[0]).is_success());
     }
 
@@ -680,7 +681,7 @@ mod tests {
     fn pre_filter_skips_and_queries_nothing_without_thresholds() {
         let plugin = plugin(vec![metric("cpu", Direction::LowerIsBetter, 1)]);
         let mut state = CycleState::new();
-        let pod = PodInfo::new(k8s_openapi::api::core::v1::Pod::default()).expect("an empty pod");
+        let pod = PodInfo::new(Pod::default()).expect("an empty pod");
         let (_, status) = complete(plugin.pre_filter(&mut state, &pod, &Snapshot::default()));
         assert!(status.is_skip(), "{status}");
         assert_eq!(plugin.client().queries_issued(), 0);

@@ -345,6 +345,7 @@ mod tests {
     use super::*;
     use crate::framework::decode_args;
     use crate::plugins::prometheus::test_nodes as nodes;
+    use k8s_openapi::api::core::v1::Pod;
 
     /// Raw scores of `nodes` from `samples`, then NormalizeScore, in node order.
     fn normalized(samples: &[(&str, f64)], names: &[&str]) -> Vec<i64> {
@@ -359,7 +360,7 @@ mod tests {
             node_label: DEFAULT_NODE_LABEL.to_string(),
             health: HealthReporter::new("NetworkTraffic", Default::default()),
         };
-        let pod = PodInfo::new(k8s_openapi::api::core::v1::Pod::default()).expect("an empty pod");
+        let pod = PodInfo::new(Pod::default()).expect("an empty pod");
         let mut scores: Vec<i64> = nodes
             .iter()
             .map(|n| plugin.score(&state, &pod, n).unwrap_or(-1))
