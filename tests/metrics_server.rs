@@ -434,26 +434,47 @@ fn slow_silent_and_malformed_clients_are_closed_and_nothing_panics() {
     }
 
     // Oversized headers and bodies.
-    let huge = "x".repeat(32 * 1024);
+    // Far more than the server reads before it answers, so that bytes are left unread.
+    let huge = "x".repeat(256 * 1024);
     let mut stream = https::connect(server.address).expect("connect");
     write!(
         stream,
         "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Huge: {huge}\r\n\r\n"
     )
     .expect("write");
+    // Read late, as a slow client would: the server has answered and closed by now, and
+    // had it closed with our surplus header bytes unread, the reset its kernel sends
+    // would make ours drop the answer.
+    std::thread::sleep(Duration::from_millis(300));
     let (answer, _) = read_until_closed(&mut stream, bound);
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
 
-    for (name, head) in [
+    let sent = "y".repeat(256 * 1024);
+    for (name, head, body) in [
         (
             "a declared body over the limit",
             "Content-Length: 1000000\r\n",
+            "",
         ),
-        ("a body of unknown length", "Transfer-Encoding: chunked\r\n"),
+        (
+            "a body of unknown length",
+            "Transfer-Encoding: chunked\r\n",
+            "",
+        ),
+        (
+            "a body over the limit, sent",
+            "Content-Length: 262144\r\n",
+            sent.as_str(),
+        ),
     ] {
         let mut stream = https::connect(server.address).expect("connect");
-        write!(stream, "POST /metrics HTTP/1.1\r\nHost: x\r\n{head}\r\n").expect("write");
+        write!(
+            stream,
+            "POST /metrics HTTP/1.1\r\nHost: x\r\n{head}\r\n{body}"
+        )
+        .expect("write");
+        std::thread::sleep(Duration::from_millis(300));
         let (answer, closed) = read_until_closed(&mut stream, bound);
         let answer = String::from_utf8_lossy(&answer);
         assert!(answer.starts_with("HTTP/1.1 413"), "{name}: {answer}");

@@ -13,10 +13,12 @@
 //! | request body | [`Limits::max_body_bytes`] (the endpoints take none) | 413, then closed |
 //!
 //! Malformed requests are hyper's to answer (400 and close); a TLS handshake that fails
-//! closes the connection. Nothing a client sends can panic the server: the parser never
+//! closes the connection. "Closed" after an answer means closed gracefully: we stop
+//! writing and read what the client still sends for up to a second, so that its kernel
+//! gets our answer rather than a reset (see [`linger`]). Nothing a client sends can panic the server: the parser never
 //! panics, and a handler that did would end its own connection's task only.
 
-use std::future::Future;
+use std::future::{Future, poll_fn};
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -24,9 +26,10 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use axum::Router;
+use hyper::service::{Service as _, service_fn};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
@@ -132,7 +135,8 @@ pub async fn serve(
     Ok(())
 }
 
-/// One connection's HTTP/1.1 requests, ended gracefully when `shutdown` turns true.
+/// One connection's HTTP/1.1 requests, ended gracefully when `shutdown` turns true,
+/// then closed with [`linger`].
 async fn serve_connection<S>(
     stream: S,
     app: Router,
@@ -142,7 +146,9 @@ async fn serve_connection<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    // Boxed futures make the connection Unpin, so it can hand its stream back.
     let service = TowerToHyperService::new(app);
+    let service = service_fn(move |request| Box::pin(service.call(request)));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -150,14 +156,35 @@ where
         .max_buf_size(limits.max_header_bytes.max(8192) + 8192)
         .max_header_size(limits.max_header_bytes)
         .keep_alive(true);
-    let connection = builder.serve_connection(TokioIo::new(stream), service);
-    tokio::pin!(connection);
-    tokio::select! {
-        result = connection.as_mut() => return result.map_err(|e| e.to_string()),
-        _ = stopped(&mut shutdown) => {}
-    }
-    connection.as_mut().graceful_shutdown();
-    connection.await.map_err(|e| e.to_string())
+    let mut connection = builder.serve_connection(TokioIo::new(stream), service);
+    let result = tokio::select! {
+        result = poll_fn(|cx| connection.poll_without_shutdown(cx)) => result,
+        _ = stopped(&mut shutdown) => {
+            Pin::new(&mut connection).graceful_shutdown();
+            poll_fn(|cx| connection.poll_without_shutdown(cx)).await
+        }
+    };
+    linger(connection.into_parts().io.into_inner()).await;
+    result.map_err(|e| e.to_string())
+}
+
+/// How long a closing connection keeps reading what the peer still sends.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// Closes our side, then reads and drops what the peer still sends until it closes too
+/// (at most [`LINGER`]). Closing a socket with unread bytes makes the kernel send a reset,
+/// and a reset makes the peer's kernel drop the answer it has not read yet: without this,
+/// a client whose headers were too large (431) or whose body was refused (413) would
+/// often see a reset instead of the answer. Go's net/http does the same.
+async fn linger<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S) {
+    let drain = async {
+        if stream.shutdown().await.is_err() {
+            return;
+        }
+        let mut buffer = [0u8; 4096];
+        while let Ok(1..) = stream.read(&mut buffer).await {}
+    };
+    let _ = tokio::time::timeout(LINGER, drain).await;
 }
 
 /// Resolves once `shutdown` turns true (or its sender is gone).
@@ -245,8 +272,6 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Deadlines<S> {
 
 #[cfg(test)]
 mod tests {
-    use tokio::io::AsyncWriteExt;
-
     use super::*;
 
     #[tokio::test(start_paused = true)]
