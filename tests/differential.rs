@@ -470,9 +470,30 @@ async fn wait_running(side: &Side, namespaces: &BTreeSet<String>) -> Result<(), 
             return Ok(());
         }
         if Instant::now() >= deadline {
+            // What kwok, which makes them Ready, did last: a stall here was seen once in
+            // thousands of scenarios, its cause not yet known.
+            let states: Vec<String> = waiting
+                .iter()
+                .map(|key| {
+                    let status = pods[*key].status.as_ref();
+                    let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("none");
+                    let conditions: Vec<String> = status
+                        .and_then(|s| s.conditions.as_ref())
+                        .into_iter()
+                        .flatten()
+                        .map(|c| format!("{}={}", c.type_, c.status))
+                        .collect();
+                    format!("{key} (phase {phase}, conditions {conditions:?})")
+                })
+                .collect();
+            let log = std::fs::read_to_string(side.cluster.dir().join("kwok.log"))
+                .unwrap_or_else(|e| format!("(kwok.log unreadable: {e})"));
+            let lines: Vec<&str> = log.lines().collect();
             return Err(format!(
-                "{}: pods {waiting:?} did not turn Ready",
-                side.label
+                "{}: pods did not turn Ready within 30 s: {}\nkwok's log ends:\n{}",
+                side.label,
+                states.join(", "),
+                lines[lines.len().saturating_sub(30)..].join("\n")
             ));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
