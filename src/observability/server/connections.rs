@@ -15,8 +15,9 @@
 //! Malformed requests are hyper's to answer (400 and close); a TLS handshake that fails
 //! closes the connection. "Closed" after an answer means closed gracefully: we stop
 //! writing and read what the client still sends for up to a second, so that its kernel
-//! gets our answer rather than a reset (see [`linger`]). Nothing a client sends can panic the server: the parser never
-//! panics, and a handler that did would end its own connection's task only.
+//! gets our answer rather than a reset (see [`linger`]). Nothing a client sends can
+//! panic the server: the parser never panics, and a handler that did would end its own
+//! connection's task only.
 
 use std::future::{Future, poll_fn};
 use std::io;
