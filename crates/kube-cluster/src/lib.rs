@@ -217,9 +217,44 @@ rules:
 - level: Metadata
 ";
 
+/// How many times [`KubeCluster::start`] tries when a component finds its port taken.
+const START_ATTEMPTS: u32 = 3;
+
+impl Error {
+    /// A component exited, or never turned healthy, because the port it was given was
+    /// taken in between: [`free_port`] only finds a port free *now*, and a port of the
+    /// ephemeral range can go to any process's outgoing connection before the component
+    /// binds it.
+    pub fn is_port_taken(&self) -> bool {
+        match self {
+            Error::Exited(_, _, log) | Error::Unhealthy(_, _, log) => {
+                log.contains("address already in use")
+            }
+            _ => false,
+        }
+    }
+}
+
 impl KubeCluster {
-    /// Starts a cluster (see the crate docs) and waits until it is healthy.
+    /// Starts a cluster (see the crate docs) and waits until it is healthy. A component
+    /// that finds its port taken (see [`Error::is_port_taken`]) starts the whole cluster
+    /// again on fresh ports, up to [`START_ATTEMPTS`] times in all.
     pub async fn start(options: Options) -> Result<KubeCluster, Error> {
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(options.clone()).await {
+                Err(e) if e.is_port_taken() && attempt < START_ATTEMPTS => {
+                    let first = e.to_string();
+                    let first = first.lines().next().unwrap_or_default();
+                    eprintln!("kube-cluster: a port was taken ({first}); starting again");
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn start_once(options: Options) -> Result<KubeCluster, Error> {
         let release = options.release;
         let binaries = tokio::task::spawn_blocking(move || components::binaries(release))
             .await
@@ -863,5 +898,29 @@ where
             ));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_bind_refused_for_a_taken_port_is_a_port_taken() {
+        // The line kube-apiserver 1.37 logs before it exits (from a failed CI run).
+        let log = "E1129 11:56:51.065567 run.go:72] \"command failed\" err=\"failed to create \
+                   listener: failed to listen on 127.0.0.1:36549: listen tcp 127.0.0.1:36549: \
+                   bind: address already in use\"";
+        let exited = Error::Exited("kube-apiserver".into(), "exit status: 1".into(), log.into());
+        assert!(exited.is_port_taken());
+        let unhealthy = Error::Unhealthy("etcd".into(), Duration::from_secs(60), log.into());
+        assert!(unhealthy.is_port_taken());
+        let other = Error::Exited(
+            "kube-apiserver".into(),
+            "exit status: 1".into(),
+            "error: unknown flag: --nope".into(),
+        );
+        assert!(!other.is_port_taken());
+        assert!(!Error::Start("etcd".into(), "address already in use".into()).is_port_taken());
     }
 }
