@@ -2,9 +2,11 @@
 //! precomputed requests ([`PodInfo`]), per-node aggregates ([`NodeInfo`]), the incremental
 //! [`Cache`] fed by pod and node events (with assumed pods), and the cheap [`Snapshot`] a
 //! scheduling cycle works on; beside them, the listers plugins read directly
-//! ([`Workloads`], [`PodGroups`], [`Volumes`]).
+//! ([`Workloads`], [`PodGroups`], [`Volumes`], [`DeviceResources`]).
 
+mod assume;
 mod cache;
+mod device_resources;
 mod disruption_budgets;
 mod legacy_pod;
 mod node_info;
@@ -16,7 +18,9 @@ mod snapshot;
 mod volumes;
 mod workloads;
 
+pub use assume::resource_version;
 pub use cache::{Cache, CacheError};
+pub use device_resources::{DeviceResources, is_allocated};
 pub use disruption_budgets::DisruptionBudgets;
 pub use legacy_pod::WorkloadReference;
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo, normalized_image_name};
@@ -25,8 +29,9 @@ pub use pod_info::{Memo, PodInfo, host_ports, pod_key};
 pub use pod_requests::default_pod_level_requests;
 pub use resource::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, QuantityError, Resource,
-    is_extended_resource_name, is_scalar_resource_name, parse_milli_value, parse_value,
+    is_extended_resource_name, is_scalar_resource_name, parse_milli_value, parse_nanos,
+    parse_nanos_exact, parse_value,
 };
 pub use snapshot::{ChangeCursor, NamespaceLabels, Snapshot};
-pub use volumes::{Volumes, claim_key, resource_version};
+pub use volumes::{Volumes, claim_key};
 pub use workloads::Workloads;

@@ -171,9 +171,26 @@ fn saturate(n: i128) -> i64 {
     i64::try_from(n).unwrap_or(if n < 0 { i64::MIN } else { i64::MAX })
 }
 
-/// Parses a quantity into nano-units with apimachinery's grammar and rounding.
-pub(super) fn parse_nanos(resource: &str, q: &Quantity) -> Result<i128, QuantityError> {
-    parse_quantity(&q.0).map_err(|reason| QuantityError {
+/// Parses a quantity into nano-units with apimachinery's grammar and rounding (up, to a
+/// nano-unit; at most `i64::MAX` units).
+pub fn parse_nanos(resource: &str, q: &Quantity) -> Result<i128, QuantityError> {
+    parse_capped(resource, q, MAX_NANOS)
+}
+
+/// Parses a quantity into nano-units like [`parse_nanos`], capped at [`MAX_EXACT_NANOS`]
+/// instead of `i64::MAX` units: dynamic resource allocation compares capacities and
+/// counters exactly, also beyond what an `i64` of units holds (apimachinery keeps such
+/// decimal quantities at arbitrary precision).
+pub fn parse_nanos_exact(resource: &str, q: &Quantity) -> Result<i128, QuantityError> {
+    parse_capped(resource, q, MAX_EXACT_NANOS)
+}
+
+/// The largest amount [`parse_nanos_exact`] keeps: 10^36 nano-units (10^27 units), so
+/// that the sum of any two still fits an `i128`.
+pub const MAX_EXACT_NANOS: i128 = 1_000_000_000_000_000_000_000_000_000_000_000_000;
+
+fn parse_capped(resource: &str, q: &Quantity, cap: i128) -> Result<i128, QuantityError> {
+    parse_quantity(&q.0, cap).map_err(|reason| QuantityError {
         resource: resource.to_owned(),
         value: q.0.clone(),
         reason: reason.to_owned(),
@@ -182,7 +199,7 @@ pub(super) fn parse_nanos(resource: &str, q: &Quantity) -> Result<i128, Quantity
 
 /// `<sign><digits>[.<digits>]<suffix>`, suffix one of the decimal SI prefixes
 /// (`n u m "" k M G T P E`), the binary ones (`Ki` .. `Ei`) or an exponent (`e3`, `E-2`).
-fn parse_quantity(s: &str) -> Result<i128, &'static str> {
+fn parse_quantity(s: &str, cap: i128) -> Result<i128, &'static str> {
     const VALID: &str = "expected a number with an optional suffix (m, k, M, G, Ki, Mi, Gi, e3, ...), e.g. \"100m\" or \"1.5Gi\"";
     let (negative, rest) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
@@ -204,7 +221,7 @@ fn parse_quantity(s: &str) -> Result<i128, &'static str> {
     }
     let (exp10, exp2) = parse_suffix(suffix).ok_or(VALID)?;
     let frac_len = i64::try_from(frac_digits.len()).map_err(|_| VALID)?;
-    let magnitude = scaled_nanos(int_digits, frac_digits, exp10 - frac_len + 9, exp2);
+    let magnitude = scaled_nanos(int_digits, frac_digits, exp10 - frac_len + 9, exp2, cap);
     Ok(if negative { -magnitude } else { magnitude })
 }
 
@@ -246,8 +263,8 @@ fn parse_suffix(suffix: &str) -> Option<(i64, u32)> {
     }
 }
 
-/// `digits * 10^exp10 * 2^exp2`, rounded up to an integer and capped at [`MAX_NANOS`].
-fn scaled_nanos(int_digits: &str, frac_digits: &str, exp10: i64, exp2: u32) -> i128 {
+/// `digits * 10^exp10 * 2^exp2`, rounded up to an integer and capped at `cap`.
+fn scaled_nanos(int_digits: &str, frac_digits: &str, exp10: i64, exp2: u32, cap: i128) -> i128 {
     let all = format!("{int_digits}{frac_digits}");
     let significant = all.trim_start_matches('0');
     let trimmed = significant.trim_end_matches('0');
@@ -266,21 +283,21 @@ fn scaled_nanos(int_digits: &str, frac_digits: &str, exp10: i64, exp2: u32) -> i
         exp10 += (trimmed.len() - kept) as i64;
     }
     let Some(mantissa) = mantissa.checked_mul(1 << exp2) else {
-        return MAX_NANOS;
+        return cap;
     };
     if exp10 >= 0 {
         let scaled = u32::try_from(exp10)
             .ok()
             .and_then(|e| 10i128.checked_pow(e))
             .and_then(|p| mantissa.checked_mul(p));
-        scaled.map_or(MAX_NANOS, |n| n.min(MAX_NANOS))
+        scaled.map_or(cap, |n| n.min(cap))
     } else {
         // mantissa < 2^124, so a divisor above 10^38 leaves less than one nano: round up.
         match u32::try_from(-exp10)
             .ok()
             .and_then(|e| 10i128.checked_pow(e))
         {
-            Some(divisor) => div_away_from_zero(mantissa, divisor).min(MAX_NANOS),
+            Some(divisor) => div_away_from_zero(mantissa, divisor).min(cap),
             None => 1,
         }
     }
