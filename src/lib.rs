@@ -50,6 +50,7 @@ pub mod bench;
 pub mod cli;
 pub mod cluster;
 pub mod convert;
+pub mod dra;
 pub mod files;
 pub mod framework;
 pub mod helpers;

@@ -15,18 +15,7 @@ pub(crate) fn deterministic_uid(key: &str) -> String {
     let high = fnv1a(key.as_bytes(), 0);
     let low = fnv1a(key.as_bytes(), 0x9e37_79b9_7f4a_7c15);
     let bytes = ((u128::from(high) << 64) | u128::from(low)).to_be_bytes();
-    let mut b = bytes;
-    b[6] = (b[6] & 0x0f) | 0x80;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|byte| format!("{byte:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    crate::helpers::uuid::uuid_text(bytes, 8)
 }
 
 /// The 5-character suffix of `generateName`, from the alphabet the API server uses.
