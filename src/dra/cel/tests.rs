@@ -375,6 +375,14 @@ device.attributes["dra.example.com"]["version"].isGreaterThan(semver("0.0.1"))
         row("allow_multiple_allocations_default", "device.allowMultipleAllocations == false", Match(true)),
         row("allow_multiple_allocations_false", "device.allowMultipleAllocations == false", Match(true))
             .allow_multiple(Some(false)),
+        row("allow_multiple_allocations_new", "device.allowMultipleAllocations == false", Match(true))
+            .allow_multiple(Some(false)),
+        row(
+            "allow_multiple_allocations_enabled",
+            "device.allowMultipleAllocations == false",
+            Match(true),
+        )
+        .allow_multiple(Some(false)),
     ];
     // Upstream's `includes-function-on-very-long-list-positive`: 48 values, value-0 to
     // value-47, and the one asked for is value-48.
