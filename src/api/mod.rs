@@ -1,16 +1,19 @@
 //! berth's Kubernetes API (group `berth.dev`, version `v1alpha1`) as plain types: the
 //! [`SchedulerProfile`] and [`PodGroup`] custom resources, the [`ExtensionPoint`]s a
-//! profile names and the apimachinery-style [`FieldError`] every check of user input
-//! reports. This is the bottom layer: it imports nothing of berth. Generating the CRDs
-//! from these types and the plugin registry, and validating profiles locally, is the
-//! job of [`crate::schema`], above the framework.
+//! profile names, the apimachinery-style [`FieldError`] every check of user input
+//! reports and the Go-syntax [`GoDuration`] of upstream's plugin args. This is the
+//! bottom layer: it imports nothing of berth. Generating the CRDs from these types and
+//! the plugin registry, and validating profiles locally, is the job of
+//! [`crate::schema`], above the framework.
 
+mod duration;
 mod extension_point;
 mod field_error;
 pub(crate) mod limits;
 mod podgroup;
 mod profile;
 
+pub use duration::GoDuration;
 pub use extension_point::ExtensionPoint;
 pub use field_error::{FieldError, FieldErrorKind};
 pub use podgroup::{
