@@ -7,6 +7,10 @@
 //! ([`super::assume`]) on top: PreBind assumes the claim it wrote so that the next cycle
 //! sees the allocation before the watch delivers it.
 //!
+//! The allocator sees slices with DeviceTaintRules applied
+//! ([`DeviceResources::slices_with_taint_rules`]): every rule's taint is added to the
+//! devices its selector picks, after their own taints, as upstream's slice tracker does.
+//!
 //! Between Reserve and PreBind a claim's allocation exists only in the scheduler: the
 //! plugin *signals a pending allocation* (upstream's in-flight allocations), which every
 //! later cycle counts as allocated ([`DeviceResources::allocated_claims`]), so two pods
@@ -36,6 +40,8 @@ struct Inner {
     /// Bumped on every change of slices, classes or taint rules, so that what is derived
     /// from them (the pools a node sees) is recomputed only when they change.
     inventory_generation: u64,
+    /// The slices with taint rules applied, and the generation they were made at.
+    patched: Option<(u64, Arc<Vec<Arc<ResourceSlice>>>)>,
 }
 
 /// The resource.k8s.io objects of the cluster, by key.
@@ -215,6 +221,32 @@ impl DeviceResources {
         self.read().taint_rules.values().cloned().collect()
     }
 
+    /// Every ResourceSlice, by name, with the taints of the DeviceTaintRules that select
+    /// its devices added; computed again only after slices or rules changed.
+    pub fn slices_with_taint_rules(&self) -> Arc<Vec<Arc<ResourceSlice>>> {
+        {
+            let inner = self.read();
+            if let Some((generation, patched)) = &inner.patched
+                && *generation == inner.inventory_generation
+            {
+                return patched.clone();
+            }
+        }
+        let mut inner = self.write();
+        let rules: Vec<Arc<DeviceTaintRule>> = inner.taint_rules.values().cloned().collect();
+        let patched: Vec<Arc<ResourceSlice>> = inner
+            .slices
+            .values()
+            .map(|slice| match with_taint_rules(slice, &rules) {
+                Some(patched) => Arc::new(patched),
+                None => slice.clone(),
+            })
+            .collect();
+        let patched = Arc::new(patched);
+        inner.patched = Some((inner.inventory_generation, patched.clone()));
+        patched
+    }
+
     /// Changes with every change of slices, classes and taint rules.
     pub fn inventory_generation(&self) -> u64 {
         self.read().inventory_generation
@@ -226,6 +258,47 @@ impl DeviceResources {
         let inner = self.read();
         inner.slices.is_empty() && inner.classes.is_empty()
     }
+}
+
+/// `slice` with the taint of every rule whose selector picks a device added to that
+/// device's taints (upstream's slice tracker): a rule without a selector picks nothing,
+/// an empty selector every device, and its driver, pool and device name narrow it.
+/// `None` when no rule picks any device.
+pub fn with_taint_rules(
+    slice: &ResourceSlice,
+    rules: &[Arc<DeviceTaintRule>],
+) -> Option<ResourceSlice> {
+    let mut patched: Option<ResourceSlice> = None;
+    for rule in rules {
+        let Some(selector) = &rule.spec.device_selector else {
+            continue;
+        };
+        if selector
+            .driver
+            .as_ref()
+            .is_some_and(|d| *d != slice.spec.driver)
+            || selector
+                .pool
+                .as_ref()
+                .is_some_and(|p| *p != slice.spec.pool.name)
+        {
+            continue;
+        }
+        let devices = slice.spec.devices.as_deref().unwrap_or_default();
+        for (index, device) in devices.iter().enumerate() {
+            if selector.device.as_ref().is_some_and(|d| *d != device.name) {
+                continue;
+            }
+            let copy = patched.get_or_insert_with(|| slice.clone());
+            if let Some(target) = copy.spec.devices.as_mut().and_then(|d| d.get_mut(index)) {
+                target
+                    .taints
+                    .get_or_insert_with(Vec::new)
+                    .push(rule.spec.taint.clone());
+            }
+        }
+    }
+    patched
 }
 
 /// Whether `claim` has `status.allocation`.
@@ -313,5 +386,212 @@ mod tests {
         assert!(resources.inventory_generation() > start);
         assert!(resources.class("gpu").is_some());
         assert!(!resources.is_empty());
+    }
+
+    /// The final states of upstream's `TestListPatchedResourceSlices` (resourceslice
+    /// tracker): which devices of slices s1 (driver-1, pool-1) and s2 (driver-2,
+    /// pool-2) carry the rule's taint.
+    #[test]
+    fn taint_rules_patch_the_devices_they_select_as_upstreams_tracker() {
+        use k8s_openapi::api::resource::v1::{
+            Device, DeviceTaint, DeviceTaintRuleSpec, DeviceTaintSelector, ResourcePool,
+            ResourceSliceSpec,
+        };
+
+        let taint = |key: &str, value: &str| DeviceTaint {
+            key: key.into(),
+            value: Some(value.into()),
+            effect: "NoExecute".into(),
+            time_added: None,
+        };
+        let rule_taint = taint("example.com/taint", "tainted");
+        let device = |name: &str, taints: Vec<DeviceTaint>| Device {
+            name: name.into(),
+            taints: (!taints.is_empty()).then_some(taints),
+            ..Device::default()
+        };
+        let slice = |name: &str, driver: &str, pool: &str, devices: Vec<Device>| ResourceSlice {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            spec: ResourceSliceSpec {
+                driver: driver.into(),
+                pool: ResourcePool {
+                    name: pool.into(),
+                    ..ResourcePool::default()
+                },
+                devices: Some(devices),
+                ..ResourceSliceSpec::default()
+            },
+        };
+        let s1 = |devices| slice("s1", "driver-1", "pool-1", devices);
+        let s2 = |devices| slice("s2", "driver-2", "pool-2", devices);
+        let rule = |selector: Option<DeviceTaintSelector>| DeviceTaintRule {
+            metadata: ObjectMeta {
+                name: Some("rule".into()),
+                ..ObjectMeta::default()
+            },
+            spec: DeviceTaintRuleSpec {
+                device_selector: selector,
+                taint: rule_taint.clone(),
+            },
+            status: None,
+        };
+        let all = || rule(Some(DeviceTaintSelector::default()));
+        let select = |driver: Option<&str>, pool: Option<&str>, device: Option<&str>| {
+            rule(Some(DeviceTaintSelector {
+                driver: driver.map(str::to_string),
+                pool: pool.map(str::to_string),
+                device: device.map(str::to_string),
+            }))
+        };
+        let tainted = || vec![rule_taint.clone()];
+        let three = |tainted_one: bool| {
+            vec![
+                device("device-0", vec![]),
+                device("device-1", if tainted_one { tainted() } else { vec![] }),
+                device("device-2", vec![]),
+            ]
+        };
+        let existing = taint("example.com/taint2", "tainted2");
+        // Each case: its name, the slices, the rules and the slices as patched.
+        type Case = (
+            &'static str,
+            Vec<ResourceSlice>,
+            Vec<DeviceTaintRule>,
+            Vec<ResourceSlice>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "patch-all-slices",
+                vec![s1(vec![device("device-1", vec![])])],
+                vec![all()],
+                vec![s1(vec![device("device-1", tainted())])],
+            ),
+            (
+                "update-patch",
+                vec![
+                    s1(vec![device("device-1", vec![])]),
+                    s2(vec![device("device-2", vec![])]),
+                ],
+                vec![select(None, Some("pool-2"), None)],
+                vec![
+                    s1(vec![device("device-1", vec![])]),
+                    s2(vec![device("device-2", tainted())]),
+                ],
+            ),
+            (
+                "remove-patch-known-deleted-rule",
+                vec![
+                    s1(vec![device("device-1", vec![])]),
+                    s2(vec![device("device-2", vec![])]),
+                ],
+                vec![],
+                vec![
+                    s1(vec![device("device-1", vec![])]),
+                    s2(vec![device("device-2", vec![])]),
+                ],
+            ),
+            (
+                "merge-taints",
+                vec![s1(vec![device("device-1", vec![existing.clone()])])],
+                vec![all()],
+                vec![s1(vec![device(
+                    "device-1",
+                    vec![existing.clone(), rule_taint.clone()],
+                )])],
+            ),
+            (
+                "add-taint-for-driver",
+                vec![
+                    s1(vec![device("device-1", vec![])]),
+                    s2(vec![device("device-2", vec![])]),
+                ],
+                vec![select(Some("driver-1"), None, None)],
+                vec![
+                    s1(vec![device("device-1", tainted())]),
+                    s2(vec![device("device-2", vec![])]),
+                ],
+            ),
+            (
+                "add-taint-for-pool",
+                vec![
+                    s1(vec![device("device-1", vec![])]),
+                    s2(vec![device("device-2", vec![])]),
+                ],
+                vec![select(None, Some("pool-1"), None)],
+                vec![
+                    s1(vec![device("device-1", tainted())]),
+                    s2(vec![device("device-2", vec![])]),
+                ],
+            ),
+            (
+                "add-taint-for-device",
+                vec![
+                    s1(vec![device("device-1", vec![])]),
+                    s2(vec![device("device-2", vec![])]),
+                ],
+                vec![select(None, None, Some("device-1"))],
+                vec![
+                    s1(vec![device("device-1", tainted())]),
+                    s2(vec![device("device-2", vec![])]),
+                ],
+            ),
+            (
+                "filter-all-criteria",
+                vec![
+                    s1(vec![device("device-1", vec![])]),
+                    s2(vec![device("device-2", vec![])]),
+                ],
+                vec![select(Some("driver-1"), Some("pool-1"), Some("device-1"))],
+                vec![
+                    s1(vec![device("device-1", tainted())]),
+                    s2(vec![device("device-2", vec![])]),
+                ],
+            ),
+            (
+                "update-patched-slice",
+                vec![s1(three(false)), s2(vec![device("device-1", vec![])])],
+                vec![select(None, None, Some("device-1"))],
+                vec![s1(three(true)), s2(vec![device("device-1", tainted())])],
+            ),
+            (
+                "nil-selector-matches-none",
+                vec![
+                    s1(vec![device("device-1", vec![])]),
+                    s2(vec![device("device-2", vec![])]),
+                ],
+                vec![rule(None)],
+                vec![
+                    s1(vec![device("device-1", vec![])]),
+                    s2(vec![device("device-2", vec![])]),
+                ],
+            ),
+        ];
+        for (name, slices, rules, want) in cases {
+            let resources = DeviceResources::new();
+            for slice in slices {
+                resources.apply_slice(slice);
+            }
+            for rule in rules {
+                resources.apply_taint_rule(rule);
+            }
+            let got: Vec<ResourceSlice> = resources
+                .slices_with_taint_rules()
+                .iter()
+                .map(|s| s.as_ref().clone())
+                .collect();
+            assert_eq!(got, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn patched_slices_are_made_again_only_after_a_change() {
+        let resources = DeviceResources::new();
+        let first = resources.slices_with_taint_rules();
+        assert!(Arc::ptr_eq(&first, &resources.slices_with_taint_rules()));
+        resources.apply_taint_rule(DeviceTaintRule::default());
+        assert!(!Arc::ptr_eq(&first, &resources.slices_with_taint_rules()));
     }
 }
