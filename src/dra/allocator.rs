@@ -888,6 +888,12 @@ impl<'s, 'a> Search<'s, 'a> {
         Ok(true)
     }
 
+    /// The prepared request or subrequest at `key`; every one the search reaches was
+    /// prepared, so a missing one is an internal error, not a panic.
+    fn request(&self, key: RequestKey) -> Result<&RequestData<'s>, AllocateError> {
+        self.requests.get(&key).ok_or_else(|| unprepared(key))
+    }
+
     fn in_use(&self, id: &DeviceId) -> bool {
         self.allocator.allocated.devices.contains(id)
             || self.allocating.get(id).is_some_and(|c| !c.is_empty())
@@ -917,7 +923,7 @@ impl<'s, 'a> Search<'s, 'a> {
         }
         let key = r.key();
         let (has_parent, all, count, no_all_devices, admin) = {
-            let data = &self.requests[&key];
+            let data = self.request(key)?;
             (
                 data.parent.is_some(),
                 data.all,
@@ -974,7 +980,9 @@ impl<'s, 'a> Search<'s, 'a> {
             ..r
         };
         if all {
-            let at = self.requests[&key].all_devices[r.device];
+            let Some(&at) = self.request(key)?.all_devices.get(r.device) else {
+                return Ok(false);
+            };
             let Some(undo) = self.allocate_device(r, at, true)? else {
                 return Ok(false);
             };
@@ -1019,7 +1027,9 @@ impl<'s, 'a> Search<'s, 'a> {
                         slice: s,
                         device: d,
                     };
-                    let data = self.requests.remove(&key).expect("prepared");
+                    let Some(data) = self.requests.remove(&key) else {
+                        return Err(Failure::Fatal(unprepared(key)));
+                    };
                     let selected = self.selects(key, &data, at);
                     let capacity = data.capacity;
                     let name = data.name;
@@ -1077,7 +1087,7 @@ impl<'s, 'a> Search<'s, 'a> {
         let (pool, slice, device) = self.device(at);
         let id = device_id(&pool.id, device);
         let claim_label_text = claim_label(self.claim(r.claim));
-        let data = &self.requests[&r.key()];
+        let data = self.request(r.key())?;
         let (name, parent, admin, capacity, tolerations) = (
             data.name.to_string(),
             data.parent.map(str::to_string),
@@ -1340,7 +1350,10 @@ impl<'s, 'a> Search<'s, 'a> {
                         .as_ref()
                         .is_some_and(|s| !s.is_empty()) =>
                 {
-                    format!("{name}/{}", self.requests[&(ci, ri, sub)].name)
+                    match self.requests.get(&(ci, ri, sub)) {
+                        Some(data) => format!("{name}/{}", data.name),
+                        None => name.clone(),
+                    }
                 }
                 _ => name.clone(),
             }
@@ -1478,6 +1491,13 @@ impl<'s, 'a> Search<'s, 'a> {
             }],
         }))
     }
+}
+
+/// The error of a request the search reaches without having prepared it.
+fn unprepared(key: RequestKey) -> AllocateError {
+    AllocateError::Fatal(format!(
+        "internal error: request {key:?} (claim, request, subrequest) was not prepared"
+    ))
 }
 
 /// Same key, operator and set of values.
