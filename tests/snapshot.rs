@@ -176,10 +176,27 @@ async fn cluster(test: &str, setup: Setup) -> Option<KubeCluster> {
         ..Options::default()
     };
     let cluster = support::kube::start_or_skip(test, options).await?;
+    let client = admin(&cluster).await;
+    // The API server creates its own Service a moment after it is ready; a read taken
+    // before that would miss an object the comparison with what is served then finds.
+    support::kube::eventually(
+        "the API server has created Service default/kubernetes",
+        || {
+            let services: kube::Api<k8s_openapi::api::core::v1::Service> =
+                kube::Api::namespaced(client.clone(), "default");
+            async move {
+                services
+                    .get("kubernetes")
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        },
+    )
+    .await;
     if setup == Setup::Bare {
         return Some(cluster);
     }
-    let client = admin(&cluster).await;
     support::kube::install_crds(&client).await;
     let mut objects = cluster_objects();
     // What admission looks up first, as the API server requires: namespaces (each with
