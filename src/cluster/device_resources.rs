@@ -56,49 +56,54 @@ impl DeviceResources {
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Inner> {
-        // A poisoned lock only means a writer panicked mid-insert into a map; the maps
-        // are still valid.
-        self.inner.read().unwrap_or_else(|p| p.into_inner())
+        super::lock::read(&self.inner)
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, Inner> {
-        self.inner.write().unwrap_or_else(|p| p.into_inner())
+        super::lock::write(&self.inner)
+    }
+
+    /// Changes slices, classes or taint rules: what is derived from them is stale.
+    fn change_inventory(&self, change: impl FnOnce(&mut Inner)) {
+        let mut inner = self.write();
+        change(&mut inner);
+        inner.inventory_generation += 1;
     }
 
     pub fn apply_slice(&self, slice: ResourceSlice) {
-        let mut inner = self.write();
-        inner.slices.insert(slice.name_any(), Arc::new(slice));
-        inner.inventory_generation += 1;
+        self.change_inventory(|inner| {
+            inner.slices.insert(slice.name_any(), Arc::new(slice));
+        });
     }
 
     pub fn delete_slice(&self, slice: &ResourceSlice) {
-        let mut inner = self.write();
-        inner.slices.remove(&slice.name_any());
-        inner.inventory_generation += 1;
+        self.change_inventory(|inner| {
+            inner.slices.remove(&slice.name_any());
+        });
     }
 
     pub fn apply_class(&self, class: DeviceClass) {
-        let mut inner = self.write();
-        inner.classes.insert(class.name_any(), Arc::new(class));
-        inner.inventory_generation += 1;
+        self.change_inventory(|inner| {
+            inner.classes.insert(class.name_any(), Arc::new(class));
+        });
     }
 
     pub fn delete_class(&self, class: &DeviceClass) {
-        let mut inner = self.write();
-        inner.classes.remove(&class.name_any());
-        inner.inventory_generation += 1;
+        self.change_inventory(|inner| {
+            inner.classes.remove(&class.name_any());
+        });
     }
 
     pub fn apply_taint_rule(&self, rule: DeviceTaintRule) {
-        let mut inner = self.write();
-        inner.taint_rules.insert(rule.name_any(), Arc::new(rule));
-        inner.inventory_generation += 1;
+        self.change_inventory(|inner| {
+            inner.taint_rules.insert(rule.name_any(), Arc::new(rule));
+        });
     }
 
     pub fn delete_taint_rule(&self, rule: &DeviceTaintRule) {
-        let mut inner = self.write();
-        inner.taint_rules.remove(&rule.name_any());
-        inner.inventory_generation += 1;
+        self.change_inventory(|inner| {
+            inner.taint_rules.remove(&rule.name_any());
+        });
     }
 
     pub fn apply_template(&self, template: ResourceClaimTemplate) {
@@ -251,13 +256,6 @@ impl DeviceResources {
     pub fn inventory_generation(&self) -> u64 {
         self.read().inventory_generation
     }
-
-    /// Whether there is any ResourceSlice or DeviceClass: without either no device can be
-    /// allocated, and a pod's claims fail before the allocator runs.
-    pub fn is_empty(&self) -> bool {
-        let inner = self.read();
-        inner.slices.is_empty() && inner.classes.is_empty()
-    }
 }
 
 /// `slice` with the taint of every rule whose selector picks a device added to that
@@ -385,7 +383,6 @@ mod tests {
         });
         assert!(resources.inventory_generation() > start);
         assert!(resources.class("gpu").is_some());
-        assert!(!resources.is_empty());
     }
 
     /// The final states of upstream's `TestListPatchedResourceSlices` (resourceslice

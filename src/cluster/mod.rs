@@ -9,6 +9,7 @@ mod cache;
 mod device_resources;
 mod disruption_budgets;
 mod legacy_pod;
+pub(crate) mod lock;
 mod node_info;
 mod pod_groups;
 mod pod_info;

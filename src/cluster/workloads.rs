@@ -45,13 +45,11 @@ impl Workloads {
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Inner> {
-        // A poisoned lock only means a writer panicked mid-insert into a map; the maps
-        // are still valid.
-        self.inner.read().unwrap_or_else(|p| p.into_inner())
+        super::lock::read(&self.inner)
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, Inner> {
-        self.inner.write().unwrap_or_else(|p| p.into_inner())
+        super::lock::write(&self.inner)
     }
 
     pub fn apply_service(&self, service: &Service) {

@@ -17,6 +17,7 @@
 //! fails only the node ([`AllocateError::Node`]), and the deadline (DynamicResources'
 //! `filterTimeout`) fails the node as timed out.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -224,7 +225,7 @@ impl<'a> Allocator<'a> {
             allocating_capacity: HashMap::new(),
             consumed_counters: HashMap::new(),
             picks: vec![Vec::new(); claims.len()],
-            selectable: HashMap::new(),
+            selectable: RefCell::new(HashMap::new()),
         };
         search.prepare()?;
         let done = match search.allocate_one(Position::default(), false, Start::default()) {
@@ -351,18 +352,11 @@ struct Pick {
     request: String,
     parent: Option<String>,
     id: DeviceId,
-    at: DeviceRefOwned,
+    at: DeviceRef,
     share_id: Option<String>,
     admin_access: bool,
     consumed: Option<Consumed>,
     tolerations: Option<Vec<DeviceToleration>>,
-}
-
-#[derive(Clone, Copy)]
-struct DeviceRefOwned {
-    pool: usize,
-    slice: usize,
-    device: usize,
 }
 
 /// A constraint of a claim and its state.
@@ -595,7 +589,7 @@ struct Search<'s, 'a> {
     consumed_counters: HashMap<usize, BTreeMap<String, BTreeMap<String, Amount>>>,
     picks: Vec<Vec<Pick>>,
     /// Whether a device is selected by a request, by device and request.
-    selectable: HashMap<(usize, usize, usize, RequestKey), bool>,
+    selectable: RefCell<HashMap<(usize, usize, usize, RequestKey), bool>>,
 }
 
 impl<'s, 'a> Search<'s, 'a> {
@@ -703,7 +697,7 @@ impl<'s, 'a> Search<'s, 'a> {
     }
 
     fn prepare_request(
-        &mut self,
+        &self,
         key: RequestKey,
         label: &str,
         spec: RequestSpec<'s>,
@@ -764,7 +758,7 @@ impl<'s, 'a> Search<'s, 'a> {
     /// capacity request, of every pool; an incomplete or invalid pool is fatal. `key` is
     /// the request's, for the selectors' errors (which name its claim) and their cache.
     fn all_devices(
-        &mut self,
+        &self,
         key: RequestKey,
         label: &str,
         data: &RequestData<'s>,
@@ -815,13 +809,13 @@ impl<'s, 'a> Search<'s, 'a> {
     /// of a per-device slice is for this node. The answer is cached per device and
     /// request (`key`: claim, request, subrequest).
     fn selects(
-        &mut self,
+        &self,
         key: RequestKey,
         data: &RequestData<'s>,
         at: DeviceRef,
     ) -> Result<bool, AllocateError> {
         let cache_key = (at.pool, at.slice, at.device, key);
-        if let Some(hit) = self.selectable.get(&cache_key) {
+        if let Some(hit) = self.selectable.borrow().get(&cache_key) {
             return Ok(*hit);
         }
         let (pool, slice, device) = self.device(at);
@@ -834,11 +828,11 @@ impl<'s, 'a> Search<'s, 'a> {
             .as_ref()
             .and_then(|s| s.selectors.as_deref())
             .unwrap_or_default();
-        let owner = format!("class {class_name}");
-        let mut selected = self.selected_by(&owner, class_selectors, driver, device, &id)?;
+        let class_owner = || format!("class {class_name}");
+        let mut selected = self.selected_by(&class_owner, class_selectors, driver, device, &id)?;
         if selected {
-            let owner = format!("claim {}", claim_label(self.claim(key.0)));
-            selected = self.selected_by(&owner, data.selectors, driver, device, &id)?;
+            let claim_owner = || format!("claim {}", claim_label(self.claim(key.0)));
+            selected = self.selected_by(&claim_owner, data.selectors, driver, device, &id)?;
         }
         if selected && slice.spec.per_device_node_selection == Some(true) {
             selected = node_matches(
@@ -849,16 +843,16 @@ impl<'s, 'a> Search<'s, 'a> {
             )
             .map_err(AllocateError::Fatal)?;
         }
-        self.selectable.insert(cache_key, selected);
+        self.selectable.borrow_mut().insert(cache_key, selected);
         Ok(selected)
     }
 
     /// Whether every one of `selectors` selects the device, evaluated in order up to the
-    /// first that does not; an error names `owner` (`class <name>` or `claim <name>`) as
-    /// upstream's messages do.
+    /// first that does not; an error names `owner()` (`class <name>` or `claim <name>`)
+    /// as upstream's messages do.
     fn selected_by(
         &self,
-        owner: &str,
+        owner: &dyn Fn() -> String,
         selectors: &[DeviceSelector],
         driver: &str,
         device: &Device,
@@ -875,12 +869,14 @@ impl<'s, 'a> Search<'s, 'a> {
                 Ok(false) => return Ok(false),
                 Err(SelectorError::Compile(e)) => {
                     return Err(AllocateError::Fatal(format!(
-                        "{owner}: selector #{i}: CEL compile error: {e}"
+                        "{}: selector #{i}: CEL compile error: {e}",
+                        owner()
                     )));
                 }
                 Err(SelectorError::Runtime(e)) => {
                     return Err(AllocateError::Fatal(format!(
-                        "{owner}: selector #{i} on device {id}: CEL runtime error: {e}"
+                        "{}: selector #{i} on device {id}: CEL runtime error: {e}",
+                        owner()
                     )));
                 }
             }
@@ -994,7 +990,6 @@ impl<'s, 'a> Search<'s, 'a> {
                 }
             };
         }
-        let label = claim_label(claim);
         for p in start.pool..self.pools.len() {
             let pool = &self.pools[p];
             if !pool.usable() {
@@ -1027,16 +1022,11 @@ impl<'s, 'a> Search<'s, 'a> {
                         slice: s,
                         device: d,
                     };
-                    let Some(data) = self.requests.remove(&key) else {
-                        return Err(Failure::Fatal(unprepared(key)));
-                    };
-                    let selected = self.selects(key, &data, at);
-                    let capacity = data.capacity;
-                    let name = data.name;
-                    self.requests.insert(key, data);
-                    if !selected? {
+                    let data = self.request(key)?;
+                    if !self.selects(key, data, at)? {
                         continue;
                     }
+                    let (capacity, name) = (data.capacity, data.name);
                     let empty = BTreeMap::new();
                     let fits = request_fits(
                         self.allocator.allocated.capacity.get(&id),
@@ -1046,7 +1036,8 @@ impl<'s, 'a> Search<'s, 'a> {
                     )
                     .map_err(|e| {
                         AllocateError::Fatal(format!(
-                            "claim {label}, request {name}: checking capacity for device {id}: {e}"
+                            "claim {}, request {name}: checking capacity for device {id}: {e}",
+                            claim_label(claim)
                         ))
                     })?;
                     if !fits {
@@ -1086,7 +1077,7 @@ impl<'s, 'a> Search<'s, 'a> {
     ) -> Result<Option<Undo>, AllocateError> {
         let (pool, slice, device) = self.device(at);
         let id = device_id(&pool.id, device);
-        let claim_label_text = claim_label(self.claim(r.claim));
+        let claim = self.claim(r.claim);
         let data = self.request(r.key())?;
         let (name, parent, admin, capacity, tolerations) = (
             data.name.to_string(),
@@ -1146,7 +1137,8 @@ impl<'s, 'a> Search<'s, 'a> {
             self.undo(undo);
             if must {
                 return Err(AllocateError::Fatal(format!(
-                    "claim {claim_label_text}, request {name}: cannot add device {id} because a claim constraint would not be satisfied"
+                    "claim {}, request {name}: cannot add device {id} because a claim constraint would not be satisfied",
+                    claim_label(claim)
                 )));
             }
             return Ok(None);
@@ -1175,7 +1167,8 @@ impl<'s, 'a> Search<'s, 'a> {
             Err(e) => {
                 self.undo(undo);
                 return Err(AllocateError::Fatal(format!(
-                    "claim {claim_label_text}, request {name}: rechecking capacity for device {id}: {e}"
+                    "claim {}, request {name}: rechecking capacity for device {id}: {e}",
+                    claim_label(claim)
                 )));
             }
         }
@@ -1187,7 +1180,8 @@ impl<'s, 'a> Search<'s, 'a> {
                 Err(e) => {
                     self.undo(undo);
                     return Err(AllocateError::Fatal(format!(
-                        "claim {claim_label_text}, request {name}: computing consumed capacity for device {id}: {e}"
+                        "claim {}, request {name}: computing consumed capacity for device {id}: {e}",
+                        claim_label(claim)
                     )));
                 }
             };
@@ -1207,11 +1201,7 @@ impl<'s, 'a> Search<'s, 'a> {
             request: name,
             parent,
             id,
-            at: DeviceRefOwned {
-                pool: at.pool,
-                slice: at.slice,
-                device: at.device,
-            },
+            at,
             share_id,
             admin_access: admin,
             consumed: consumed_result,
@@ -1294,11 +1284,7 @@ impl<'s, 'a> Search<'s, 'a> {
             let results = picks
                 .iter()
                 .map(|pick| {
-                    let (_, _, device) = self.device(DeviceRef {
-                        pool: pick.at.pool,
-                        slice: pick.at.slice,
-                        device: pick.at.device,
-                    });
+                    let (_, _, device) = self.device(pick.at);
                     DeviceRequestAllocationResult {
                         request: match &pick.parent {
                             Some(parent) => format!("{parent}/{}", pick.request),
@@ -1432,11 +1418,7 @@ impl<'s, 'a> Search<'s, 'a> {
         let mut fields: Vec<NodeSelectorRequirement> = Vec::new();
         let mut expressions: Vec<NodeSelectorRequirement> = Vec::new();
         for pick in picks {
-            let (_, slice, device) = self.device(DeviceRef {
-                pool: pick.at.pool,
-                slice: pick.at.slice,
-                device: pick.at.device,
-            });
+            let (_, slice, device) = self.device(pick.at);
             let (name, selector) = if slice.spec.per_device_node_selection == Some(true) {
                 (device.node_name.as_ref(), device.node_selector.as_ref())
             } else {

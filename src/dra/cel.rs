@@ -30,7 +30,7 @@
 use std::cell::Cell;
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use cel::common::ast::{CallExpr, Expr, IdedExpr, LiteralValue};
 use cel::objects::{Key, Map, Opaque};
@@ -62,7 +62,7 @@ pub enum SelectorError {
 /// The selector engine: the function library, built once, and the parsed expressions.
 pub struct Selectors {
     root: Context<'static>,
-    compiled: Mutex<HashMap<String, Arc<Result<IdedExpr, String>>>>,
+    compiled: RwLock<HashMap<String, Arc<Result<IdedExpr, String>>>>,
 }
 
 impl Default for Selectors {
@@ -93,15 +93,21 @@ impl Selectors {
         }
         Selectors {
             root,
-            compiled: Mutex::new(HashMap::new()),
+            compiled: RwLock::new(HashMap::new()),
         }
     }
 
-    /// Parses `expression`, from the cache when it was parsed before.
+    /// Parses `expression`, from the cache when it was parsed before. Filter evaluates
+    /// on every worker thread at once, so a hit takes only the read lock.
     fn compile(&self, expression: &str) -> Arc<Result<IdedExpr, String>> {
-        let mut cache = self.compiled.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(hit) = cache.get(expression) {
-            return hit.clone();
+        let cached = self
+            .compiled
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(expression)
+            .cloned();
+        if let Some(hit) = cached {
+            return hit;
         }
         let parsed = Parser::new()
             .enable_optional_syntax(true)
@@ -112,6 +118,10 @@ impl Selectors {
             })
             .map_err(|e| format!("compilation failed: {e}"));
         let parsed = Arc::new(parsed);
+        let mut cache = self
+            .compiled
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         if cache.len() >= CACHE_SIZE {
             cache.clear();
         }
