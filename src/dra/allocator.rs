@@ -152,13 +152,15 @@ impl<F: Fn(&str) -> Option<Arc<DeviceClass>> + Sync> ClassLister for F {
 /// One pod's allocator (upstream creates one per scheduling cycle): the cluster's slices
 /// (with DeviceTaintRules' taints applied), the allocated state, and the counters each
 /// pool has left, computed once and shared by every node's [`Allocator::allocate`].
-pub struct Allocator<'a> {
-    allocated: &'a AllocatedState,
-    classes: &'a dyn ClassLister,
-    selectors: &'a Selectors,
-    all: Vec<&'a ResourceSlice>,
-    on_node: HashMap<&'a str, Vec<&'a ResourceSlice>>,
-    shared: Vec<&'a ResourceSlice>,
+pub struct Allocator {
+    allocated: Arc<AllocatedState>,
+    classes: Arc<dyn ClassLister + Send>,
+    selectors: Arc<Selectors>,
+    slices: Arc<Vec<Arc<ResourceSlice>>>,
+    /// Indices into `slices` of each node's own slices.
+    on_node: HashMap<String, Vec<usize>>,
+    /// Indices into `slices` of the slices not tied to one node.
+    shared: Vec<usize>,
     available_counters: Mutex<HashMap<PoolId, Arc<CounterSets>>>,
 }
 
@@ -171,27 +173,26 @@ pub fn claim_label(claim: &ResourceClaim) -> String {
     }
 }
 
-impl<'a> Allocator<'a> {
+impl Allocator {
     pub fn new(
-        allocated: &'a AllocatedState,
-        classes: &'a dyn ClassLister,
-        slices: &'a [Arc<ResourceSlice>],
-        selectors: &'a Selectors,
-    ) -> Allocator<'a> {
-        let mut on_node: HashMap<&str, Vec<&ResourceSlice>> = HashMap::new();
+        allocated: Arc<AllocatedState>,
+        classes: Arc<dyn ClassLister + Send>,
+        slices: Arc<Vec<Arc<ResourceSlice>>>,
+        selectors: Arc<Selectors>,
+    ) -> Allocator {
+        let mut on_node: HashMap<String, Vec<usize>> = HashMap::new();
         let mut shared = Vec::new();
-        let all: Vec<&ResourceSlice> = slices.iter().map(Arc::as_ref).collect();
-        for &slice in &all {
+        for (i, slice) in slices.iter().enumerate() {
             match slice.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
-                Some(node) => on_node.entry(node).or_default().push(slice),
-                None => shared.push(slice),
+                Some(node) => on_node.entry(node.to_string()).or_default().push(i),
+                None => shared.push(i),
             }
         }
         Allocator {
             allocated,
             classes,
             selectors,
-            all,
+            slices,
             on_node,
             shared,
             available_counters: Mutex::new(HashMap::new()),
@@ -207,10 +208,15 @@ impl<'a> Allocator<'a> {
         deadline: Option<Instant>,
     ) -> Result<Option<Vec<AllocationResult>>, AllocateError> {
         let node_name = node.metadata.name.as_deref().unwrap_or_default();
-        let mut candidates: Vec<&ResourceSlice> =
-            self.on_node.get(node_name).cloned().unwrap_or_default();
-        candidates.extend(self.shared.iter().copied());
-        let pools = gather(node, &candidates, &self.all)
+        let candidates: Vec<&ResourceSlice> = self
+            .on_node
+            .get(node_name)
+            .into_iter()
+            .flatten()
+            .chain(&self.shared)
+            .map(|&i| self.slices[i].as_ref())
+            .collect();
+        let pools = gather(node, &candidates, &self.slices)
             .map_err(|e| AllocateError::Fatal(format!("gather pool information: {e}")))?;
         let mut search = Search {
             allocator: self,
@@ -571,12 +577,12 @@ struct Undo {
     counters: Option<(usize, CounterAmounts)>,
 }
 
-struct Search<'s, 'a> {
-    allocator: &'s Allocator<'a>,
+struct Search<'s> {
+    allocator: &'s Allocator,
     node: &'s Node,
     claims: &'s [&'s ResourceClaim],
     deadline: Option<Instant>,
-    pools: &'s [Pool<'a>],
+    pools: &'s [Pool<'s>],
     requests: HashMap<RequestKey, RequestData<'s>>,
     /// The subrequest chosen for a `firstAvailable` request, by claim and request.
     selected_sub: HashMap<(usize, usize), usize>,
@@ -592,8 +598,8 @@ struct Search<'s, 'a> {
     selectable: RefCell<HashMap<(usize, usize, usize, RequestKey), bool>>,
 }
 
-impl<'s, 'a> Search<'s, 'a> {
-    fn device(&self, at: DeviceRef) -> (&'s Pool<'a>, &'a ResourceSlice, &'a Device) {
+impl<'s> Search<'s> {
+    fn device(&self, at: DeviceRef) -> (&'s Pool<'s>, &'s ResourceSlice, &'s Device) {
         let pool = &self.pools[at.pool];
         let slice = pool.slices[at.slice];
         (pool, slice, &devices(slice)[at.device])
@@ -1099,7 +1105,7 @@ impl<'s, 'a> Search<'s, 'a> {
         if !admin && self.in_use(&id) {
             return Ok(None);
         }
-        let allocated = self.allocator.allocated;
+        let allocated = &self.allocator.allocated;
         let capacity_in_use = allocated.capacity.contains_key(&id)
             || allocated.shared.contains(&id)
             || self.allocating_capacity.contains_key(&id);

@@ -5,6 +5,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, NodeSelector as NodeSelectorSpec};
 use k8s_openapi::api::resource::v1::{Device, ResourceSlice};
@@ -165,7 +166,7 @@ fn relevant(node: &Node, slice: &ResourceSlice) -> Result<bool, String> {
 pub fn gather<'a>(
     node: &Node,
     candidates: &[&'a ResourceSlice],
-    all: &[&'a ResourceSlice],
+    all: &'a [Arc<ResourceSlice>],
 ) -> Result<Vec<Pool<'a>>, String> {
     let mut by_pool: HashMap<PoolId, Vec<&'a ResourceSlice>> = HashMap::new();
     for &slice in candidates {
@@ -190,9 +191,10 @@ pub fn gather<'a>(
             pools.push(build(id, list, &[]));
             continue;
         }
-        let same_pool = |s: &&&ResourceSlice| pool_id(s) == id;
+        let same_pool = |s: &&ResourceSlice| pool_id(s) == id;
         if all
             .iter()
+            .map(Arc::as_ref)
             .filter(same_pool)
             .any(|s| s.spec.pool.generation > generation)
         {
@@ -201,9 +203,9 @@ pub fn gather<'a>(
         }
         let whole: Vec<&ResourceSlice> = all
             .iter()
+            .map(Arc::as_ref)
             .filter(same_pool)
             .filter(|s| s.spec.pool.generation == generation && !uses_compatibility_groups(s))
-            .copied()
             .collect();
         if whole.len() as i64 != count {
             pools.push(Pool {

@@ -1143,7 +1143,9 @@ struct Case {
 }
 
 /// Upstream's informer lister: the first class of the name.
-fn class_lister(classes: Vec<DeviceClass>) -> impl Fn(&str) -> Option<Arc<DeviceClass>> + Sync {
+fn class_lister(
+    classes: Vec<DeviceClass>,
+) -> impl Fn(&str) -> Option<Arc<DeviceClass>> + Sync + Send + 'static {
     move |name: &str| {
         classes
             .iter()
@@ -1155,7 +1157,7 @@ fn class_lister(classes: Vec<DeviceClass>) -> impl Fn(&str) -> Option<Arc<Device
 
 /// Runs every row, then fails naming every row that did not get its expectation.
 fn run(cases: Vec<Case>) {
-    let selectors = Selectors::new();
+    let selectors = Arc::new(Selectors::new());
     let failures: Vec<String> = cases
         .iter()
         .filter_map(|case| {
@@ -1174,7 +1176,7 @@ fn run(cases: Vec<Case>) {
 }
 
 /// Runs one row: `Err` says how the outcome differs from the expectation.
-fn check(case: &Case, selectors: &Selectors) -> Result<(), String> {
+fn check(case: &Case, selectors: &Arc<Selectors>) -> Result<(), String> {
     let state = AllocatedState {
         devices: case.allocated.iter().cloned().collect(),
         shared: case.shared.iter().cloned().collect(),
@@ -1192,9 +1194,10 @@ fn check(case: &Case, selectors: &Selectors) -> Result<(), String> {
     };
     let lister = class_lister(case.classes.clone());
     let slices: Vec<Arc<ResourceSlice>> = case.slices.iter().cloned().map(Arc::new).collect();
+    let slices = Arc::new(slices);
     let node = case.node.clone().unwrap_or_else(|| node(NODE1, REGION1));
     let claims: Vec<&ResourceClaim> = case.claims.iter().collect();
-    let allocator = Allocator::new(&state, &lister, &slices, selectors);
+    let allocator = Allocator::new(Arc::new(state), Arc::new(lister), slices, selectors.clone());
     let outcome = allocator.allocate(&node, &claims, None);
     if !case.error.is_empty() {
         return match outcome {
@@ -6055,9 +6058,12 @@ fn interrupt() {
     ])]
     .map(Arc::new);
     let node = node(NODE1, REGION1);
-    let selectors = Selectors::new();
-    let state = AllocatedState::default();
-    let allocator = Allocator::new(&state, &lister, &slices, &selectors);
+    let allocator = Allocator::new(
+        Arc::new(AllocatedState::default()),
+        Arc::new(lister),
+        Arc::new(slices.to_vec()),
+        Arc::new(Selectors::new()),
+    );
     assert_eq!(allocator.allocate(&node, &[&claim], None), Ok(None), "off");
     let outcome = allocator.allocate(&node, &[&claim], Some(Instant::now()));
     assert_eq!(outcome, Err(AllocateError::Timeout), "deadline");
