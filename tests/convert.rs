@@ -97,7 +97,7 @@ fn weighted(list: &[(&str, i32)]) -> Vec<WeightedPlugin> {
 /// berth's default registry has: the default multiPoint list expanded at each point.
 fn upstream_defaults() -> EffectivePlugins {
     EffectivePlugins {
-        pre_enqueue: names(&["SchedulingGates", "DefaultPreemption"]),
+        pre_enqueue: names(&["SchedulingGates", "DynamicResources", "DefaultPreemption"]),
         queue_sort: names(&["PrioritySort"]),
         pre_filter: names(&[
             "NodeAffinity",
@@ -109,6 +109,7 @@ fn upstream_defaults() -> EffectivePlugins {
             "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
         ]),
         filter: names(&[
             "NodeUnschedulable",
@@ -123,8 +124,9 @@ fn upstream_defaults() -> EffectivePlugins {
             "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
         ]),
-        post_filter: names(&["DefaultPreemption"]),
+        post_filter: names(&["DynamicResources", "DefaultPreemption"]),
         pre_score: names(&[
             "TaintToleration",
             "NodeAffinity",
@@ -141,11 +143,12 @@ fn upstream_defaults() -> EffectivePlugins {
             ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 2),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
         ]),
-        reserve: names(&["VolumeBinding"]),
-        pre_bind: names(&["VolumeBinding"]),
+        reserve: names(&["VolumeBinding", "DynamicResources"]),
+        pre_bind: names(&["VolumeBinding", "DynamicResources"]),
         bind: names(&["DefaultBinder"]),
         ..Default::default()
     }
@@ -180,6 +183,7 @@ fn the_two_profile_example_resolves_to_upstreams_effective_plugins() {
             ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 2),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
         ]),
@@ -342,7 +346,7 @@ fn unsupported_items_exit_2_naming_each_path_and_write_nothing() {
     );
     assert!(
         errors.contains(&format!(
-            "note: {path}: document 0: profiles[0].plugins.postFilter.disabled[0].name: dropped"
+            "note: {path}: document 0: profiles[0].plugins.filter.disabled[0].name: dropped"
         )),
         "disabling a plugin berth lacks is lossless, so only a note:\n{errors}"
     );
@@ -370,7 +374,7 @@ fn skip_unsupported_drops_them_and_writes_the_rest() {
     assert_eq!(gang.scheduler_name(), "gang");
     assert_eq!(
         gang.spec.plugins, None,
-        "CapacityScheduling and DynamicResources are gone"
+        "CapacityScheduling and NodeDeclaredFeatures are gone"
     );
     assert_eq!(
         gang.spec.plugin_config["nodeResourcesFit"],
@@ -417,6 +421,7 @@ fn v1beta3_multi_point_and_point_sets_resolve_as_in_v1() {
             "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
             "NodeName",
         ]),
         score: weighted(&[
@@ -425,6 +430,7 @@ fn v1beta3_multi_point_and_point_sets_resolve_as_in_v1() {
             ("NodeResourcesFit", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 2),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
         ]),
@@ -611,6 +617,7 @@ fn network_traffic_tutorial_args_translate_once_the_plugin_is_registered() {
             ("VolumeBinding", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 2),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
             ("NetworkTraffic", 10),
@@ -927,7 +934,12 @@ fn legacy_profiles_run_the_plugins_and_weights_their_version_ran() {
         Some("Coscheduling")
     );
     assert_eq!(coscheduling.permit, names(&["Coscheduling"]));
-    assert_eq!(coscheduling.filter, upstream_defaults().filter);
+    let mut filter = upstream_defaults().filter;
+    filter.retain(|p| p != "DynamicResources");
+    assert_eq!(
+        coscheduling.filter, filter,
+        "v1beta1 had no DynamicResources"
+    );
 }
 
 /// A minimal configuration of `version` with `fields` added at the top level.
@@ -1158,7 +1170,12 @@ fn volume_plugins_are_carried_and_in_tree_limit_plugins_are_not() {
         }
         if case.filter_has.contains(&"VolumeBinding") {
             let binds = (plugins.reserve, plugins.pre_bind);
-            let want = (names(&["VolumeBinding"]), names(&["VolumeBinding"]));
+            let mut want = (names(&["VolumeBinding"]), names(&["VolumeBinding"]));
+            if case.name.starts_with("v1:") {
+                // v1's defaults (upstream 1.37's) reserve devices after volumes.
+                want.0.push("DynamicResources".into());
+                want.1.push("DynamicResources".into());
+            }
             assert_eq!(binds, want, "{name}");
         }
     }
@@ -1710,9 +1727,9 @@ fn the_alpha_disable_preemption_disables_default_preemption() {
     }
 }
 
-/// A kube-scheduler 1.37 configuration that enables and configures the plugins of
-/// upstream's default set berth does not have (DynamicResources, NodeDeclaredFeatures),
-/// and gives VolumeBinding an empty shape.
+/// A kube-scheduler 1.37 configuration that enables DynamicResources and
+/// NodeDeclaredFeatures (which berth does not have) and configures them with
+/// `plugin_config`.
 fn config_1_37(plugin_config: Value) -> Value {
     json!({
         "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -1721,7 +1738,7 @@ fn config_1_37(plugin_config: Value) -> Value {
             "schedulerName": "berth-default",
             "plugins": {
                 "multiPoint": {"enabled": [
-                    {"name": "DynamicResources"},
+                    {"name": "DynamicResources", "weight": 2},
                     {"name": "NodeDeclaredFeatures"},
                 ]},
                 "filter": {"enabled": [{"name": "NodeDeclaredFeatures"}]},
@@ -1740,19 +1757,14 @@ struct UpstreamOnlyCase {
     unsupported: &'static [(&'static str, &'static str)],
 }
 
-/// Issue 18: a 1.37 configuration names DynamicResources and NodeDeclaredFeatures, which
-/// upstream runs by default and berth lacks. Enabling or configuring them is noted (the
-/// profile runs without them, as every berth profile does), not refused as an unknown
-/// plugin; args their upstream types do not have are still reported.
+/// Issue 18: a 1.37 configuration names NodeDeclaredFeatures, which upstream runs by
+/// default and berth lacks. Enabling or configuring it is noted (the profile runs
+/// without it, as every berth profile does), not refused as an unknown plugin; args its
+/// upstream type does not have are still reported. DynamicResources (issue 30) is
+/// berth's own: enabling it changes nothing, its args convert as any plugin's.
 #[test]
 fn plugins_of_upstream_1_37_berth_lacks_are_noted_not_refused() {
-    let enabled_notes: [(&str, &str); 3] = [
-        (
-            "profiles[0].plugins.multiPoint.enabled[0].name",
-            "dropped: berth does not have DynamicResources, which kube-scheduler 1.37 runs by default; \
-             a pod with `spec.resourceClaims` is refused as unschedulable (\"pod has resourceClaims \
-             (dynamic resource allocation); berth does not support DynamicResources yet\")",
-        ),
+    let enabled_notes: [(&str, &str); 2] = [
         (
             "profiles[0].plugins.multiPoint.enabled[1].name",
             "dropped: berth does not have NodeDeclaredFeatures, which kube-scheduler 1.37 runs by \
@@ -1765,7 +1777,7 @@ fn plugins_of_upstream_1_37_berth_lacks_are_noted_not_refused() {
     ];
     let cases = [
         UpstreamOnlyCase {
-            name: "DynamicResourcesArgs as upstream writes them, NodeDeclaredFeatures without args",
+            name: "DynamicResourcesArgs as upstream writes its defaults, NodeDeclaredFeatures without args",
             plugin_config: json!([
                 {"name": "DynamicResources", "args": {
                     "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -1775,17 +1787,10 @@ fn plugins_of_upstream_1_37_berth_lacks_are_noted_not_refused() {
                 }},
                 {"name": "NodeDeclaredFeatures"},
             ]),
-            notes: &[
-                (
-                    "profiles[0].pluginConfig[0].name",
-                    "dropped: berth does not have DynamicResources, which kube-scheduler 1.37 runs by \
-                     default, so there is nothing to configure",
-                ),
-                (
-                    "profiles[0].pluginConfig[1].name",
-                    "dropped: berth does not have NodeDeclaredFeatures",
-                ),
-            ],
+            notes: &[(
+                "profiles[0].pluginConfig[1].name",
+                "dropped: berth does not have NodeDeclaredFeatures",
+            )],
             unsupported: &[],
         },
         UpstreamOnlyCase {
@@ -1793,14 +1798,8 @@ fn plugins_of_upstream_1_37_berth_lacks_are_noted_not_refused() {
             plugin_config: json!([
                 {"name": "DynamicResources", "args": {"filterTimeout": "0s", "timeout": "5s"}},
             ]),
-            notes: &[(
-                "profiles[0].pluginConfig[0].name",
-                "dropped: berth does not have DynamicResources",
-            )],
-            unsupported: &[(
-                "profiles[0].pluginConfig[0].args.timeout",
-                "unknown field: DynamicResourcesArgs has only filterTimeout and bindingTimeout",
-            )],
+            notes: &[],
+            unsupported: &[("profiles[0].pluginConfig[0].args.timeout", "unknown field")],
         },
         UpstreamOnlyCase {
             name: "args for NodeDeclaredFeatures, which takes none",
@@ -1859,9 +1858,17 @@ fn plugins_of_upstream_1_37_berth_lacks_are_noted_not_refused() {
             assert_eq!(path, want_path, "{name}");
             assert!(message.contains(fragment), "{name}: {message}");
         }
-        // The profile runs berth's defaults and configures nothing for them.
+        // The profile runs berth's defaults and configures nothing for the plugins berth
+        // lacks; DynamicResources' args are carried as written.
         let profile = profile(&conversion, "berth-default");
-        assert!(profile.spec.plugin_config.is_empty(), "{name}");
+        assert!(
+            profile
+                .spec
+                .plugin_config
+                .keys()
+                .all(|k| k == "dynamicResources"),
+            "{name}"
+        );
         assert_eq!(effective(profile, &registry), upstream_defaults(), "{name}");
     }
 
@@ -1878,9 +1885,45 @@ fn plugins_of_upstream_1_37_berth_lacks_are_noted_not_refused() {
     let profiles = profiles_of(&stdout(&output));
     assert_eq!(profiles.len(), 1);
     assert!(
-        stderr(&output).contains("dropped: berth does not have DynamicResources"),
+        stderr(&output).contains("dropped: berth does not have NodeDeclaredFeatures"),
         "{}",
         stderr(&output)
+    );
+}
+
+/// Issue 30: DynamicResourcesArgs convert as written, the Go durations kept as text; an
+/// invalid one is reported with upstream's message.
+#[test]
+fn dynamic_resources_args_convert() {
+    let registry = default_registry();
+    let conversion = convert_with(
+        &registry,
+        &config_1_37(json!([
+            {"name": "DynamicResources", "args": {"filterTimeout": "1m30s", "bindingTimeout": "600s"}},
+        ])),
+    );
+    assert_eq!(conversion.unsupported, []);
+    let profile = profile(&conversion, "berth-default");
+    assert_eq!(
+        profile.spec.plugin_config["dynamicResources"],
+        json!({"filterTimeout": "1m30s", "bindingTimeout": "600s"})
+    );
+    let conversion = convert_with(
+        &registry,
+        &config_1_37(json!([
+            {"name": "DynamicResources", "args": {"filterTimeout": "-1s"}},
+        ])),
+    );
+    let messages: Vec<String> = conversion
+        .unsupported
+        .iter()
+        .map(|u| format!("{}: {}", u.path, u.message))
+        .collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("filterTimeout") && m.contains("must be zero or positive")),
+        "{messages:?}"
     );
 }
 

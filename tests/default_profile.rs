@@ -1,5 +1,5 @@
 //! The default profile (`spec: {}`) resolves to upstream kube-scheduler's default plugin
-//! list (v1.31+, `getDefaultPlugins` expanded per extension point). DefaultPreemption is
+//! list (1.37's `getDefaultPlugins` with DynamicResources, expanded per extension point). DefaultPreemption is
 //! at PreEnqueue too, as upstream's asynchronous preemption enables it there.
 
 use berth::api::SchedulerProfileSpec;
@@ -16,7 +16,7 @@ fn default_profile_matches_upstream_defaults() {
     let at = |p| resolved.plugins_at(p).to_vec();
     assert_eq!(
         at(ExtensionPoint::PreEnqueue),
-        names(&["SchedulingGates", "DefaultPreemption"])
+        names(&["SchedulingGates", "DynamicResources", "DefaultPreemption"])
     );
     assert_eq!(at(ExtensionPoint::QueueSort), names(&["PrioritySort"]));
     assert_eq!(
@@ -30,7 +30,8 @@ fn default_profile_matches_upstream_defaults() {
             "VolumeBinding",
             "VolumeZone",
             "PodTopologySpread",
-            "InterPodAffinity"
+            "InterPodAffinity",
+            "DynamicResources",
         ])
     );
     assert_eq!(
@@ -48,6 +49,7 @@ fn default_profile_matches_upstream_defaults() {
             "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
         ])
     );
     assert_eq!(
@@ -75,6 +77,7 @@ fn default_profile_matches_upstream_defaults() {
         ("VolumeBinding", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
+        ("DynamicResources", 2),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
     ]
@@ -85,8 +88,14 @@ fn default_profile_matches_upstream_defaults() {
     assert_eq!(at(ExtensionPoint::Bind), names(&["DefaultBinder"]));
     assert_eq!(
         at(ExtensionPoint::PostFilter),
-        names(&["DefaultPreemption"])
+        names(&["DynamicResources", "DefaultPreemption"])
     );
-    assert_eq!(at(ExtensionPoint::Reserve), names(&["VolumeBinding"]));
-    assert_eq!(at(ExtensionPoint::PreBind), names(&["VolumeBinding"]));
+    assert_eq!(
+        at(ExtensionPoint::Reserve),
+        names(&["VolumeBinding", "DynamicResources"])
+    );
+    assert_eq!(
+        at(ExtensionPoint::PreBind),
+        names(&["VolumeBinding", "DynamicResources"])
+    );
 }

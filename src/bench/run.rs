@@ -61,7 +61,7 @@ pub async fn run_workload(
         clock: Arc::new(clock.clone()),
         nominator: Default::default(),
     });
-    // The generated cluster has no workload controllers, PodGroups or storage.
+    // The generated cluster has no workload controllers, PodGroups, storage or devices.
     let services = ProfileServices {
         binder: Arc::new(InMemoryBinder::default()),
         volume_writer: Arc::new(crate::framework::NoVolumeWriter),
@@ -72,6 +72,8 @@ pub async fn run_workload(
         pod_groups: Arc::new(PodGroups::new()),
         volumes: Arc::new(Volumes::new()),
         disruption_budgets: Default::default(),
+        device_resources: Default::default(),
+        claim_writer: Arc::new(crate::framework::NoClaimWriter),
         observer: None,
     };
     add_profiles(&mut scheduler, vec![profile.clone()], registry, &services)?;

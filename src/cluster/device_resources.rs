@@ -17,6 +17,7 @@
 //! never get the same device. Unreserve and PreBind remove it.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use k8s_openapi::api::resource::v1::{
@@ -44,15 +45,32 @@ struct Inner {
     patched: Option<(u64, Arc<Vec<Arc<ResourceSlice>>>)>,
 }
 
+/// The prefix of the extended resource every DeviceClass serves by its name.
+pub const IMPLICIT_EXTENDED_RESOURCE_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
+
 /// The resource.k8s.io objects of the cluster, by key.
 #[derive(Debug, Default)]
 pub struct DeviceResources {
     inner: RwLock<Inner>,
+    /// Set by an adapter that feeds the cluster's resource.k8s.io objects; until then
+    /// pods with claims are refused (see `scheduler::unsupported`).
+    served: AtomicBool,
 }
 
 impl DeviceResources {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Records that the adapter feeds the cluster's resource.k8s.io objects here, so
+    /// that pods with ResourceClaims are scheduled instead of refused.
+    pub fn set_served(&self) {
+        self.served.store(true, Ordering::Release);
+    }
+
+    /// Whether an adapter feeds the resource.k8s.io objects.
+    pub fn is_served(&self) -> bool {
+        self.served.load(Ordering::Acquire)
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Inner> {
@@ -209,6 +227,36 @@ impl DeviceResources {
 
     pub fn class(&self, name: &str) -> Option<Arc<DeviceClass>> {
         self.read().classes.get(name).cloned()
+    }
+
+    /// The DeviceClass that serves extended resource `name` (upstream's extended
+    /// resource cache): `deviceclass.resource.kubernetes.io/<class>` names that class;
+    /// any other name the classes whose `spec.extendedResourceName` it is, the newest
+    /// (by creationTimestamp) winning and the lower name on a tie.
+    pub fn extended_resource_class(&self, name: &str) -> Option<Arc<DeviceClass>> {
+        let inner = self.read();
+        if let Some(class) = name.strip_prefix(IMPLICIT_EXTENDED_RESOURCE_PREFIX) {
+            return inner.classes.get(class).cloned();
+        }
+        let mut best: Option<&Arc<DeviceClass>> = None;
+        for class in inner.classes.values() {
+            let declared = class
+                .spec
+                .as_ref()
+                .and_then(|s| s.extended_resource_name.as_deref());
+            if declared != Some(name) {
+                continue;
+            }
+            let newer = best.is_none_or(|b| {
+                let created = |c: &DeviceClass| c.metadata.creation_timestamp.clone().map(|t| t.0);
+                // By name ascending, so only a strictly newer class replaces the best.
+                created(class) > created(b)
+            });
+            if newer {
+                best = Some(class);
+            }
+        }
+        best.cloned()
     }
 
     /// Every DeviceClass, by name.

@@ -21,7 +21,7 @@ mod workloads;
 
 pub use assume::resource_version;
 pub use cache::{Cache, CacheError};
-pub use device_resources::{DeviceResources, is_allocated};
+pub use device_resources::{DeviceResources, IMPLICIT_EXTENDED_RESOURCE_PREFIX, is_allocated};
 pub use disruption_budgets::DisruptionBudgets;
 pub use legacy_pod::WorkloadReference;
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo, normalized_image_name};

@@ -102,7 +102,7 @@ fn disabled_plugins_berth_lacks_are_dropped_with_a_note() {
     let conversion = run(json!({
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "profiles": [{"plugins": {"score": {"disabled": [{"name": "DynamicResources"}, {"name": "TaintToleration"}]}}}],
+        "profiles": [{"plugins": {"filter": {"disabled": [{"name": "NodeDeclaredFeatures"}, {"name": "TaintToleration"}]}}}],
     }));
     assert_eq!(conversion.unsupported, []);
     let plugins = conversion.profiles[0]
@@ -116,7 +116,7 @@ fn disabled_plugins_berth_lacks_are_dropped_with_a_note() {
     );
     assert_eq!(
         conversion.notes[0].path,
-        "profiles[0].plugins.score.disabled[0].name"
+        "profiles[0].plugins.filter.disabled[0].name"
     );
 }
 

@@ -234,11 +234,13 @@ pub struct UpstreamDifference {
 pub const UPSTREAM_DIFFERENCES: &[UpstreamDifference] = &[
     UpstreamDifference {
         plugin: "DynamicResources",
-        missing: true,
-        args_fields: &["filterTimeout", "bindingTimeout"],
+        missing: false,
+        args_fields: &[],
         upstream: "in the default set (dynamic resource allocation is GA and always on since 1.35), \
                    right before DefaultPreemption: allocates devices for a pod's ResourceClaims",
-        berth: "a pod with `spec.resourceClaims` is refused as unschedulable (\"pod has \
+        berth: "in the default set at the same place; `berth simulate` reads the \
+                resource.k8s.io objects, but the operator does not watch them yet: there a \
+                pod with `spec.resourceClaims` is refused as unschedulable (\"pod has \
                 resourceClaims (dynamic resource allocation); berth does not support \
                 DynamicResources yet\") rather than started without its devices",
     },
@@ -258,7 +260,8 @@ pub const UPSTREAM_DIFFERENCES: &[UpstreamDifference] = &[
         upstream: "leaves an extended resource the node does not list in allocatable to \
                    DynamicResources when a DeviceClass maps it (DRA-backed extended resources, \
                    GA in 1.37)",
-        berth: "no dynamic resource allocation, so such a pod is still rejected on that node \
+        berth: "the same in `berth simulate`; the operator does not watch DeviceClasses yet, \
+                so there no class maps a resource and such a pod is rejected on that node \
                 with `Insufficient <name>`",
     },
 ];

@@ -23,6 +23,9 @@ pub enum EventResource {
     CSIStorageCapacity,
     VolumeAttachment,
     PodGroup,
+    ResourceClaim,
+    ResourceSlice,
+    DeviceClass,
     /// Matches every resource.
     Wildcard,
 }
@@ -45,8 +48,11 @@ impl ActionType {
     pub const UPDATE_POD_SCHEDULING_GATES_ELIMINATED: ActionType = ActionType(1 << 10);
     /// Any other update.
     pub const UPDATE_OTHER: ActionType = ActionType(1 << 11);
-    pub const UPDATE: ActionType = ActionType((1 << 12) - 1 - 1 - (1 << 1));
-    pub const ALL: ActionType = ActionType((1 << 12) - 1);
+    /// The pod's `status.resourceClaimStatuses` or `status.extendedResourceClaimStatus`
+    /// changed (the resourceclaim controller made its claims).
+    pub const UPDATE_POD_GENERATED_RESOURCE_CLAIM: ActionType = ActionType(1 << 12);
+    pub const UPDATE: ActionType = ActionType((1 << 13) - 1 - 1 - (1 << 1));
+    pub const ALL: ActionType = ActionType((1 << 13) - 1);
 
     pub const fn union(self, other: ActionType) -> ActionType {
         ActionType(self.0 | other.0)

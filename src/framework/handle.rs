@@ -7,10 +7,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 
+use super::claim_writer::{AcceptClaims, ClaimWriter};
 use super::clock::{Clock, RuntimeClock};
 use super::parallel::Parallelizer;
 use super::{Nominator, PluginHealth, WaitingPods};
-use crate::cluster::{DisruptionBudgets, PodGroups, Volumes, Workloads};
+use crate::cluster::{DeviceResources, DisruptionBudgets, PodGroups, Volumes, Workloads};
 
 /// Why a bind failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -76,6 +77,11 @@ pub struct Handle {
     /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and
     /// CSIDrivers, for the volume plugins.
     pub volumes: Arc<Volumes>,
+    /// ResourceSlices, DeviceClasses, ResourceClaims and their templates, for
+    /// DynamicResources and NodeResourcesFit (extended resources backed by devices).
+    pub device_resources: Arc<DeviceResources>,
+    /// Writes ResourceClaims; used by DynamicResources.
+    pub claim_writer: Arc<dyn ClaimWriter>,
     /// Where plugins report running in a fallback (a metrics source down); see
     /// [`PluginHealth`].
     pub health: Arc<PluginHealth>,
@@ -84,8 +90,8 @@ pub struct Handle {
 impl Handle {
     /// A handle with every service at its default, to be replaced where the caller has
     /// its own: a binder that accepts every binding, no worker threads, the runtime's
-    /// clock, no workloads, PodGroups, storage objects or nominations, a volume writer that stores
-    /// nothing and returns what it was given, a health record nobody listens to.
+    /// clock, no workloads, PodGroups, storage or device objects or nominations, volume and
+    /// claim writers that store nothing and answer with what they were given, a health record nobody listens to.
     pub fn builder() -> HandleBuilder {
         HandleBuilder::default()
     }
@@ -103,6 +109,8 @@ pub struct HandleBuilder {
     pod_groups: Option<Arc<PodGroups>>,
     disruption_budgets: Option<Arc<DisruptionBudgets>>,
     volumes: Option<Arc<Volumes>>,
+    device_resources: Option<Arc<DeviceResources>>,
+    claim_writer: Option<Arc<dyn ClaimWriter>>,
     health: Option<Arc<PluginHealth>>,
 }
 
@@ -152,6 +160,16 @@ impl HandleBuilder {
         self
     }
 
+    pub fn device_resources(mut self, resources: Arc<DeviceResources>) -> Self {
+        self.device_resources = Some(resources);
+        self
+    }
+
+    pub fn claim_writer(mut self, writer: Arc<dyn ClaimWriter>) -> Self {
+        self.claim_writer = Some(writer);
+        self
+    }
+
     pub fn health(mut self, health: Arc<PluginHealth>) -> Self {
         self.health = Some(health);
         self
@@ -171,6 +189,10 @@ impl HandleBuilder {
             pod_groups: self.pod_groups.unwrap_or_default(),
             disruption_budgets: self.disruption_budgets.unwrap_or_default(),
             volumes: self.volumes.unwrap_or_default(),
+            device_resources: self.device_resources.unwrap_or_default(),
+            claim_writer: self
+                .claim_writer
+                .unwrap_or_else(|| Arc::new(AcceptClaims::default())),
             health: self.health.unwrap_or_default(),
         }
     }

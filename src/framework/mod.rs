@@ -2,6 +2,7 @@
 //! [`Status`], [`CycleState`], the plugin [`Registry`], profile resolution
 //! ([`profile`]) and the [`Framework`] runner that calls the plugins of one profile.
 
+pub mod claim_writer;
 pub mod clock;
 mod cycle_state;
 pub mod events;
@@ -20,6 +21,7 @@ mod types;
 mod waiting_pods;
 
 pub use crate::api::{ExtensionPoint, FieldError, FieldErrorKind};
+pub use claim_writer::{ClaimWriter, NoClaimWriter, WriteError};
 pub use clock::{Clock, RuntimeClock};
 pub use cycle_state::{CycleState, StateData};
 pub use events::{ActionType, ClusterEvent, EventResource};

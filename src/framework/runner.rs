@@ -348,6 +348,12 @@ impl Framework {
                 state.skip_filter_plugins.insert(plugin.name().to_string());
                 continue;
             }
+            if status.code() == Code::Unschedulable {
+                // Upstream runs the remaining PreFilter plugins (preemption may follow in
+                // this cycle and reads their state); the last such status is returned.
+                outcome.status = status.with_plugin(plugin.name());
+                continue;
+            }
             if !status.is_success() {
                 outcome.result = None;
                 outcome.status = plugin_failure("PreFilter", plugin.name(), status);
@@ -748,8 +754,16 @@ fn filter_with(
 ) -> Status {
     for (name, filter) in filters {
         let status = filter.filter(state, pod, node);
+        if status.is_rejected() {
+            return status.with_plugin(name);
+        }
         if !status.is_success() {
-            return plugin_failure("Filter", name, status);
+            // Upstream's wording for Filter alone.
+            return Status::error(format!(
+                "running {name:?} filter plugin: {}",
+                status.message()
+            ))
+            .with_plugin(name);
         }
     }
     Status::success()

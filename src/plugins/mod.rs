@@ -7,6 +7,7 @@
 pub mod coscheduling;
 pub mod default_binder;
 pub mod default_preemption;
+pub mod dynamic_resources;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
@@ -30,6 +31,7 @@ use crate::framework::Registry;
 pub use coscheduling::Coscheduling;
 pub use default_binder::DefaultBinder;
 pub use default_preemption::DefaultPreemption;
+pub use dynamic_resources::{DynamicResources, DynamicResourcesArgs};
 pub use image_locality::ImageLocality;
 pub use inter_pod_affinity::InterPodAffinity;
 pub use node_affinity::NodeAffinity;
@@ -71,6 +73,7 @@ pub fn default_registry() -> Registry {
         .register_default::<VolumeZone>()
         .register_default_weighted::<PodTopologySpread>(2)
         .register_default_weighted::<InterPodAffinity>(2)
+        .register_default_weighted::<DynamicResources>(2)
         .register_default::<DefaultPreemption>()
         .register_default_weighted::<NodeResourcesBalancedAllocation>(1)
         .register_default_weighted::<ImageLocality>(1)

@@ -10,7 +10,7 @@ use tracing::Instrument;
 
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::nominator::status_nominated_node;
-use crate::framework::{CycleState, Framework, NodeToStatus, QueuedPodInfo, Status};
+use crate::framework::{Code, CycleState, Framework, NodeToStatus, QueuedPodInfo, Status};
 
 use super::failure::{Failure, FitError};
 use super::{CycleDiagnosis, CycleOutput, Scheduler, unsupported};
@@ -49,7 +49,8 @@ pub(super) async fn schedule_pod(
 ) -> Result<(String, Option<CycleDiagnosis>), Failure> {
     let all_nodes = snapshot.nodes();
     let mut diagnosis = record.then(CycleDiagnosis::default);
-    if let Some(status) = unsupported::refusal(&pod.pod) {
+    let claims_served = fwk.handle().device_resources.is_served();
+    if let Some(status) = unsupported::refusal(&pod.pod, claims_served) {
         // PostFilter does not run: no eviction helps a pod berth refuses.
         let fit = rejected_everywhere(all_nodes, status, &mut diagnosis);
         return Err(Failure::fit(&fit).with_diagnosis(diagnosis));
@@ -106,6 +107,9 @@ pub(super) async fn schedule_pod(
         nominated_node(fwk, pod).and_then(|name| candidates.iter().find(|n| n.name() == name))
     {
         let status = fwk.run_filter(state, pod, node);
+        if status.code() == Code::Error {
+            return Err(Failure::error(&status));
+        }
         if status.is_success() {
             if let Some(d) = diagnosis.as_mut() {
                 d.filtered.push((node.name().to_string(), status));
@@ -122,7 +126,8 @@ pub(super) async fn schedule_pod(
         next_start_node_index,
         &mut statuses,
         &mut diagnosis,
-    );
+    )
+    .map_err(|status| Failure::error(&status))?;
     if feasible.is_empty() {
         let fit = FitError {
             num_all_nodes: all_nodes.len(),
@@ -205,10 +210,10 @@ fn find_feasible(
     next_start_node_index: &mut usize,
     statuses: &mut NodeToStatus,
     diagnosis: &mut Option<CycleDiagnosis>,
-) -> Vec<Arc<NodeInfo>> {
+) -> Result<Vec<Arc<NodeInfo>>, Status> {
     let n = candidates.len();
     if n == 0 {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let wanted = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score(), n);
     let start = *next_start_node_index % n;
@@ -220,6 +225,10 @@ fn find_feasible(
         if let Some(d) = diagnosis.as_mut() {
             d.filtered.push((node.name().to_string(), status.clone()));
         }
+        if status.code() == Code::Error {
+            // Upstream stops filtering at an error: the attempt fails with it.
+            return Err(status);
+        }
         if status.is_success() {
             feasible.push(node.clone());
         } else {
@@ -227,7 +236,7 @@ fn find_feasible(
         }
     }
     *next_start_node_index = (*next_start_node_index + processed) % num_all_nodes.max(1);
-    feasible
+    Ok(feasible)
 }
 
 /// Runs PostFilter after a fit error and builds the failure.

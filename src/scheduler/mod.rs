@@ -146,11 +146,15 @@ fn queue_config(scheduler_name: &str, framework: &Framework) -> Result<QueueConf
         pre_enqueue: framework
             .plugins(crate::framework::ExtensionPoint::PreEnqueue)
             .to_vec(),
-        plugin_events: framework
-            .plugin_events()
-            .into_iter()
-            .chain(unsupported::rejector_events())
-            .collect(),
+        plugin_events: {
+            let events = framework.plugin_events();
+            // A refusing name the profile runs as a plugin keeps that plugin's events.
+            let refusing: Vec<_> = unsupported::rejector_events()
+                .into_iter()
+                .filter(|(name, _)| !events.iter().any(|(n, _)| n == name))
+                .collect();
+            events.into_iter().chain(refusing).collect()
+        },
         initial_backoff: backoff.0,
         max_backoff: backoff.1,
         unschedulable_max_stay: crate::queue::DEFAULT_UNSCHEDULABLE_MAX_STAY,
@@ -305,7 +309,8 @@ impl Scheduler {
     }
 
     /// A storage object (a claim, volume, class, CSINode, CSIDriver, capacity or
-    /// attachment) changed; the storage lister plugins read is updated by the adapter.
+    /// attachment) or a resource.k8s.io object (a ResourceClaim, ResourceSlice or
+    /// DeviceClass) changed; the lister plugins read is updated by the adapter.
     /// Requeues the pods whose rejecting plugins registered the event.
     pub fn on_storage_change(&mut self, resource: EventResource, action: ActionType) {
         self.broadcast(ClusterEvent::new(resource, action));

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use crate::cluster::{DisruptionBudgets, PodGroups, Volumes, Workloads};
+use crate::cluster::{DeviceResources, DisruptionBudgets, PodGroups, Volumes, Workloads};
 use crate::framework::{
-    Binder, Clock, Framework, Handle, Nominator, Observer, Parallelizer, PluginError, PluginHealth,
-    Registry, ResolvedProfile, VolumeWriter,
+    Binder, ClaimWriter, Clock, Framework, Handle, Nominator, Observer, Parallelizer, PluginError,
+    PluginHealth, Registry, ResolvedProfile, VolumeWriter,
 };
 
 /// What every profile instance of one scheduler shares.
@@ -32,6 +32,10 @@ pub struct ProfileServices {
     pub volumes: Arc<Volumes>,
     /// PodDisruptionBudgets, for preemption.
     pub disruption_budgets: Arc<DisruptionBudgets>,
+    /// resource.k8s.io objects, for DynamicResources (shared by every profile).
+    pub device_resources: Arc<DeviceResources>,
+    /// Writes ResourceClaims (DynamicResources' PreBind).
+    pub claim_writer: Arc<dyn ClaimWriter>,
     /// Records extension-point timings of every instance (metrics), if any.
     pub observer: Option<Arc<dyn Observer>>,
 }
@@ -56,6 +60,8 @@ impl ProfileServices {
             .pod_groups(self.pod_groups.clone())
             .volumes(self.volumes.clone())
             .disruption_budgets(self.disruption_budgets.clone())
+            .device_resources(self.device_resources.clone())
+            .claim_writer(self.claim_writer.clone())
             .health(health)
             .build();
         let framework = Framework::new(scheduler_name, resolved, registry, handle)?;

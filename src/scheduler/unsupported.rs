@@ -1,9 +1,10 @@
 //! Pods berth cannot schedule as upstream would yet, refused before any plugin runs.
 //!
-//! Upstream kube-scheduler 1.37 serves two kinds of pods with plugins berth lacks:
-//! pods with `spec.resourceClaims` (DynamicResources allocates their devices) and pods in
-//! a Workload API pod group (`spec.schedulingGroup`, `spec.workloadRef` on 1.35, which
-//! GangScheduling places as a unit). Placing them as if the claim or the group did not
+//! Upstream kube-scheduler 1.37 serves two kinds of pods berth cannot serve everywhere:
+//! pods with `spec.resourceClaims`, whose devices DynamicResources allocates from objects
+//! only some adapters feed berth ([`DeviceResources::is_served`](crate::cluster::DeviceResources::is_served)),
+//! and pods in a Workload API pod group (`spec.schedulingGroup`, `spec.workloadRef` on
+//! 1.35, which GangScheduling, a plugin berth lacks, places as a unit). Placing them as if the claim or the group did not
 //! exist would bind pods that cannot start, or gangs one member at a time. So every
 //! profile refuses them: the attempt fails with an UnschedulableAndUnresolvable status
 //! naming what is missing, before PreFilter and without PostFilter (no eviction can make
@@ -11,7 +12,8 @@
 //! event and `PodScheduled=False` live, an Unschedulable result in `berth simulate`.
 //!
 //! The status is attributed to the upstream plugin that would serve the pod, and the
-//! queue gives those names no events (see [`rejector_events`]): nothing in the cluster
+//! queue gives those names no events unless the profile runs a plugin of that name (see
+//! [`rejector_events`]): nothing in the cluster
 //! can change the verdict, and both fields are immutable, so the pod waits in the
 //! unschedulable set until the periodic flush instead of being retried on every change.
 
@@ -33,10 +35,11 @@ pub const SCHEDULING_GROUP_MESSAGE: &str = "pod belongs to a Workload pod group 
      berth does not support the Workload API and GangScheduling yet";
 
 /// Why berth refuses `pod`, if it does: an UnschedulableAndUnresolvable status from the
-/// plugin upstream would serve it with.
-pub fn refusal(pod: &Pod) -> Option<Status> {
+/// plugin upstream would serve it with. A pod with claims is refused only where the
+/// adapter does not feed the resource.k8s.io objects (`claims_served` false).
+pub fn refusal(pod: &Pod, claims_served: bool) -> Option<Status> {
     let spec = pod.spec.as_ref()?;
-    if spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
+    if !claims_served && spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
         return Some(Status::unresolvable(RESOURCE_CLAIMS_MESSAGE).with_plugin(DYNAMIC_RESOURCES));
     }
     if spec.scheduling_group.is_some() {
@@ -113,7 +116,14 @@ mod tests {
             ),
         ];
         for (name, spec, want) in cases {
-            let got = refusal(&pod(spec));
+            let served = refusal(&pod(spec.clone()), true);
+            let group = spec.scheduling_group.is_some();
+            assert_eq!(
+                served.is_some(),
+                group,
+                "case {name}: with claims served only a pod group is refused"
+            );
+            let got = refusal(&pod(spec), false);
             match want {
                 None => assert!(got.is_none(), "case {name}: {got:?}"),
                 Some((plugin, message)) => {

@@ -22,6 +22,9 @@ use k8s_openapi::api::core::v1::{
     ReplicationController, Service, Toleration,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -44,7 +47,8 @@ mod loader;
 
 use defaults::{
     PREEMPT_LOWER_PRIORITY, add_missing_namespaces, add_system_priority_classes, default_claim,
-    default_node, default_pod, default_storage_classes, label_namespace, resolve_priority,
+    default_claim_spec, default_node, default_pod, default_storage_classes, label_namespace,
+    resolve_priority,
 };
 pub(crate) use documents::{RawDocument, parse_document, split_documents};
 pub(crate) use identity::{deterministic_uid, name_suffix};
@@ -166,6 +170,13 @@ pub struct ClusterInput {
     pub deployments: Vec<Deployment>,
     pub jobs: Vec<Job>,
     pub daemon_sets: Vec<DaemonSet>,
+    /// The resource.k8s.io objects DynamicResources reads; template claims are made for
+    /// the pending pods as the resourceclaim controller makes them ([`super::claims`]).
+    pub resource_slices: Vec<ResourceSlice>,
+    pub device_classes: Vec<DeviceClass>,
+    pub resource_claims: Vec<ResourceClaim>,
+    pub resource_claim_templates: Vec<ResourceClaimTemplate>,
+    pub device_taint_rules: Vec<DeviceTaintRule>,
 }
 
 impl ClusterInput {

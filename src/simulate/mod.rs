@@ -2,6 +2,7 @@
 //! in-memory binder. Everything it shows is what the live scheduler would do.
 
 pub mod budgets;
+pub mod claims;
 pub mod clock;
 pub mod controllers;
 pub mod explain;

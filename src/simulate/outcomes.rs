@@ -48,6 +48,7 @@ pub(super) fn build_report(
                     attempts: 0,
                     nominated_node: None,
                     victims: Vec::new(),
+                    devices: Vec::new(),
                     nodes: None,
                 };
             }
@@ -77,6 +78,7 @@ pub(super) fn build_report(
                     attempts: 0,
                     nominated_node: None,
                     victims: Vec::new(),
+                    devices: Vec::new(),
                     nodes: explain.then(Vec::new),
                 },
             }
@@ -173,6 +175,7 @@ fn pod_report(
         attempts: report.attempts,
         nominated_node: None,
         victims: Vec::new(),
+        devices: Vec::new(),
         nodes,
     }
 }

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::pod_key;
+use crate::framework::{ActionType, EventResource};
 use crate::scheduler::{AttemptReport, Scheduler};
 
 use super::budgets::SimulatedBudgets;
@@ -83,6 +84,16 @@ impl Preemptions {
                 .unwrap_or_else(|| preemption.node.clone());
             scheduler.on_pod_delete(&pod);
             budgets.evicted(&pod);
+            // The resourceclaim controller frees the victim's devices.
+            let resources = scheduler
+                .profiles()
+                .first()
+                .map(|p| p.framework.handle().device_resources.clone());
+            if let Some(resources) = resources
+                && super::claims::release_pod_claims(&resources, &pod)
+            {
+                scheduler.on_storage_change(EventResource::ResourceClaim, ActionType::UPDATE);
+            }
             self.evictions.push(Eviction {
                 key: victim_key,
                 pod: namespaced_name(&pod),

@@ -29,6 +29,21 @@ pub fn render_table(report: &Report) -> String {
         })
         .collect();
     let mut out = align(std::iter::once(header).chain(rows), "");
+    if report.pods.iter().any(|p| !p.devices.is_empty()) {
+        let header = ["POD", "CLAIM", "REQUEST", "DEVICE"].map(String::from);
+        let rows = report.pods.iter().flat_map(|pod| {
+            pod.devices.iter().map(move |d| {
+                [
+                    format!("{}/{}", pod.namespace, pod.name),
+                    d.claim.clone(),
+                    d.request.clone(),
+                    d.device.clone(),
+                ]
+            })
+        });
+        out.push('\n');
+        out.push_str(&align(std::iter::once(header).chain(rows), ""));
+    }
     if !report.degraded.is_empty() {
         let header = ["PROFILE", "DEGRADED PLUGIN", "REASON", "MESSAGE"].map(String::from);
         let rows = report.degraded.iter().map(|d| {
@@ -164,6 +179,7 @@ mod tests {
             attempts: 1,
             nominated_node: None,
             victims: Vec::new(),
+            devices: Vec::new(),
             nodes: None,
         }
     }

@@ -162,9 +162,25 @@ pub struct PodReport {
     /// omitted when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub victims: Vec<String>,
+    /// The devices allocated to the pod's ResourceClaims (DynamicResources), by claim and
+    /// request; omitted when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<PodDevice>,
     /// Per-node verdicts of the last attempt; present with `--explain`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nodes: Option<Vec<NodeReport>>,
+}
+
+/// A device allocated to one of a pod's claims.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodDevice {
+    /// The claim's name (in the pod's namespace).
+    pub claim: String,
+    /// The request it serves (`request` or `request/subrequest`).
+    pub request: String,
+    /// `driver/pool/device`.
+    pub device: String,
 }
 
 /// One node's filter verdict and scores for a pod (with `--explain`).

@@ -31,6 +31,7 @@ use crate::scheduler::{
 use crate::schema::ProfileValidator;
 
 use super::budgets::SimulatedBudgets;
+use super::claims::{self, InMemoryClaimWriter};
 use super::clock::VirtualClock;
 use super::input::{ClusterInput, InputWarning, ProfileDocument, Source};
 use super::listers::{node_labels, volumes, workloads};
@@ -317,6 +318,10 @@ async fn simulate_on(
     let budgets = SimulatedBudgets::new(&input.pdbs, input.running_pods());
     let volume_writer = InMemoryVolumeWriter::new(volumes.clone(), node_labels(&input));
     let storage_events = volume_writer.events();
+    let device_resources = claims::device_resources(&input);
+    let mut input = input;
+    claims::make_template_claims(&mut input, &device_resources);
+    let claim_writer = InMemoryClaimWriter::new(device_resources.clone(), storage_events.clone());
     let services = ProfileServices {
         binder,
         volume_writer: Arc::new(volume_writer),
@@ -327,6 +332,8 @@ async fn simulate_on(
         pod_groups,
         volumes: volumes.clone(),
         disruption_budgets: budgets.lister(),
+        device_resources: device_resources.clone(),
+        claim_writer: Arc::new(claim_writer),
         observer: None,
     };
     let health = add_profiles(&mut scheduler, profiles, registry, &services)?;
@@ -372,6 +379,19 @@ async fn simulate_on(
         options.explain,
     );
     report.degraded = degraded_plugins(&health);
+    let by_key: HashMap<String, &Pod> = pending
+        .iter()
+        .map(|p| {
+            let namespace = p.metadata.namespace.as_deref().unwrap_or_default();
+            let name = p.metadata.name.as_deref().unwrap_or_default();
+            (format!("{namespace}/{name}"), *p)
+        })
+        .collect();
+    for row in report.pods.iter_mut() {
+        if let Some(pod) = by_key.get(&format!("{}/{}", row.namespace, row.name)) {
+            row.devices = claims::pod_devices(&device_resources, pod);
+        }
+    }
     Ok((report, volumes))
 }
 

@@ -63,7 +63,7 @@ impl StorageEvents {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn push(&self, resource: EventResource, action: ActionType) {
+    pub(super) fn push(&self, resource: EventResource, action: ActionType) {
         self.lock().push((resource, action));
     }
 

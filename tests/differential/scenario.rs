@@ -22,17 +22,13 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    /// kube-scheduler 1.37's default profile, without DynamicResources: berth has no
-    /// such plugin yet (the issue "DynamicResources"), and with it upstream's PostFilter
-    /// message of every unschedulable pod gains DynamicResources' clause. Nothing else
-    /// of the defaults changes.
+    /// kube-scheduler 1.37's default profile, as it is (DynamicResources included).
     pub fn default_config() -> Value {
         json!({
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
             "profiles": [{
                 "schedulerName": "default-scheduler",
-                "plugins": {"multiPoint": {"disabled": [{"name": "DynamicResources"}]}},
             }],
         })
     }

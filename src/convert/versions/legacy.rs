@@ -306,7 +306,8 @@ impl Converter<'_> {
     /// Berth's plugin sets for the target lists, each as short as berth's merge rules
     /// allow: nothing where berth's defaults run the same plugins and weights, only
     /// `enabled` where the target adds plugins to them, only `disabled` where it removes
-    /// some, else `disabled: "*"` and the whole list.
+    /// some, both where that is shorter than the whole list (as with `enabled` alone, the
+    /// order of the plugins berth adds is berth's), else `disabled: "*"` and the whole list.
     fn explicit_sets(
         &mut self,
         targets: BTreeMap<ExtensionPoint, Vec<Entry>>,
@@ -341,6 +342,10 @@ impl Converter<'_> {
                 },
                 (true, false) if !want.is_empty() => PluginSet {
                     enabled: Vec::new(),
+                    disabled: removed.iter().map(|(n, _)| PluginRef::named(n)).collect(),
+                },
+                (false, false) if added.len() + removed.len() <= want.len() => PluginSet {
+                    enabled: added.iter().map(|(n, w)| plugin_ref(n, *w)).collect(),
                     disabled: removed.iter().map(|(n, _)| PluginRef::named(n)).collect(),
                 },
                 _ => PluginSet {

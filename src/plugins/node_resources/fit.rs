@@ -50,8 +50,10 @@ impl PreFilterState {
     /// UnschedulableAndUnresolvable when some request exceeds the node's whole allocatable
     /// amount, since no eviction could then make room (upstream `InsufficientResource.
     /// Unresolvable`, which keeps preemption off such nodes); `Too many pods` alone stays
-    /// Unschedulable. Allocates only when the node does not fit.
-    pub(super) fn fits(&self, node: &NodeInfo) -> Status {
+    /// Unschedulable. Allocates only when the node does not fit. An extended resource
+    /// the node has no allocatable of and `delegated` names (a DeviceClass serves it) is
+    /// left to DynamicResources.
+    pub(super) fn fits(&self, node: &NodeInfo, delegated: impl Fn(&str) -> bool) -> Status {
         let allocatable = &node.allocatable;
         let requested = &node.requested;
         let mut reasons: Vec<String> = Vec::new();
@@ -80,9 +82,14 @@ impl PreFilterState {
             reasons.push("Insufficient ephemeral-storage".to_string());
         }
         for (name, request) in &self.scalar_resources {
-            if check(*request, scalar(allocatable, name), scalar(requested, name)) {
-                reasons.push(format!("Insufficient {name}"));
+            let available = scalar(allocatable, name);
+            let short = *request > available - scalar(requested, name);
+            // Only a node that cannot serve the request asks whether devices may.
+            if !short || (available <= 0 && delegated(name)) {
+                continue;
             }
+            unresolvable |= *request > available;
+            reasons.push(format!("Insufficient {name}"));
         }
         if reasons.is_empty() {
             Status::success()

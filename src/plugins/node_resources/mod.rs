@@ -28,7 +28,7 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::{NodeInfo, PodInfo, Snapshot};
+use crate::cluster::{DeviceResources, NodeInfo, PodInfo, Snapshot};
 use crate::framework::{
     ActionType, ClusterEvent, Coupling, CycleState, EventResource, FieldError, FilterPlugin,
     Handle, PluginArgs, PluginError, PluginFactory, PreFilterPlugin, PreFilterResult,
@@ -274,6 +274,10 @@ pub struct NodeResourcesFit {
     ignored_resources: HashSet<String>,
     ignored_resource_groups: HashSet<String>,
     scorer: ResourceAllocationScorer,
+    /// The DeviceClasses that serve extended resources: a node without allocatable of
+    /// such a resource leaves it to DynamicResources (upstream
+    /// `shouldDelegateResourceToDRA`).
+    device_resources: Arc<DeviceResources>,
 }
 
 impl NodeResourcesFit {
@@ -283,6 +287,7 @@ impl NodeResourcesFit {
             ignored_resources: args.ignored_resources.into_iter().collect(),
             ignored_resource_groups: args.ignored_resource_groups.into_iter().collect(),
             scorer: ResourceAllocationScorer::new(&args.scoring_strategy),
+            device_resources: Arc::default(),
         }
     }
 }
@@ -295,7 +300,8 @@ crate::plugin! {
 
     impl Plugin {
         /// Only freed or added capacity can make a rejected pod fit: an assigned pod deleted
-        /// or scaled down, a node added or its allocatable changed.
+        /// or scaled down, a node added or its allocatable changed, or a DeviceClass that
+        /// serves an extended resource added or changed.
         fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
             Some(vec![
                 ClusterEvent::new(
@@ -305,6 +311,10 @@ crate::plugin! {
                 ClusterEvent::new(
                     EventResource::Node,
                     ActionType::ADD.union(ActionType::UPDATE_NODE_ALLOCATABLE),
+                ),
+                ClusterEvent::new(
+                    EventResource::DeviceClass,
+                    ActionType::ADD.union(ActionType::UPDATE),
                 ),
             ])
         }
@@ -317,8 +327,11 @@ crate::plugin! {
         const COUPLINGS: &'static [Coupling] = &[Coupling::FilterNeedsPreFilter];
         type Args = NodeResourcesFitArgs;
 
-        fn build(args: NodeResourcesFitArgs, _: &Handle) -> Result<Self, PluginError> {
-            Ok(NodeResourcesFit::new(args))
+        fn build(args: NodeResourcesFitArgs, handle: &Handle) -> Result<Self, PluginError> {
+            Ok(NodeResourcesFit {
+                device_resources: handle.device_resources.clone(),
+                ..NodeResourcesFit::new(args)
+            })
         }
     }
 }
@@ -343,7 +356,11 @@ impl PreFilterPlugin for NodeResourcesFit {
 impl FilterPlugin for NodeResourcesFit {
     fn filter(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Status {
         match state.read::<PreFilterState>() {
-            Some(request) => request.fits(node),
+            Some(request) => request.fits(node, |name| {
+                self.device_resources
+                    .extended_resource_class(name)
+                    .is_some()
+            }),
             None => Status::error(format!(
                 "{}: no PreFilter state in this cycle; PreFilter must run before Filter",
                 Self::NAME

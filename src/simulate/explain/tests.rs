@@ -354,6 +354,7 @@ fn pod_report(name: &str, result: PodResult) -> PodReport {
         attempts: 1,
         nominated_node: None,
         victims: Vec::new(),
+        devices: Vec::new(),
         nodes: Some(Vec::new()),
     }
 }

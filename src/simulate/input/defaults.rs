@@ -299,3 +299,33 @@ pub(super) fn add_missing_namespaces(input: &mut ClusterInput) {
         input.namespaces.push(namespace);
     }
 }
+
+/// The API server's ResourceClaim defaults (`SetDefaults_ExactDeviceRequest`,
+/// `SetDefaults_DeviceSubRequest`): `allocationMode: ExactCount`, and `count: 1` for that
+/// mode; the same for each `firstAvailable` subrequest.
+pub(super) fn default_claim_spec(spec: &mut k8s_openapi::api::resource::v1::ResourceClaimSpec) {
+    let requests = spec
+        .devices
+        .as_mut()
+        .and_then(|d| d.requests.as_mut())
+        .into_iter()
+        .flatten();
+    for request in requests {
+        if let Some(exact) = request.exactly.as_mut() {
+            let mode = exact
+                .allocation_mode
+                .get_or_insert_with(|| "ExactCount".into());
+            if mode == "ExactCount" {
+                exact.count.get_or_insert(1);
+            }
+        }
+        for sub in request.first_available.iter_mut().flatten() {
+            let mode = sub
+                .allocation_mode
+                .get_or_insert_with(|| "ExactCount".into());
+            if mode == "ExactCount" {
+                sub.count.get_or_insert(1);
+            }
+        }
+    }
+}

@@ -25,10 +25,15 @@ pub(super) enum Kind {
     Deployment,
     Job,
     DaemonSet,
+    ResourceSlice,
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    DeviceTaintRule,
 }
 
 impl Kind {
-    pub(super) const ALL: [Kind; 18] = [
+    pub(super) const ALL: [Kind; 23] = [
         Kind::Node,
         Kind::Pod,
         Kind::PodGroup,
@@ -47,6 +52,11 @@ impl Kind {
         Kind::Deployment,
         Kind::Job,
         Kind::DaemonSet,
+        Kind::ResourceSlice,
+        Kind::DeviceClass,
+        Kind::ResourceClaim,
+        Kind::ResourceClaimTemplate,
+        Kind::DeviceTaintRule,
     ];
 
     pub(super) fn name(self) -> &'static str {
@@ -69,6 +79,11 @@ impl Kind {
             Kind::Deployment => "Deployment",
             Kind::Job => "Job",
             Kind::DaemonSet => "DaemonSet",
+            Kind::ResourceSlice => "ResourceSlice",
+            Kind::DeviceClass => "DeviceClass",
+            Kind::ResourceClaim => "ResourceClaim",
+            Kind::ResourceClaimTemplate => "ResourceClaimTemplate",
+            Kind::DeviceTaintRule => "DeviceTaintRule",
         }
     }
 
@@ -87,6 +102,11 @@ impl Kind {
             Kind::StorageClass | Kind::CSINode => "storage.k8s.io/v1",
             Kind::PriorityClass => "scheduling.k8s.io/v1",
             Kind::PodDisruptionBudget => "policy/v1",
+            Kind::ResourceSlice
+            | Kind::DeviceClass
+            | Kind::ResourceClaim
+            | Kind::ResourceClaimTemplate
+            | Kind::DeviceTaintRule => "resource.k8s.io/v1",
         }
     }
 
@@ -104,6 +124,8 @@ impl Kind {
                 | Kind::Deployment
                 | Kind::Job
                 | Kind::DaemonSet
+                | Kind::ResourceClaim
+                | Kind::ResourceClaimTemplate
         )
     }
 
@@ -333,6 +355,45 @@ impl Loader {
                 self.admit(kind, &mut csi_node.metadata, created, at, prefix)?;
                 validation::check(validation::csi_node(&csi_node), at, prefix)?;
                 self.input.csi_nodes.push(csi_node);
+            }
+            Kind::ResourceSlice => {
+                let mut slice: ResourceSlice = decode(value, at, prefix)?;
+                self.admit(kind, &mut slice.metadata, created, at, prefix)?;
+                self.input.resource_slices.push(slice);
+            }
+            Kind::DeviceClass => {
+                let mut class: DeviceClass = decode(value, at, prefix)?;
+                self.admit(kind, &mut class.metadata, created, at, prefix)?;
+                self.input.device_classes.push(class);
+            }
+            Kind::ResourceClaim => {
+                let mut claim: ResourceClaim = decode(value, at, prefix)?;
+                self.admit(kind, &mut claim.metadata, created, at, prefix)?;
+                if let Some(spec) = claim.spec.as_mut() {
+                    default_claim_spec(spec);
+                }
+                if claim.metadata.uid.as_deref().is_none_or(str::is_empty) {
+                    let key = format!(
+                        "ResourceClaim/{}/{}",
+                        claim.metadata.namespace.as_deref().unwrap_or_default(),
+                        claim.metadata.name.as_deref().unwrap_or_default()
+                    );
+                    claim.metadata.uid = Some(deterministic_uid(&key));
+                }
+                self.input.resource_claims.push(claim);
+            }
+            Kind::ResourceClaimTemplate => {
+                let mut template: ResourceClaimTemplate = decode(value, at, prefix)?;
+                self.admit(kind, &mut template.metadata, created, at, prefix)?;
+                if let Some(spec) = template.spec.as_mut().and_then(|t| t.spec.as_mut()) {
+                    default_claim_spec(spec);
+                }
+                self.input.resource_claim_templates.push(template);
+            }
+            Kind::DeviceTaintRule => {
+                let mut rule: DeviceTaintRule = decode(value, at, prefix)?;
+                self.admit(kind, &mut rule.metadata, created, at, prefix)?;
+                self.input.device_taint_rules.push(rule);
             }
             Kind::Namespace => {
                 let mut namespace: Namespace = decode(value, at, prefix)?;
