@@ -143,6 +143,12 @@ pub trait ClassLister: Sync {
     fn class(&self, name: &str) -> Option<Arc<DeviceClass>>;
 }
 
+impl ClassLister for crate::cluster::DeviceResources {
+    fn class(&self, name: &str) -> Option<Arc<DeviceClass>> {
+        crate::cluster::DeviceResources::class(self, name)
+    }
+}
+
 impl<F: Fn(&str) -> Option<Arc<DeviceClass>> + Sync> ClassLister for F {
     fn class(&self, name: &str) -> Option<Arc<DeviceClass>> {
         self(name)

@@ -3,7 +3,6 @@
 //! `status.extendedResourceClaimStatus`. The operator writes through kube-rs, `berth
 //! simulate` into its in-memory cluster; the plugin stays free of Kubernetes I/O.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
@@ -57,26 +56,18 @@ pub trait ClaimWriter: Send + Sync {
 /// The claim writer of a framework without a cluster behind it ([`super::Handle::builder`]):
 /// it keeps nothing but answers as an API server would for the object it is given, so
 /// that a cycle runs through. A created claim is named from its `generateName` and a
-/// counter and given a UID.
+/// counter and given a UID; nothing is there to read back.
 #[derive(Default)]
 pub struct AcceptClaims {
     created: AtomicU64,
-    last: Mutex<Option<ResourceClaim>>,
 }
 
 #[async_trait]
 impl ClaimWriter for AcceptClaims {
-    async fn get_claim(&self, namespace: &str, name: &str) -> Result<ResourceClaim, WriteError> {
-        let last = self.last.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        last.filter(|c| {
-            c.metadata.namespace.as_deref() == Some(namespace)
-                && c.metadata.name.as_deref() == Some(name)
-        })
-        .ok_or_else(|| {
-            WriteError::NotFound(format!(
-                "resourceclaims.resource.k8s.io \"{name}\" not found"
-            ))
-        })
+    async fn get_claim(&self, _: &str, name: &str) -> Result<ResourceClaim, WriteError> {
+        Err(WriteError::NotFound(format!(
+            "resourceclaims.resource.k8s.io \"{name}\" not found"
+        )))
     }
 
     async fn create_claim(&self, claim: &ResourceClaim) -> Result<ResourceClaim, WriteError> {
@@ -86,12 +77,10 @@ impl ClaimWriter for AcceptClaims {
         created.metadata.name = Some(format!("{prefix}{n}"));
         created.metadata.uid = Some(format!("created-claim-{n}"));
         created.metadata.resource_version = Some("1".into());
-        self.keep(&created);
         Ok(created)
     }
 
     async fn update_claim(&self, claim: &ResourceClaim) -> Result<ResourceClaim, WriteError> {
-        self.keep(claim);
         Ok(claim.clone())
     }
 
@@ -99,7 +88,6 @@ impl ClaimWriter for AcceptClaims {
         &self,
         claim: &ResourceClaim,
     ) -> Result<ResourceClaim, WriteError> {
-        self.keep(claim);
         Ok(claim.clone())
     }
 
@@ -117,12 +105,6 @@ impl ClaimWriter for AcceptClaims {
         _: &PodExtendedResourceClaimStatus,
     ) -> Result<(), WriteError> {
         Ok(())
-    }
-}
-
-impl AcceptClaims {
-    fn keep(&self, claim: &ResourceClaim) {
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(claim.clone());
     }
 }
 

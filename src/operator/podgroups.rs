@@ -63,7 +63,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::stream::BoxStream;
@@ -84,6 +84,7 @@ use super::conditions::{self, DesiredCondition};
 use super::types::OperatorState;
 use crate::api::{MIN_MEMBER_ANNOTATION, POD_GROUP_LABEL, POD_GROUP_LABEL_COMPAT};
 use crate::api::{PodGroup, PodGroupPhase, PodGroupSpec, PodGroupStatus};
+use crate::cluster::lock::mutex as lock;
 use crate::cluster::{implicit_group, pod_group_of};
 
 /// The PodGroup condition: at least `minMember` members are bound to nodes.
@@ -149,10 +150,6 @@ struct Context {
     state: OperatorState,
     recorder: Recorder,
     memory: Mutex<Memory>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Runs the PodGroup controller and the implicit-group creator until `shutdown` resolves.

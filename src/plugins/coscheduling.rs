@@ -72,7 +72,7 @@
 
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -82,6 +82,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::PodGroup;
+use crate::cluster::lock::mutex as lock;
 use crate::cluster::{PodGroups, PodInfo, Resource, Snapshot, pod_group_of};
 use crate::framework::{
     ActionType, ClusterEvent, Code, CycleState, EventResource, FieldError, FilterRunner, Handle,
@@ -185,10 +186,6 @@ pub struct Coscheduling {
     backoff: Mutex<HashMap<(String, String), Instant>>,
     /// The scheduler's time, which backoff is measured in.
     clock: Arc<dyn crate::framework::Clock>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Coscheduling {

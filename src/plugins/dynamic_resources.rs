@@ -39,7 +39,7 @@
 pub mod claims;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -47,8 +47,8 @@ use k8s_openapi::api::core::v1::{
     ContainerExtendedResourceRequest, PodExtendedResourceClaimStatus,
 };
 use k8s_openapi::api::resource::v1::{
-    AllocationResult, DeviceClass, ResourceClaim, ResourceClaimConsumerReference,
-    ResourceClaimSpec, ResourceClaimStatus,
+    AllocationResult, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimSpec,
+    ResourceClaimStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -57,8 +57,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::GoDuration;
+use crate::cluster::lock::mutex as lock;
 use crate::cluster::{DeviceResources, NodeInfo, PodInfo, Snapshot, is_allocated};
-use crate::dra::allocator::{AllocateError, AllocatedState, Allocator, ClassLister};
+use crate::dra::allocator::{AllocateError, AllocatedState, Allocator, claim_label};
 use crate::dra::cel::Selectors;
 use crate::framework::{
     ActionType, ClaimWriter, Clock, ClusterEvent, Code, CycleState, EventResource, FieldError,
@@ -140,15 +141,6 @@ impl PluginArgs for DynamicResourcesArgs {
     }
 }
 
-/// The DeviceClasses of the lister, for the allocator.
-struct Classes(Arc<DeviceResources>);
-
-impl ClassLister for Classes {
-    fn class(&self, name: &str) -> Option<Arc<DeviceClass>> {
-        self.0.class(name)
-    }
-}
-
 /// What the cycle knows about the pod's claims (upstream `stateData`); shared, not
 /// copied, by the preemption dry run.
 #[derive(Clone)]
@@ -168,10 +160,15 @@ struct State {
     by_node: Arc<Mutex<HashMap<String, Arc<NodeAllocation>>>>,
 }
 
+/// Requested amounts of resources a DeviceClass may serve, with the class serving each.
+type ExtendedRequests = BTreeMap<String, (i64, Option<String>)>;
+
 /// The pod's extended resources served by DeviceClasses.
 struct Extended {
-    /// Every scalar resource the pod requests.
-    scalar: BTreeMap<String, i64>,
+    /// The pod's non-zero requests of resources a DeviceClass may serve (extended and
+    /// `deviceclass.resource.kubernetes.io/` names), with the class that serves each, if
+    /// any; looked up once in PreFilter for every node's Filter.
+    resources: ExtendedRequests,
     /// The UID its claim had at PreFilter, under which Reserve made it pending.
     initial_uid: String,
 }
@@ -266,10 +263,6 @@ crate::plugin! {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl PreEnqueuePlugin for DynamicResources {
     fn pre_enqueue(&self, pod: &PodInfo) -> Status {
         let has_claims = pod
@@ -321,7 +314,7 @@ impl DynamicResources {
             } else {
                 return Err(Status::unresolvable(format!(
                     "resource claim {}, request {}: unknown request type",
-                    claim_kobj(claim),
+                    claim_label(claim),
                     request.name
                 )));
             }
@@ -331,14 +324,19 @@ impl DynamicResources {
 
     /// Upstream `preFilterExtendedResources`: the pod's claim for extended resources
     /// served by DeviceClasses, one left from an earlier attempt or a new in-memory one.
-    fn extended_claim(&self, pod: &PodInfo) -> Option<(ResourceClaim, BTreeMap<String, i64>)> {
-        let scalar = &pod.filter_requests.scalar_resources;
-        let wanted = scalar.iter().any(|(name, &amount)| {
-            amount != 0
-                && is_dra_extended_resource_name(name)
-                && self.resources.extended_resource_class(name).is_some()
-        });
-        if !wanted {
+    fn extended_claim(&self, pod: &PodInfo) -> Option<(ResourceClaim, ExtendedRequests)> {
+        let resources: ExtendedRequests = pod
+            .filter_requests
+            .scalar_resources
+            .iter()
+            .filter(|(name, amount)| **amount != 0 && is_dra_extended_resource_name(name))
+            .map(|(name, &amount)| {
+                let class = self.resources.extended_resource_class(name);
+                let class = class.and_then(|c| c.metadata.name.clone());
+                (name.clone(), (amount, class))
+            })
+            .collect();
+        if resources.values().all(|(_, class)| class.is_none()) {
             return None;
         }
         let left = self.resources.claims().into_iter().find(|claim| {
@@ -354,7 +352,7 @@ impl DynamicResources {
                 && is_controlled_by(claim, &pod.pod)
         });
         if let Some(claim) = left {
-            return Some(((*claim).clone(), scalar.clone()));
+            return Some(((*claim).clone(), resources));
         }
         let mut bytes = [0u8; 16];
         rand::fill(&mut bytes);
@@ -381,7 +379,7 @@ impl DynamicResources {
             spec: Some(ResourceClaimSpec::default()),
             status: None,
         };
-        Some((claim, scalar.clone()))
+        Some((claim, resources))
     }
 
     /// Upstream `filterExtendedResources`: the node's copy of the extended-resource
@@ -402,14 +400,10 @@ impl DynamicResources {
             ));
         }
         let mut through_devices = BTreeMap::new();
-        for (name, &amount) in &extended.scalar {
-            if amount == 0 || !is_dra_extended_resource_name(name) {
-                continue;
-            }
+        for (name, (amount, class)) in &extended.resources {
             let allocatable = node.allocatable.scalar_resources.get(name);
-            let backed = self.resources.extended_resource_class(name).is_some();
-            if backed && allocatable.copied().unwrap_or(0) == 0 {
-                through_devices.insert(name.clone(), amount);
+            if class.is_some() && allocatable.copied().unwrap_or(0) == 0 {
+                through_devices.insert(name.clone(), *amount);
             } else if allocatable.is_none() {
                 return Err(Status::unresolvable("cannot fit resource"));
             }
@@ -421,9 +415,7 @@ impl DynamicResources {
             return Ok(None);
         }
         let (requests, mappings) = requests_and_mappings(&pod.pod, &through_devices, |name| {
-            self.resources
-                .extended_resource_class(name)
-                .and_then(|c| c.metadata.name.clone())
+            extended.resources.get(name).and_then(|(_, c)| c.clone())
         });
         let mut node_claim = (**claim).clone();
         node_claim
@@ -434,13 +426,6 @@ impl DynamicResources {
             .requests = Some(requests);
         Ok(Some((node_claim, mappings)))
     }
-}
-
-fn claim_kobj(claim: &ResourceClaim) -> String {
-    kobj(
-        claim.metadata.namespace.as_deref().unwrap_or_default(),
-        claim.metadata.name.as_deref().unwrap_or_default(),
-    )
 }
 
 #[async_trait]
@@ -460,11 +445,11 @@ impl PreFilterPlugin for DynamicResources {
             Err(message) => return (None, Status::unresolvable(message)),
         };
         let user_claims = claims.len();
-        let extended = self.extended_claim(pod).map(|(claim, scalar)| {
+        let extended = self.extended_claim(pod).map(|(claim, resources)| {
             let initial_uid = claim.metadata.uid.clone().unwrap_or_default();
             claims.push(Arc::new(claim));
             Arc::new(Extended {
-                scalar,
+                resources,
                 initial_uid,
             })
         });
@@ -496,7 +481,7 @@ impl PreFilterPlugin for DynamicResources {
                     None,
                     Status::unresolvable(format!(
                         "resource claim {} is in the process of being allocated",
-                        claim_kobj(claim)
+                        claim_label(claim)
                     )),
                 );
             }
@@ -511,7 +496,7 @@ impl PreFilterPlugin for DynamicResources {
             let allocated = AllocatedState::of(allocated.iter().map(Arc::as_ref));
             Arc::new(Allocator::new(
                 Arc::new(allocated),
-                Arc::new(Classes(self.resources.clone())),
+                self.resources.clone(),
                 self.resources.slices_with_taint_rules(),
                 self.selectors.clone(),
             ))
@@ -523,8 +508,7 @@ impl PreFilterPlugin for DynamicResources {
             extended,
             available_on,
             allocator,
-            unavailable: Arc::default(),
-            by_node: Arc::default(),
+            ..State::empty()
         });
         (None, Status::success())
     }
@@ -547,7 +531,7 @@ impl FilterPlugin for DynamicResources {
             // counts them.
             return Status::success();
         }
-        let now = Timestamp::now();
+        let mut now = None;
         let mut unavailable = Vec::new();
         for (i, claim) in state.claims.iter().enumerate() {
             if let Some(selector) = &state.available_on[i]
@@ -559,7 +543,13 @@ impl FilterPlugin for DynamicResources {
             if is_allocated(claim) {
                 match ready_for_binding(claim) {
                     Err(_) => unavailable.push(i),
-                    Ok(false) if binding_timed_out(claim, self.binding_timeout, now) => {
+                    Ok(false)
+                        if binding_timed_out(
+                            claim,
+                            self.binding_timeout,
+                            *now.get_or_insert_with(Timestamp::now),
+                        ) =>
+                    {
                         unavailable.push(i)
                     }
                     Ok(_) => {}
@@ -687,6 +677,11 @@ impl ScorePlugin for DynamicResources {
         let Some(state) = state.read::<State>() else {
             return Ok(0);
         };
+        if state.allocator.is_none() {
+            // Nothing allocated this cycle (no claims, or all allocated already): no lock
+            // per node.
+            return Ok(0);
+        }
         let found = lock(&state.by_node).get(node.name()).cloned();
         let Some(allocation) = found else {
             return Ok(0);
@@ -792,7 +787,7 @@ impl ReservePlugin for DynamicResources {
                 && reserved_for(claim, pod_uid)
                 && let Err(e) = self.writer.remove_reservation(claim, pod_uid).await
             {
-                tracing::warn!(claim = %claim_kobj(claim), error = %e, "unreserve");
+                tracing::warn!(claim = %claim_label(claim), error = %e, "unreserve");
             }
         }
         let (Some(index), Some(extended)) = (state.extended_index(), &state.extended) else {
@@ -810,7 +805,7 @@ impl ReservePlugin for DynamicResources {
             return;
         }
         if let Err(e) = self.delete_claim(claim).await {
-            tracing::warn!(claim = %claim_kobj(claim), error = %e, "delete extended resource claim");
+            tracing::warn!(claim = %claim_label(claim), error = %e, "delete extended resource claim");
         }
     }
 }

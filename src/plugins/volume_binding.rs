@@ -29,13 +29,14 @@
 pub mod binder;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::lock::mutex as lock;
 use crate::cluster::{NodeInfo, PodInfo, Snapshot, Volumes};
 use crate::framework::{
     ActionType, Clock, ClusterEvent, Code, CycleState, EventResource, FieldError, FilterPlugin,
@@ -189,10 +190,6 @@ crate::plugin! {
             })
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[async_trait]

@@ -14,8 +14,10 @@ pub(super) struct PreFilterState {
     milli_cpu: i64,
     memory: i64,
     ephemeral_storage: i64,
-    /// Scalar resources to check, by name (sorted, so reasons come in a stable order).
-    scalar_resources: Vec<(String, i64)>,
+    /// Scalar resources to check, by name (sorted, so reasons come in a stable order),
+    /// each with whether a DeviceClass serves it (upstream `shouldDelegateResourceToDRA`:
+    /// a node without allocatable of it leaves it to DynamicResources).
+    scalar_resources: Vec<(String, i64, bool)>,
 }
 
 impl PreFilterState {
@@ -23,6 +25,7 @@ impl PreFilterState {
         requests: &Resource,
         ignored_resources: &HashSet<String>,
         ignored_groups: &HashSet<String>,
+        served_by_devices: impl Fn(&str) -> bool,
     ) -> Self {
         let ignored = |name: &str| {
             // Only extended resources may be ignored; hugepages and kubernetes.io
@@ -41,7 +44,7 @@ impl PreFilterState {
                 .scalar_resources
                 .iter()
                 .filter(|(name, amount)| **amount != 0 && !ignored(name))
-                .map(|(name, amount)| (name.clone(), *amount))
+                .map(|(name, amount)| (name.clone(), *amount, served_by_devices(name)))
                 .collect(),
         }
     }
@@ -51,9 +54,9 @@ impl PreFilterState {
     /// amount, since no eviction could then make room (upstream `InsufficientResource.
     /// Unresolvable`, which keeps preemption off such nodes); `Too many pods` alone stays
     /// Unschedulable. Allocates only when the node does not fit. An extended resource
-    /// the node has no allocatable of and `delegated` names (a DeviceClass serves it) is
-    /// left to DynamicResources.
-    pub(super) fn fits(&self, node: &NodeInfo, delegated: impl Fn(&str) -> bool) -> Status {
+    /// a DeviceClass serves is left to DynamicResources on a node without allocatable of
+    /// it.
+    pub(super) fn fits(&self, node: &NodeInfo) -> Status {
         let allocatable = &node.allocatable;
         let requested = &node.requested;
         let mut reasons: Vec<String> = Vec::new();
@@ -81,15 +84,14 @@ impl PreFilterState {
         {
             reasons.push("Insufficient ephemeral-storage".to_string());
         }
-        for (name, request) in &self.scalar_resources {
+        for (name, request, served_by_devices) in &self.scalar_resources {
             let available = scalar(allocatable, name);
-            let short = *request > available - scalar(requested, name);
-            // Only a node that cannot serve the request asks whether devices may.
-            if !short || (available <= 0 && delegated(name)) {
+            if available <= 0 && *served_by_devices {
                 continue;
             }
-            unresolvable |= *request > available;
-            reasons.push(format!("Insufficient {name}"));
+            if check(*request, available, scalar(requested, name)) {
+                reasons.push(format!("Insufficient {name}"));
+            }
         }
         if reasons.is_empty() {
             Status::success()

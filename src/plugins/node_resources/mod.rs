@@ -348,6 +348,11 @@ impl PreFilterPlugin for NodeResourcesFit {
             &pod.filter_requests,
             &self.ignored_resources,
             &self.ignored_resource_groups,
+            |name| {
+                self.device_resources
+                    .extended_resource_class(name)
+                    .is_some()
+            },
         ));
         (None, Status::success())
     }
@@ -356,11 +361,7 @@ impl PreFilterPlugin for NodeResourcesFit {
 impl FilterPlugin for NodeResourcesFit {
     fn filter(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Status {
         match state.read::<PreFilterState>() {
-            Some(request) => request.fits(node, |name| {
-                self.device_resources
-                    .extended_resource_class(name)
-                    .is_some()
-            }),
+            Some(request) => request.fits(node),
             None => Status::error(format!(
                 "{}: no PreFilter state in this cycle; PreFilter must run before Filter",
                 Self::NAME
