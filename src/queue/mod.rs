@@ -724,7 +724,11 @@ fn is_wildcard(event: &ClusterEvent) -> bool {
 }
 
 /// Upstream `isPodUpdated`: whether anything but bookkeeping changed. Also ignores
-/// `managedFields`, which the scheduler's own status patch touches.
+/// `managedFields`, which the scheduler's own status patch touches. Of the status, the
+/// claims made for the pod count (`resourceClaimStatuses`, `extendedResourceClaimStatus`):
+/// upstream's queue sees their change as the event UpdatePodGeneratedResourceClaim,
+/// which DynamicResources registers, and the resourceclaim controller writes them after
+/// it made a template's claim, so the pod it gated must look again.
 fn may_make_schedulable(old: &Arc<Pod>, new: &Arc<Pod>) -> bool {
     if Arc::ptr_eq(old, new) {
         return false;
@@ -735,5 +739,14 @@ fn may_make_schedulable(old: &Arc<Pod>, new: &Arc<Pod>) -> bool {
         managed_fields: None,
         ..meta.clone()
     };
-    old.spec != new.spec || strip(&old.metadata) != strip(&new.metadata)
+    let claim_statuses = |pod: &Pod| {
+        let status = pod.status.as_ref();
+        (
+            status.and_then(|s| s.resource_claim_statuses.clone()),
+            status.and_then(|s| s.extended_resource_claim_status.clone()),
+        )
+    };
+    old.spec != new.spec
+        || strip(&old.metadata) != strip(&new.metadata)
+        || claim_statuses(old) != claim_statuses(new)
 }

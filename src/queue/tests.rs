@@ -858,6 +858,43 @@ fn update_moves_an_unschedulable_pod_only_when_it_may_now_fit() {
             after: secs(2),
             want: Placement::Gated,
         },
+        Case {
+            name: "another status field (a condition) changed: stays",
+            change: |mut p| {
+                p.status.get_or_insert_default().conditions = Some(vec![Default::default()]);
+                p
+            },
+            after: secs(2),
+            want: Placement::Unschedulable,
+        },
+        Case {
+            name: "the claim of a template made (resourceClaimStatuses): activeQ",
+            change: |mut p| {
+                p.status.get_or_insert_default().resource_claim_statuses =
+                    Some(vec![k8s_openapi::api::core::v1::PodResourceClaimStatus {
+                        name: "gpu".into(),
+                        resource_claim_name: Some("a-gpu-x7k2p".into()),
+                    }]);
+                p
+            },
+            after: secs(2),
+            want: Placement::Active,
+        },
+        Case {
+            name: "the claim of extended resources made: activeQ",
+            change: |mut p| {
+                p.status
+                    .get_or_insert_default()
+                    .extended_resource_claim_status =
+                    Some(k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
+                        resource_claim_name: "a-extended-resources-9vz4q".into(),
+                        request_mappings: Vec::new(),
+                    });
+                p
+            },
+            after: secs(2),
+            want: Placement::Active,
+        },
     ];
     for case in cases {
         let t0 = Instant::now();
