@@ -113,6 +113,36 @@ pub const KINDS: &[KindSpec] = &[
         consequence: "CSI drivers' per-node volume limits are not checked",
     },
     KindSpec {
+        kind: "DeviceClass",
+        api_version: "resource.k8s.io/v1",
+        path: "/apis/resource.k8s.io/v1/deviceclasses",
+        consequence: "claims find no device class, so pods with claims or DRA-backed extended resources are unschedulable",
+    },
+    KindSpec {
+        kind: "ResourceSlice",
+        api_version: "resource.k8s.io/v1",
+        path: "/apis/resource.k8s.io/v1/resourceslices",
+        consequence: "no node has devices, so pods with claims are unschedulable",
+    },
+    KindSpec {
+        kind: "ResourceClaim",
+        api_version: "resource.k8s.io/v1",
+        path: "/apis/resource.k8s.io/v1/resourceclaims",
+        consequence: "no device counts as allocated, and pods naming a claim wait for it",
+    },
+    KindSpec {
+        kind: "ResourceClaimTemplate",
+        api_version: "resource.k8s.io/v1",
+        path: "/apis/resource.k8s.io/v1/resourceclaimtemplates",
+        consequence: "pods whose template claim is not made yet wait for it",
+    },
+    KindSpec {
+        kind: "DeviceTaintRule",
+        api_version: "resource.k8s.io/v1",
+        path: "/apis/resource.k8s.io/v1/devicetaintrules",
+        consequence: "devices are judged without the taints DeviceTaintRules add",
+    },
+    KindSpec {
         kind: "PriorityClass",
         api_version: "scheduling.k8s.io/v1",
         path: "/apis/scheduling.k8s.io/v1/priorityclasses",
