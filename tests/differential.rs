@@ -71,11 +71,6 @@ const NOT_FOR_KUBE_SCHEDULER: &[(&str, &str)] = &[
     ("examples/values-ha.yaml", "Helm values, not a cluster"),
     ("examples/values-metrics.yaml", "Helm values, not a cluster"),
     (
-        "examples/scenarios/gpus.yaml",
-        "resource.k8s.io objects, which the operator does not read yet (issue \"DynamicResources\": \
-         the scenario is compared once the operator watches them)",
-    ),
-    (
         "examples/scenarios/unsupported-pods.yaml",
         "pods in scheduling groups, which berth refuses until the issue \"Gangs as the \
          ecosystem writes them\"",

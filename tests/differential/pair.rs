@@ -39,6 +39,9 @@ pub const CLUSTER_SCOPED: &[&str] = &[
     "CSINode",
     "PriorityClass",
     "SchedulerProfile",
+    "DeviceClass",
+    "ResourceSlice",
+    "DeviceTaintRule",
 ];
 
 /// One of the two clusters.
@@ -168,7 +171,7 @@ impl Side {
         let api = self.api(object);
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
         let kind = object["kind"].as_str().unwrap_or_default();
-        if ["PersistentVolume", "PersistentVolumeClaim"].contains(&kind) {
+        if ["PersistentVolume", "PersistentVolumeClaim", "ResourceClaim"].contains(&kind) {
             let patch = json!({"metadata": {"finalizers": null}});
             let _ = api
                 .patch(name, &PatchParams::default(), &Patch::Merge(&patch))

@@ -87,6 +87,11 @@ impl Scenario {
         objects.extend(input.jobs.iter().map(to_json));
         objects.extend(input.daemon_sets.iter().map(to_json));
         objects.extend(input.nodes.iter().map(to_json));
+        objects.extend(input.device_classes.iter().map(to_json));
+        objects.extend(input.resource_slices.iter().map(to_json));
+        objects.extend(input.device_taint_rules.iter().map(to_json));
+        objects.extend(input.resource_claim_templates.iter().map(to_json));
+        objects.extend(input.resource_claims.iter().map(to_json));
         objects.extend(input.running_pods().map(to_json));
         if !input.pod_groups.is_empty() {
             return Err("it has berth.dev PodGroups, which kube-scheduler does not read".into());
