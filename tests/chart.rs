@@ -34,6 +34,7 @@ use helm::{Manifests, NAMESPACE, chart_dir, helm_or_skip, kubectl_or_skip, repo_
 use process::{ChartProcess, POD_NAME, eventually, free_port, get_metrics, probe_status, within};
 use rbac::{
     E2E_LEASE_NAME, Grant, Grants, Scope, attributes_of, is_public_discovery, read_request_logs,
+    synthetic_checks,
 };
 use support::temp::TempDir;
 
@@ -1267,22 +1268,25 @@ fn rbac_replay() {
             );
             continue;
         };
-        let allowing: Vec<_> = grants.allowing(&attributes).collect();
-        if allowing.is_empty() {
-            let key = (
-                attributes.group.clone(),
-                attributes.resource.clone(),
-                attributes.verb.clone(),
-            );
-            denied.entry(key).or_insert((0, attributes.to_string())).0 += 1;
-        }
-        for (scope, _) in allowing {
-            used.insert((
-                scope.clone(),
-                attributes.group.clone(),
-                attributes.resource.clone(),
-                attributes.verb.clone(),
-            ));
+        let synthetic = synthetic_checks(&attributes);
+        for attributes in std::iter::once(attributes).chain(synthetic) {
+            let allowing: Vec<_> = grants.allowing(&attributes).collect();
+            if allowing.is_empty() {
+                let key = (
+                    attributes.group.clone(),
+                    attributes.resource.clone(),
+                    attributes.verb.clone(),
+                );
+                denied.entry(key).or_insert((0, attributes.to_string())).0 += 1;
+            }
+            for (scope, _) in allowing {
+                used.insert((
+                    scope.clone(),
+                    attributes.group.clone(),
+                    attributes.resource.clone(),
+                    attributes.verb.clone(),
+                ));
+            }
         }
     }
     assert!(

@@ -15,6 +15,8 @@ use support::prometheus;
 
 #[path = "operator_e2e/backoff.rs"]
 mod backoff;
+#[path = "operator_e2e/devices.rs"]
+mod devices;
 #[path = "operator_e2e/endpoints.rs"]
 mod endpoints;
 #[path = "operator_e2e/faults.rs"]

@@ -48,6 +48,7 @@ impl Harness {
             pod_groups: Default::default(),
             volumes: Default::default(),
             disruption_budgets: Default::default(),
+            device_resources: Default::default(),
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(podgroups::run(

@@ -87,6 +87,7 @@ impl Harness {
                 pod_groups: Default::default(),
                 volumes: Default::default(),
                 disruption_budgets: Default::default(),
+                device_resources: Default::default(),
             },
             binder: Arc::new(NoBinder),
             observer: None,

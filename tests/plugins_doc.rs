@@ -368,9 +368,9 @@ Sorts the queue plainly.
 }
 
 /// Issue 18: the list says how berth's default set differs from upstream kube-scheduler
-/// 1.37's (NodeDeclaredFeatures is in upstream's, not berth's; DynamicResources and DRA
-/// backed extended resources are berth's where the adapter reads the resource.k8s.io
-/// objects), and what that means for a pod.
+/// 1.37's (NodeDeclaredFeatures is in upstream's, not berth's; DynamicResources requeues
+/// more often and scoring of DRA-backed extended resources differs), and what that means
+/// for a pod.
 #[test]
 fn the_list_ends_with_the_differences_from_upstream_1_37() {
     let text = rendered(None, Format::Text);
@@ -381,14 +381,13 @@ fn the_list_ends_with_the_differences_from_upstream_1_37() {
     for expected in [
         "DynamicResources Upstream: in the default set",
         "right before DefaultPreemption",
-        "the operator does not watch them yet",
-        "\"pod has resourceClaims (dynamic resource allocation); berth does not support \
-         DynamicResources yet\"",
+        "live and in `berth simulate`",
+        "retried on any ResourceClaim change",
         "NodeDeclaredFeatures Upstream: in the default set (GA in 1.37)",
         "`node.status.declaredFeatures` is not checked",
         "NodeResourcesFit Upstream:",
         "DeviceClass",
-        "rejected on that node with `Insufficient <name>`",
+        "named in `scoringStrategy.resources` is not counted from the node's devices",
     ] {
         assert!(
             flat.contains(expected),

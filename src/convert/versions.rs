@@ -238,11 +238,10 @@ pub const UPSTREAM_DIFFERENCES: &[UpstreamDifference] = &[
         args_fields: &[],
         upstream: "in the default set (dynamic resource allocation is GA and always on since 1.35), \
                    right before DefaultPreemption: allocates devices for a pod's ResourceClaims",
-        berth: "in the default set at the same place; `berth simulate` reads the \
-                resource.k8s.io objects, but the operator does not watch them yet: there a \
-                pod with `spec.resourceClaims` is refused as unschedulable (\"pod has \
-                resourceClaims (dynamic resource allocation); berth does not support \
-                DynamicResources yet\") rather than started without its devices",
+        berth: "in the default set at the same place, live and in `berth simulate`; a pod \
+                it rejected is retried on any ResourceClaim change (upstream's queueing \
+                hint retries it only when one of its own claims changes), and a pod waiting \
+                in PreBind for a device's binding conditions gets no event saying so",
     },
     UpstreamDifference {
         plugin: "NodeDeclaredFeatures",
@@ -260,9 +259,11 @@ pub const UPSTREAM_DIFFERENCES: &[UpstreamDifference] = &[
         upstream: "leaves an extended resource the node does not list in allocatable to \
                    DynamicResources when a DeviceClass maps it (DRA-backed extended resources, \
                    GA in 1.37)",
-        berth: "the same in `berth simulate`; the operator does not watch DeviceClasses yet, \
-                so there no class maps a resource and such a pod is rejected on that node \
-                with `Insufficient <name>`",
+        berth: "the same at Filter; at Score, a DRA-backed extended resource named in \
+                `scoringStrategy.resources` is not counted from the node's devices (upstream \
+                counts the DeviceClass's devices on the node and those allocated), so it \
+                scores as a resource the node does not have; the default strategy scores \
+                cpu and memory only",
     },
 ];
 

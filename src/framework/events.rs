@@ -24,6 +24,9 @@ pub enum EventResource {
     VolumeAttachment,
     PodGroup,
     ResourceClaim,
+    /// No plugin registers it: the resourceclaim controller makes claims from templates,
+    /// and the claim and the pod's status change then.
+    ResourceClaimTemplate,
     ResourceSlice,
     DeviceClass,
     /// Matches every resource.

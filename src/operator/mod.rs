@@ -6,13 +6,14 @@
 //! 1. [`watches`] turn Node and Pod watches (kube-runtime watchers, no polling) into
 //!    [`types::ClusterChange`]s for the scheduling loop and keep the listers plugins read
 //!    (workloads, PodGroups, PodDisruptionBudgets); [`storage`] keeps the storage
-//!    objects the volume plugins read current and tells the loop of each change.
+//!    objects the volume plugins read current and tells the loop of each change, and
+//!    [`devices`] does the same for the resource.k8s.io objects DynamicResources reads.
 //! 2. [`profiles`] is the SchedulerProfile controller: validation, instantiation,
 //!    status conditions; it sends [`types::ProfileCommand`]s to the loop.
 //! 3. [`scheduling_loop`] owns the [`crate::scheduler::Scheduler`]: it applies changes
 //!    and commands, runs scheduling cycles while this replica leads, and spawns binding
 //!    cycles that bind through [`binder`] (and write volume bindings through
-//!    [`volume_writer`]).
+//!    [`volume_writer`], device allocations through [`claim_writer`]).
 //! 4. [`reporting`] turns attempt outcomes into pod conditions, nominations and events;
 //!    [`preemption`] makes the API calls that carry out a preemption (the victims'
 //!    condition, deletion and events; clearing lower-priority nominations).
@@ -20,7 +21,9 @@
 
 pub mod backoff;
 pub mod binder;
+pub mod claim_writer;
 pub mod conditions;
+pub mod devices;
 pub mod leader;
 pub mod legacy_pods;
 pub mod podgroups;
@@ -105,6 +108,8 @@ pub enum OperatorError {
     #[error("leader election failed to start: {0}")]
     Election(String),
     #[error("{0}")]
+    Discovery(String),
+    #[error("{0}")]
     Workers(String),
 }
 
@@ -131,8 +136,14 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         Election::always_leader()
     };
     metrics.set_leader(*leader.borrow());
-    let (unlisted_tx, unlisted_rx) =
-        watch::channel(scheduling_loop::cached_kinds().collect::<Vec<_>>());
+    let device_kinds = devices::served_kinds(&client)
+        .await
+        .map_err(OperatorError::Discovery)?;
+    let (unlisted_tx, unlisted_rx) = watch::channel(
+        scheduling_loop::cached_kinds()
+            .chain(device_kinds.iter().copied())
+            .collect::<Vec<_>>(),
+    );
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let (loop_tx, loop_rx) = mpsc::unbounded_channel();
     let (report_tx, report_rx) = mpsc::channel(1024);
@@ -144,6 +155,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         pod_groups: Default::default(),
         volumes: Default::default(),
         disruption_budgets: Default::default(),
+        device_resources: Default::default(),
     };
 
     let listener = tokio::net::TcpListener::bind(config.metrics_bind_address)
@@ -205,6 +217,12 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
     watch_tasks.extend(storage::spawn(
         client.clone(),
         state.volumes.clone(),
+        loop_tx.clone(),
+    ));
+    watch_tasks.extend(devices::spawn(
+        client.clone(),
+        &device_kinds,
+        state.device_resources.clone(),
         loop_tx.clone(),
     ));
     let binder: Arc<dyn Binder> = Arc::new(binder::KubeBinder::new(client.clone()));

@@ -483,9 +483,10 @@ impl Planner<'_> {
             pod_groups: self.ctx.state.pod_groups.clone(),
             volumes: self.ctx.state.volumes.clone(),
             disruption_budgets: self.ctx.state.disruption_budgets.clone(),
-            // Not fed yet: pods with claims are refused (see `scheduler::unsupported`).
-            device_resources: Default::default(),
-            claim_writer: Arc::new(crate::framework::NoClaimWriter),
+            device_resources: self.ctx.state.device_resources.clone(),
+            claim_writer: Arc::new(super::claim_writer::KubeClaimWriter::new(
+                self.ctx.client.clone(),
+            )),
             observer: self.ctx.observer.clone(),
         };
         // A change of plugin health is a change of the profile's status.

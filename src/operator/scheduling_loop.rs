@@ -57,14 +57,11 @@ const SYNCED_KINDS: [&str; 4] = [
     super::watches::DISRUPTION_BUDGETS_KIND,
 ];
 
-/// Every kind the loop waits for before it schedules, in a fixed order.
+/// Every kind the loop waits for before it schedules on any cluster, in a fixed order;
+/// the device kinds the cluster serves come on top ([`super::devices::served_kinds`]).
+/// The loop waits for the kinds its [`LoopChannels::unlisted`] starts with.
 pub fn cached_kinds() -> impl Iterator<Item = &'static str> {
     SYNCED_KINDS.into_iter().chain(STORAGE_KINDS)
-}
-
-/// The kinds of [`cached_kinds`] not in `listed`.
-fn unlisted_kinds(listed: &HashSet<&'static str>) -> Vec<&'static str> {
-    cached_kinds().filter(|k| !listed.contains(k)).collect()
 }
 
 /// The loop's inputs and outputs.
@@ -72,7 +69,8 @@ pub struct LoopChannels {
     pub messages: mpsc::UnboundedReceiver<LoopMessage>,
     pub reports: mpsc::Sender<SchedulingReport>,
     pub leader: watch::Receiver<bool>,
-    /// The kinds not listed yet ([`OperatorState::unlisted`](super::types::OperatorState)).
+    /// The kinds not listed yet ([`OperatorState::unlisted`](super::types::OperatorState)),
+    /// starting with every kind the loop waits for.
     pub unlisted: watch::Sender<Vec<&'static str>>,
     /// Flips to true when the process is shutting down.
     pub shutdown: watch::Receiver<bool>,
@@ -240,7 +238,7 @@ impl SchedulingLoop {
             ClusterChange::PodGroupChanged { deleted } => {
                 self.scheduler.on_pod_group_change(deleted)
             }
-            ClusterChange::StorageChanged { resource, action } => {
+            ClusterChange::ListerChanged { resource, action } => {
                 self.scheduler.on_storage_change(resource, action)
             }
             ClusterChange::NamespaceApplied(namespace) => {
@@ -330,14 +328,13 @@ impl SchedulingLoop {
             _ => {}
         }
         if self.listed.insert(kind) {
-            let unlisted = unlisted_kinds(&self.listed);
-            if unlisted.is_empty() {
-                info!("caches synced");
-            }
             self.channels.unlisted.send_if_modified(|kinds| {
-                let changed = *kinds != unlisted;
-                *kinds = unlisted;
-                changed
+                let before = kinds.len();
+                kinds.retain(|k| *k != kind);
+                if kinds.is_empty() && before > 0 {
+                    info!("caches synced");
+                }
+                kinds.len() != before
             });
         }
     }

@@ -1,14 +1,14 @@
-//! Storage watches feeding [`Volumes`], the lister the volume plugins read.
+//! Storage watches feeding [`Volumes`], the lister the volume plugins read; the same
+//! machinery feeds the device objects DynamicResources reads ([`super::devices`]).
 //!
 //! One kube-runtime watcher per kind (PersistentVolumeClaims, PersistentVolumes,
 //! StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities, VolumeAttachments), as
-//! upstream's scheduler runs one informer per kind. Each change is applied to `volumes`
-//! first, then reported to the scheduling loop as a [`ClusterChange::StorageChanged`], so
-//! the pods the volume plugins rejected are requeued by a cache that already holds the
-//! change.
+//! upstream's scheduler runs one informer per kind. Each change is applied to the lister
+//! first, then reported to the scheduling loop as a [`ClusterChange::ListerChanged`], so
+//! the pods the plugins rejected are requeued by a cache that already holds the change.
 //!
 //! A (re)list is compared with what the watch knew: objects it no longer has are deleted
-//! from `volumes` (they were deleted while the watch was down), and the kinds of change it
+//! from the lister (they were deleted while the watch was down), and the kinds of change it
 //! brought (added, updated, deleted) are reported once each when the list completes rather
 //! than once per object. The first completed list of each kind is reported as
 //! [`ClusterChange::Listed`]; scheduling waits for it, as upstream waits for its informers
@@ -44,13 +44,17 @@ pub const STORAGE_KINDS: [&str; 7] = [
     "volumeattachments",
 ];
 
-/// How one kind is kept in [`Volumes`] and reported to the scheduling loop.
-struct Feed<K> {
+/// How one kind is kept in its lister `L` ([`Volumes`] here, the device objects in
+/// [`super::devices`]) and reported to the scheduling loop.
+pub(super) struct Feed<K, L> {
     /// The plural, as in [`STORAGE_KINDS`].
-    kind: &'static str,
-    resource: EventResource,
-    apply: fn(&Volumes, K),
-    delete: fn(&Volumes, &K),
+    pub kind: &'static str,
+    pub resource: EventResource,
+    /// Reports every change as this action instead of what happened to the object (a
+    /// DeviceTaintRule, to the plugins, updates the slices it taints).
+    pub reported_as: Option<ActionType>,
+    pub apply: fn(&L, K),
+    pub delete: fn(&L, &K),
 }
 
 /// Starts the storage watches; they run until the loop's receiver is dropped.
@@ -65,6 +69,7 @@ pub fn spawn(
             Feed {
                 kind: STORAGE_KINDS[0],
                 resource: EventResource::PersistentVolumeClaim,
+                reported_as: None,
                 apply: Volumes::apply_claim,
                 delete: Volumes::delete_claim,
             },
@@ -76,6 +81,7 @@ pub fn spawn(
             Feed {
                 kind: STORAGE_KINDS[1],
                 resource: EventResource::PersistentVolume,
+                reported_as: None,
                 apply: Volumes::apply_volume,
                 delete: Volumes::delete_volume,
             },
@@ -87,6 +93,7 @@ pub fn spawn(
             Feed {
                 kind: STORAGE_KINDS[2],
                 resource: EventResource::StorageClass,
+                reported_as: None,
                 apply: Volumes::apply_class,
                 delete: Volumes::delete_class,
             },
@@ -98,6 +105,7 @@ pub fn spawn(
             Feed {
                 kind: STORAGE_KINDS[3],
                 resource: EventResource::CSINode,
+                reported_as: None,
                 apply: Volumes::apply_csi_node,
                 delete: Volumes::delete_csi_node,
             },
@@ -109,6 +117,7 @@ pub fn spawn(
             Feed {
                 kind: STORAGE_KINDS[4],
                 resource: EventResource::CSIDriver,
+                reported_as: None,
                 apply: Volumes::apply_csi_driver,
                 delete: Volumes::delete_csi_driver,
             },
@@ -120,6 +129,7 @@ pub fn spawn(
             Feed {
                 kind: STORAGE_KINDS[5],
                 resource: EventResource::CSIStorageCapacity,
+                reported_as: None,
                 apply: Volumes::apply_capacity,
                 delete: Volumes::delete_capacity,
             },
@@ -131,6 +141,7 @@ pub fn spawn(
             Feed {
                 kind: STORAGE_KINDS[6],
                 resource: EventResource::VolumeAttachment,
+                reported_as: None,
                 apply: Volumes::apply_attachment,
                 delete: Volumes::delete_attachment,
             },
@@ -140,20 +151,22 @@ pub fn spawn(
     ]
 }
 
-fn start<K>(
+/// Starts one watch of `api` feeding `lister`.
+pub(super) fn start<K, L>(
     api: Api<K>,
-    feed: Feed<K>,
-    volumes: Arc<Volumes>,
+    feed: Feed<K, L>,
+    lister: Arc<L>,
     tx: UnboundedSender<LoopMessage>,
 ) -> tokio::task::JoinHandle<()>
 where
     K: Resource + Clone + Default + std::fmt::Debug + serde::de::DeserializeOwned + Send,
     K: Sync + 'static,
     K::DynamicType: Default,
+    L: Send + Sync + 'static,
 {
     let stream =
         super::backoff::reflector_backoff(watcher::watcher(api, watcher::Config::default()));
-    tokio::spawn(keep(stream, feed, volumes, tx))
+    tokio::spawn(keep(stream, feed, lister, tx))
 }
 
 /// `namespace/name` (`/name` for cluster-scoped objects).
@@ -165,7 +178,7 @@ fn object_key<K: Resource>(object: &K) -> String {
     )
 }
 
-/// An object standing for `key` in a delete: [`Volumes`] forgets objects by name and
+/// An object standing for `key` in a delete: the listers forget objects by name and
 /// namespace only, so a (re)list need not keep whole copies of what it saw.
 fn stub<K: Resource + Default>(key: &str) -> K {
     let (namespace, name) = key.split_once('/').unwrap_or(("", key));
@@ -186,24 +199,24 @@ struct Relist {
     updated: bool,
 }
 
-/// Applies one storage watch to `volumes` and reports its changes; see the module docs.
-/// Returns when the loop is gone.
-async fn keep<K: Resource + Default>(
+/// Applies one watch to `lister` and reports its changes; see the module docs. Returns
+/// when the loop is gone.
+async fn keep<K: Resource + Default, L>(
     stream: impl Stream<Item = Result<Event<K>, watcher::Error>> + Send,
-    feed: Feed<K>,
-    volumes: Arc<Volumes>,
+    feed: Feed<K, L>,
+    lister: Arc<L>,
     tx: UnboundedSender<LoopMessage>,
 ) {
-    // Key -> resourceVersion of what `volumes` holds from this watch.
+    // Key -> resourceVersion of what the lister holds from this watch.
     let mut known: HashMap<String, String> = HashMap::new();
     let mut relist: Option<Relist> = None;
     let mut synced = false;
     let mut stream = std::pin::pin!(stream);
     while let Some(event) = stream.next().await {
         let mut changes: Vec<ClusterChange> = Vec::new();
-        let changed = |action| ClusterChange::StorageChanged {
+        let changed = |action| ClusterChange::ListerChanged {
             resource: feed.resource,
-            action,
+            action: feed.reported_as.unwrap_or(action),
         };
         match event {
             Ok(Event::Init) => {
@@ -220,7 +233,7 @@ async fn keep<K: Resource + Default>(
                     }
                     relist.listed.insert(key, version);
                 }
-                (feed.apply)(&volumes, object);
+                (feed.apply)(&lister, object);
             }
             Ok(Event::InitDone) => {
                 let relist = relist.take().unwrap_or_default();
@@ -235,7 +248,7 @@ async fn keep<K: Resource + Default>(
                     "listed"
                 );
                 for key in &gone {
-                    (feed.delete)(&volumes, &stub::<K>(key));
+                    (feed.delete)(&lister, &stub::<K>(key));
                 }
                 let deleted = !gone.is_empty();
                 known = relist.listed;
@@ -258,7 +271,7 @@ async fn keep<K: Resource + Default>(
             }
             Ok(Event::Apply(object)) => {
                 let (key, version) = (object_key(&object), version_of(&object));
-                (feed.apply)(&volumes, object);
+                (feed.apply)(&lister, object);
                 match known.insert(key, version.clone()) {
                     None => changes.push(changed(ActionType::ADD)),
                     Some(seen) if seen != version => changes.push(changed(ActionType::UPDATE)),
@@ -266,7 +279,7 @@ async fn keep<K: Resource + Default>(
                 }
             }
             Ok(Event::Delete(object)) => {
-                (feed.delete)(&volumes, &object);
+                (feed.delete)(&lister, &object);
                 known.remove(&object_key(&object));
                 changes.push(changed(ActionType::DELETE));
             }
@@ -317,7 +330,7 @@ mod tests {
     /// `<resource> <ADD|UPDATE|DELETE>` and `listed <kind>`.
     async fn run<K: Resource + Default + Send>(
         events: Vec<Event<K>>,
-        feed: Feed<K>,
+        feed: Feed<K, Volumes>,
         volumes: Arc<Volumes>,
     ) -> Vec<String> {
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -325,7 +338,7 @@ mod tests {
         let mut told = Vec::new();
         while let Ok(message) = rx.try_recv() {
             told.push(match message {
-                LoopMessage::Cluster(ClusterChange::StorageChanged { resource, action }) => {
+                LoopMessage::Cluster(ClusterChange::ListerChanged { resource, action }) => {
                     let action = [
                         (ActionType::ADD, "ADD"),
                         (ActionType::UPDATE, "UPDATE"),
@@ -352,10 +365,11 @@ mod tests {
         Vec<(&'static str, &'static str)>,
     );
 
-    fn claims_feed() -> Feed<PersistentVolumeClaim> {
+    fn claims_feed() -> Feed<PersistentVolumeClaim, Volumes> {
         Feed {
             kind: "persistentvolumeclaims",
             resource: EventResource::PersistentVolumeClaim,
+            reported_as: None,
             apply: Volumes::apply_claim,
             delete: Volumes::delete_claim,
         }
@@ -478,6 +492,7 @@ mod tests {
         let feed = Feed {
             kind: "persistentvolumes",
             resource: EventResource::PersistentVolume,
+            reported_as: None,
             apply: Volumes::apply_volume,
             delete: Volumes::delete_volume,
         };

@@ -25,11 +25,13 @@ pub enum ClusterChange {
     PodGroupChanged {
         deleted: bool,
     },
-    /// A storage object (PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode,
-    /// CSIDriver, CSIStorageCapacity, VolumeAttachment) was added, updated or deleted; the
-    /// watch has already applied it to [`OperatorState::volumes`]. Pods the volume plugins
-    /// rejected may now fit.
-    StorageChanged {
+    /// An object a plugin reads through a lister was added, updated or deleted: a storage
+    /// object (PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver,
+    /// CSIStorageCapacity, VolumeAttachment; [`OperatorState::volumes`]) or a device object
+    /// (ResourceSlice, DeviceClass, ResourceClaim, ResourceClaimTemplate, DeviceTaintRule;
+    /// [`OperatorState::device_resources`]). The watch has already applied it to the
+    /// lister. Pods the plugins rejected may now fit.
+    ListerChanged {
         resource: EventResource,
         action: ActionType,
     },
@@ -115,6 +117,9 @@ pub struct OperatorState {
     pub volumes: Arc<crate::cluster::Volumes>,
     /// PodDisruptionBudgets fed by the watch, read by DefaultPreemption.
     pub disruption_budgets: Arc<crate::cluster::DisruptionBudgets>,
+    /// The resource.k8s.io objects for DynamicResources, fed by the device watches
+    /// ([`super::devices`]) where the cluster serves them.
+    pub device_resources: Arc<crate::cluster::DeviceResources>,
 }
 
 impl OperatorState {

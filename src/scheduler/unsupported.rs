@@ -2,7 +2,8 @@
 //!
 //! Upstream kube-scheduler 1.37 serves two kinds of pods berth cannot serve everywhere:
 //! pods with `spec.resourceClaims`, whose devices DynamicResources allocates from objects
-//! only some adapters feed berth ([`DeviceResources::is_served`](crate::cluster::DeviceResources::is_served)),
+//! an adapter feeds berth only where the API server serves them (every Kubernetes release
+//! berth supports does; a bare test server does not) ([`DeviceResources::is_served`](crate::cluster::DeviceResources::is_served)),
 //! and pods in a Workload API pod group (`spec.schedulingGroup`, `spec.workloadRef` on
 //! 1.35, which GangScheduling, a plugin berth lacks, places as a unit). Placing them as if the claim or the group did not
 //! exist would bind pods that cannot start, or gangs one member at a time. So every
@@ -28,7 +29,7 @@ pub const GANG_SCHEDULING: &str = "GangScheduling";
 
 /// The message for a pod with `spec.resourceClaims`.
 pub const RESOURCE_CLAIMS_MESSAGE: &str = "pod has resourceClaims (dynamic resource allocation); \
-     berth does not support DynamicResources yet";
+     the API server does not serve resource.k8s.io/v1, from which DynamicResources reads devices";
 /// The message for a pod in a Workload API pod group.
 pub const SCHEDULING_GROUP_MESSAGE: &str = "pod belongs to a Workload pod group \
      (spec.schedulingGroup, spec.workloadRef before Kubernetes 1.36); \

@@ -374,6 +374,27 @@ pub fn attributes_of(request: &RequestRecord) -> Option<Attributes> {
     })
 }
 
+/// The authorization checks the API server makes of a request beyond its own attributes:
+/// a write of a ResourceClaim's status (which berth makes only to change its allocation
+/// or `reservedFor`) is also checked for the same verb on the synthetic
+/// `resourceclaims/binding` subresource, cluster-wide (kube-apiserver 1.37,
+/// `pkg/registry/resource`'s `AuthorizedForBinding`).
+pub fn synthetic_checks(attributes: &Attributes) -> Vec<Attributes> {
+    let claim_status = attributes.group == "resource.k8s.io"
+        && attributes.resource == "resourceclaims/status"
+        && ["update", "patch"].contains(&attributes.verb.as_str());
+    if !claim_status {
+        return Vec::new();
+    }
+    vec![Attributes {
+        group: attributes.group.clone(),
+        resource: "resourceclaims/binding".to_string(),
+        verb: attributes.verb.clone(),
+        namespace: None,
+        name: None,
+    }]
+}
+
 /// Paths the default `system:discovery` and `system:public-info-viewer` ClusterRoles let
 /// every authenticated client read.
 pub fn is_public_discovery(path: &str) -> bool {

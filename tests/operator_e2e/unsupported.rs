@@ -1,6 +1,7 @@
-//! "A pod with a ResourceClaim and a pod with a workloadRef are reported, live ..., with
-//! the message above and never bound": against a 1.37 API server (`resourceClaims`,
-//! `schedulingGroup`) and a 1.35 one (`workloadRef`, which the 1.37 types do not know).
+//! "A pod with a workloadRef is reported, live ..., with the message above and never
+//! bound": against a 1.37 API server (`schedulingGroup`) and a 1.35 one (`workloadRef`,
+//! which the 1.37 types do not know). Pods with ResourceClaims are served since
+//! DynamicResources (`devices.rs`).
 
 use serde_json::{Value, json};
 
@@ -8,10 +9,6 @@ use crate::harness::{
     Berth, BerthOptions, Cluster, WAIT, eventually, node, pod, profile, simulate,
 };
 
-const CLAIMS: &str = "0/1 nodes are available: pod has resourceClaims (dynamic resource \
-     allocation); berth does not support DynamicResources yet.";
-/// `berth simulate`'s report of a pod a PreEnqueue plugin keeps out of the queue.
-const GATED: &str = "pod was not admitted to the scheduling queue by a PreEnqueue plugin";
 const GROUP: &str = "0/1 nodes are available: pod belongs to a Workload pod group \
      (spec.schedulingGroup, spec.workloadRef before Kubernetes 1.36); berth does not support \
      the Workload API and GangScheduling yet.";
@@ -61,7 +58,7 @@ async fn refusal_of(cluster: &Cluster, name: &str) -> (String, String, String) {
 /// Creates `refused` and a plain pod on a node where all fit; checks each refused pod's
 /// condition, event and message (also the simulator's), that the plain pod binds and that
 /// no refused pod is ever bound.
-async fn refused_live(minor: u32, refused: &[(&str, Value, &str, &str)]) {
+async fn refused_live(minor: u32, refused: &[(&str, Value, &str)]) {
     // The Workload API's pod field is behind the GenericWorkload gate (off by default in
     // 1.35 and 1.37): without it the API server drops the field and the pod is plain.
     let Some(cluster) =
@@ -76,7 +73,7 @@ async fn refused_live(minor: u32, refused: &[(&str, Value, &str, &str)]) {
     cluster.wait_profile_ready("berth", WAIT).await;
 
     // Posted as JSON: the test's typed Pod would drop a 1.35 `workloadRef` itself.
-    for (name, object, _, _) in refused {
+    for (name, object, _) in refused {
         let (code, answer) = cluster
             .raw("POST", "/api/v1/namespaces/default/pods", object)
             .await;
@@ -86,9 +83,9 @@ async fn refused_live(minor: u32, refused: &[(&str, Value, &str, &str)]) {
     cluster.wait_bound(&["plain"], WAIT).await;
 
     let mut objects = vec![node("n1", "8", "16Gi"), profile("berth", json!({}))];
-    objects.extend(refused.iter().map(|(_, object, _, _)| object.clone()));
+    objects.extend(refused.iter().map(|(_, object, _)| object.clone()));
     let simulated = simulate(&objects, 0).await;
-    for (name, _, message, offline_message) in refused {
+    for (name, _, message) in refused {
         let (reason, condition, note) = refusal_of(&cluster, name).await;
         assert_eq!(reason, "Unschedulable", "{name}");
         assert_eq!(condition, *message, "{name}: PodScheduled message");
@@ -100,11 +97,11 @@ async fn refused_live(minor: u32, refused: &[(&str, Value, &str, &str)]) {
             .map(|p| p.message.clone());
         assert_eq!(
             offline.as_deref(),
-            Some(*offline_message),
+            Some(*message),
             "{name}: simulate's message"
         );
     }
-    let names: Vec<&str> = refused.iter().map(|(name, _, _, _)| *name).collect();
+    let names: Vec<&str> = refused.iter().map(|(name, _, _)| *name).collect();
     cluster
         .assert_stay_unbound(&names, std::time::Duration::from_secs(2))
         .await;
@@ -118,28 +115,13 @@ async fn refused_live(minor: u32, refused: &[(&str, Value, &str, &str)]) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claims_and_scheduling_groups_are_refused_on_kubernetes_1_37() {
-    let claims = with_spec(
-        pod("gpu-job", "berth", "1", "1Gi"),
-        "resourceClaims",
-        json!([{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}]),
-    );
+async fn scheduling_groups_are_refused_on_kubernetes_1_37() {
     let group = with_spec(
         pod("worker-0", "berth", "1", "1Gi"),
         "schedulingGroup",
         json!({"podGroupName": "workers"}),
     );
-    // `berth simulate` reads the resource.k8s.io objects (the operator does not yet):
-    // there the pod's template does not exist, so no claim is made and DynamicResources'
-    // PreEnqueue keeps the pod out of the queue, as upstream does.
-    refused_live(
-        37,
-        &[
-            ("gpu-job", claims, CLAIMS, GATED),
-            ("worker-0", group, GROUP, GROUP),
-        ],
-    )
-    .await;
+    refused_live(37, &[("worker-0", group, GROUP)]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,5 +131,5 @@ async fn workload_refs_are_refused_on_kubernetes_1_35() {
         "workloadRef",
         json!({"name": "training", "podGroup": "workers"}),
     );
-    refused_live(35, &[("worker-1", reference, GROUP, GROUP)]).await;
+    refused_live(35, &[("worker-1", reference, GROUP)]).await;
 }
