@@ -145,6 +145,21 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A workload named on its own that cannot run through the API is an error; `all`
+    // leaves such workloads out.
+    let named_all = args.workloads.iter().any(|w| w.eq_ignore_ascii_case("all"));
+    let mut supported = Vec::new();
+    for plan in plans {
+        match live::unsupported(plan.workload) {
+            None => supported.push(plan),
+            Some(reason) if named_all => eprintln!("skipped: {reason}"),
+            Some(reason) => {
+                eprintln!("error: --workload: {reason}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let plans = supported;
     let apiserver = args.apiserver;
     if apiserver == ApiServerKind::Test && args.scheduler != SchedulerArg::Berth {
         eprintln!("error: --scheduler: kube-scheduler runs against --apiserver real only");

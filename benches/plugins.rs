@@ -73,6 +73,8 @@ impl Measured {
                 PodTemplate::PreferredTopologySpreading => "preferred-spread",
                 PodTemplate::LowPriority => "low-priority",
                 PodTemplate::HighPriority => "high-priority",
+                PodTemplate::ClaimTemplate => "claim-template",
+                PodTemplate::ExtendedResource => "extended-resource",
             },
         }
     }

@@ -45,6 +45,7 @@ fn plan(workload: Workload, nodes: u64, init_pods: u64, measure_pods: u64) -> Pl
             nodes,
             init_pods,
             measure_pods,
+            ..Counts::default()
         },
     }
 }
@@ -79,6 +80,13 @@ async fn every_measured_pod_is_bound_through_the_api_and_the_check_judges_placem
             name: "PreemptionBasic: 5 nodes, 20 running and 5 preempting pods",
             plan: plan(Workload::PreemptionBasic, 5, 20, 5),
             scheduled: 5,
+            passed: true,
+        },
+        Case {
+            // Pod i requests the extended resource only node i has.
+            name: "SchedulingWithExtendedResource: 8 nodes, 8 pods, each on its node",
+            plan: plan(Workload::SchedulingWithExtendedResource, 8, 0, 8),
+            scheduled: 8,
             passed: true,
         },
         Case {
@@ -125,6 +133,22 @@ async fn every_measured_pod_is_bound_through_the_api_and_the_check_judges_placem
             "{}: {:?}",
             case.name,
             report.create_to_bound_seconds
+        );
+    }
+}
+
+#[tokio::test]
+async fn dra_workloads_are_refused_through_the_api() {
+    use berth::bench::workload::Utilization;
+    for workload in [
+        Workload::SchedulingWithResourceClaimTemplate,
+        Workload::SteadyStateClusterResourceClaimTemplate(Utilization::Half),
+    ] {
+        let result = run_live(&plan(workload, 2, 0, 2), &options()).await;
+        let error = result.err().unwrap_or_default();
+        assert!(
+            error.contains("is not supported through the API yet"),
+            "{workload}: {error}"
         );
     }
 }

@@ -11,7 +11,9 @@ use cli::{assert_exit, run_berth, stderr, stdout};
 use support::cli;
 use support::temp::TempDir;
 
-const WORKLOADS: [&str; 8] = [
+/// Every workload but PreemptionBasic (which needs four init pods per node) and the
+/// steady-state ones (10 s each; `bench::run`'s unit tests run one in a short window).
+const WORKLOADS: [&str; 10] = [
     "SchedulingBasic",
     "TopologySpreading",
     "PreferredTopologySpreading",
@@ -20,6 +22,8 @@ const WORKLOADS: [&str; 8] = [
     "SchedulingPreferredPodAffinity",
     "SchedulingPreferredPodAntiAffinity",
     "SchedulingNodeAffinity",
+    "SchedulingWithResourceClaimTemplate",
+    "SchedulingWithExtendedResource",
 ];
 
 /// 50 nodes and 40 measured pods: the anti-affinity workload's 10 init pods (upstream's
@@ -110,6 +114,29 @@ fn the_json_report_has_the_documented_fields() {
 }
 
 #[test]
+fn a_dra_run_reports_its_init_claims_under_upstreams_workload_name() {
+    // 50 nodes of 10 devices: upstream's 5000pods_500nodes gives half of them to init
+    // claims.
+    let mut args = vec![
+        "--workload",
+        "SchedulingWithResourceClaimTemplate",
+        "-o",
+        "json",
+    ];
+    args.extend(SMALL);
+    let output = bench(&args);
+    assert_exit(&output, 0);
+    let run = &json(&output)["workloads"][0];
+    assert_eq!(run["size"], "5000pods_500nodes (custom)");
+    assert_eq!(run["initClaims"], 250);
+    assert_eq!(run["initPods"], 0);
+    assert_eq!(run["steadyState"], Value::Null);
+    // dra/performance-config.yaml, v1.37.2: `dra: 56`.
+    assert_eq!(run["upstreamThreshold"]["size"], "5000pods_500nodes");
+    assert_eq!(run["upstreamThreshold"]["podsPerSecond"], 56.0);
+}
+
+#[test]
 fn the_table_has_one_row_per_workload() {
     let mut args = vec![
         "--workload",
@@ -157,6 +184,12 @@ fn a_profile_that_breaks_the_constraint_fails_the_check() {
             "PodTopologySpread",
             "maxSkew 5",
         ),
+        (
+            "claims without DynamicResources",
+            "SchedulingWithResourceClaimTemplate",
+            "DynamicResources",
+            "claims unusable by their pod",
+        ),
     ];
     for (name, workload, plugin, failure) in cases {
         let dir = profile_file(plugin, &without(plugin));
@@ -202,7 +235,7 @@ fn bad_input_exits_2_with_a_message() {
                 "--size",
                 "5000Nodes_10000Pods",
             ],
-            "SchedulingBasic only",
+            "does not define SchedulingPodAffinity at this size",
         ),
         ("zero threads", vec!["--parallelism", "0"], "--parallelism"),
         ("unknown output", vec!["-o", "yaml"], "yaml"),

@@ -22,6 +22,12 @@
 //!
 //! Creates run with a bounded number of requests in flight, so that setup neither
 //! dominates the run nor opens a connection per object.
+//!
+//! The DRA workloads are not run this way yet ([`unsupported`]): they need the
+//! resource.k8s.io objects created and the init claims allocated through the API, and a
+//! resourceclaim controller making the pods' claims, which neither the test API server
+//! nor a cluster without controllers provides. SchedulingWithExtendedResource needs
+//! only nodes and pods and runs like the others.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read};
@@ -34,7 +40,7 @@ use std::time::{Duration, Instant};
 use berth::bench::check::{Check, Placement, check};
 use berth::bench::report::{Percentiles, Throughput, percentiles, throughput};
 use berth::bench::run::{Plan, peak_rss, peak_rss_of};
-use berth::bench::workload::{HIGH_PRIORITY, HIGH_PRIORITY_CLASS, Phase, Workload, node};
+use berth::bench::workload::{HIGH_PRIORITY, HIGH_PRIORITY_CLASS, Phase, Workload};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -170,22 +176,40 @@ impl CpuSeconds {
     }
 }
 
+/// Why `workload` cannot run through the API, if it cannot (see the module
+/// documentation).
+pub fn unsupported(workload: Workload) -> Option<String> {
+    workload.uses_claims().then(|| {
+        format!(
+            "{workload} is not supported through the API yet: it needs ResourceSlices, a \
+             DeviceClass, claims allocated before the run and a resourceclaim controller \
+             (run it with `berth bench`)"
+        )
+    })
+}
+
 /// Runs `plan` through a fresh API server and a fresh scheduler.
 pub async fn run_live(plan: &Plan, options: &LiveOptions) -> Result<LiveReport, String> {
+    if let Some(reason) = unsupported(plan.workload) {
+        return Err(reason);
+    }
     let setup_started = Instant::now();
     let mut cluster = Cluster::start(plan, options).await?;
     let client = cluster.server.client().await?;
     let binds = BindWatch::start(client.clone()).await?;
 
     let (init, measure) = plan.workload.phases();
-    for namespace in [init.namespace, measure.namespace] {
+    let mut namespaces = vec![init.namespace, measure.namespace];
+    namespaces.dedup();
+    for namespace in namespaces {
         create_namespace(&client, namespace, &cluster.server).await?;
     }
     if plan.workload == Workload::PreemptionBasic {
         create_priority_class(&client, &cluster.server).await?;
     }
-    let zones = plan.workload.zones();
-    let nodes: Vec<Node> = (0..plan.counts.nodes).map(|i| node(i, zones)).collect();
+    let nodes: Vec<Node> = (0..plan.counts.nodes)
+        .map(|i| plan.workload.node(i))
+        .collect();
     let node_labels: HashMap<String, BTreeMap<String, String>> = nodes
         .iter()
         .map(|n| {
@@ -596,6 +620,8 @@ async fn create_profile(
 pub struct Created {
     /// `namespace/name`.
     pub key: String,
+    /// The pod's index in its `createPods` op.
+    pub index: u64,
     pub at: Instant,
 }
 
@@ -609,11 +635,13 @@ async fn create_pods(
 ) -> Result<Vec<Created>, String> {
     let api: Api<Pod> = Api::namespaced(client.clone(), phase.namespace);
     let pods = (0..count).map(|i| {
-        phase
-            .template
-            .pod(phase.namespace, format!("pod-{i:05}"), scheduler_name)
+        let name = phase.template.pod_name(i);
+        (
+            i,
+            phase.template.pod(phase.namespace, name, i, scheduler_name),
+        )
     });
-    let mut created = create_all(pods, options.in_flight, |pod| {
+    let mut created = create_all(pods, options.in_flight, |(index, pod)| {
         let api = api.clone();
         async move {
             let name = pod.metadata.name.clone().unwrap_or_default();
@@ -623,6 +651,7 @@ async fn create_pods(
                 .map_err(|e| format!("creating pod {}/{name}: {e}", phase.namespace))?;
             Ok(Created {
                 key: format!("{}/{name}", phase.namespace),
+                index,
                 at,
             })
         }
@@ -779,6 +808,7 @@ impl BindWatch {
             .map(|c| Placement {
                 template: phase.template,
                 measured,
+                index: c.index,
                 node: match outcomes.get(&c.key) {
                     Some(Outcome::Bound(bound)) => Some(bound.node.clone()),
                     _ => None,

@@ -30,7 +30,7 @@ pub fn workload_of(template: PodTemplate) -> Workload {
 /// A measured pod of `template`, named `name`, in the namespace its workload measures in.
 pub fn measured_pod(template: PodTemplate, name: String) -> Pod {
     let (_, measure) = workload_of(template).phases();
-    template.pod(measure.namespace, name, SCHEDULER_NAME)
+    template.pod(measure.namespace, name, 0, SCHEDULER_NAME)
 }
 
 /// A cache holding `nodes` node-default nodes of `workload` (its zone labels), each bound
@@ -52,7 +52,7 @@ pub fn cluster(workload: Workload, nodes: u64, pods_per_node: u64) -> Cache {
         };
         for slot in 0..pods_per_node {
             let name = format!("init-{index:05}-{slot:02}");
-            let mut pod = template.pod(init.namespace, name, SCHEDULER_NAME);
+            let mut pod = template.pod(init.namespace, name, slot, SCHEDULER_NAME);
             if let Some(spec) = pod.spec.as_mut() {
                 spec.node_name = Some(node_name.clone());
             }

@@ -33,13 +33,20 @@ pub struct WorkloadReport {
     pub size: String,
     pub nodes: u64,
     pub init_pods: u64,
+    /// Claims allocated without a pod before the measurement (the DRA workloads).
+    pub init_claims: u64,
+    /// Measured pods; in a steady-state run, the pods bound within the window.
     pub measure_pods: u64,
+    /// `None` unless the run is a steady-state one.
+    pub steady_state: Option<SteadyState>,
     pub scheduler_name: String,
     pub parallelism: usize,
     pub seed: u64,
-    /// Seconds from adding the first measured pod to binding the last.
+    /// Seconds from adding the first measured pod to binding the last; in a
+    /// steady-state run, the window (less if the run stalled).
     pub duration_seconds: f64,
-    /// Seconds spent scheduling the init pods (not measured).
+    /// Seconds spent allocating the init claims and scheduling the init pods (not
+    /// measured).
     pub init_duration_seconds: f64,
     pub scheduling_throughput: Throughput,
     pub attempt_duration_seconds: Percentiles,
@@ -49,6 +56,18 @@ pub struct WorkloadReport {
     /// `None` where upstream sets no threshold.
     pub upstream_threshold: Option<UpstreamThreshold>,
     pub check: Check,
+}
+
+/// How a steady-state run went.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SteadyState {
+    /// The window pods kept coming for.
+    pub seconds: f64,
+    /// Pods kept pending (upstream's `measurePods` of these workloads).
+    pub pending_pods: u64,
+    /// Pods created in all, the bound ones and those still pending at the end.
+    pub created_pods: u64,
 }
 
 /// Upstream's CI threshold for the workload, at the size upstream sets it for.
@@ -179,7 +198,7 @@ pub fn render_table(report: &BenchReport) -> String {
             w.workload.clone(),
             w.size.clone(),
             w.nodes.to_string(),
-            format!("{}+{}", w.init_pods, w.measure_pods),
+            pods_column(w),
             format!("{:.1}", t.average),
             format!("{:.1}", t.perc50),
             format!("{:.1}", t.perc90),
@@ -203,6 +222,15 @@ pub fn render_table(report: &BenchReport) -> String {
         }
     }
     out
+}
+
+/// Init and measured pods, `init+measured`, with the init claims in place of the init
+/// pods where the run has them (`2500 claims+2500`).
+fn pods_column(w: &WorkloadReport) -> String {
+    match w.init_claims {
+        0 => format!("{}+{}", w.init_pods, w.measure_pods),
+        claims => format!("{claims} claims+{}", w.measure_pods),
+    }
 }
 
 /// Rows as aligned columns, for reports of other drivers of the same workloads (the

@@ -1,28 +1,54 @@
 //! One workload run: the cluster is built in memory, the init pods are scheduled
 //! (not timed), then the measured pods are added and scheduled under the clock, through
-//! the same driver loop as `berth simulate` ([`run_to_completion`]).
+//! the same driver loop as `berth simulate` ([`run_with_storage`]).
 //!
 //! A measured pod counts as scheduled when its binding cycle bound it (see
 //! [`Measurement`]); the measured duration runs until the last pod is bound.
+//!
+//! The DRA workloads get the resource.k8s.io objects of [`super::dra`] and their init
+//! claims, allocated before the clock starts; the claims of the measured pods are made
+//! as `berth simulate`'s resourceclaim controller makes them, before a pod reaches the
+//! scheduler, and DynamicResources writes its allocations through simulate's in-memory
+//! claim writer, whose changes reach the queues as watch events would. Upstream's
+//! controller runs apart from the scheduler and its latency falls inside the measured
+//! window; here it is synchronous and costs the window only its own work.
+//!
+//! A steady-state run ([`run_steady`]) keeps `measure_pods` pods pending for the
+//! workload's window. Upstream's `createPodsSteadily` deletes each pod as soon as its
+//! informer sees it bound and creates a new one; berth does the same at the point its
+//! driver sees binds, which is when the queue has run dry: each pass schedules the
+//! pending pods, then every pod bound in it is deleted (grace period 0) with the claims
+//! made for it, the devices freed at once, and replaced. The pass under way when the
+//! window closes is finished; SchedulingThroughput is cut from the binds within the
+//! window, over the window.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::check::{Placement, check};
-use super::report::{UpstreamThreshold, WorkloadReport, percentiles, throughput};
-use super::workload::{Counts, Phase, Workload, node};
-use crate::cluster::{PodGroups, Volumes, Workloads, pod_key};
-use crate::framework::{Parallelizer, Registry};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::ResourceExt;
+
+use super::check::{Held, Placement, check, check_devices};
+use super::dra;
+use super::report::{SteadyState, UpstreamThreshold, WorkloadReport, percentiles, throughput};
+use super::workload::{Counts, INIT_NAMESPACE, Phase, Workload};
+use crate::cluster::{DeviceResources, PodGroups, Volumes, Workloads, is_allocated, pod_key};
+use crate::dra::allocator::DeviceId;
+use crate::framework::{ActionType, EventResource, Parallelizer, Registry};
 use crate::scheduler::{
     AttemptReport, BindingResult, CycleOutput, Outcome, ProfileServices, Scheduler,
     SchedulerOptions,
 };
+use crate::simulate::budgets::SimulatedBudgets;
+use crate::simulate::claims::{self, InMemoryClaimWriter};
 use crate::simulate::clock::VirtualClock;
+use crate::simulate::input::deterministic_uid;
 use crate::simulate::run::{
-    CycleObserver, InMemoryBinder, SimulateError, ValidProfile, add_profiles, run_to_completion,
+    CycleObserver, InMemoryBinder, SimulateError, ValidProfile, add_profiles, run_with_storage,
 };
+use crate::simulate::storage::StorageEvents;
 
 /// How to run a workload.
 #[derive(Debug, Clone)]
@@ -43,6 +69,20 @@ pub struct Plan {
     pub counts: Counts,
 }
 
+/// The cluster a run schedules into, besides the scheduler's own state.
+struct Cluster {
+    clock: VirtualClock,
+    resources: Arc<DeviceResources>,
+    /// Claim changes the writer made, for the driver to deliver.
+    storage: Arc<StorageEvents>,
+    scheduler_name: String,
+    /// The node of each pool, by driver and pool name, for the check.
+    pool_nodes: PoolNodes,
+}
+
+/// Nodes by driver and pool name.
+type PoolNodes = HashMap<(String, String), String>;
+
 /// Runs `plan` with `profile`; the report's check says whether the placements keep the
 /// workload's promises.
 pub async fn run_workload(
@@ -52,7 +92,6 @@ pub async fn run_workload(
     options: &RunOptions,
 ) -> Result<WorkloadReport, SimulateError> {
     reset_peak_rss();
-    let scheduler_name = profile.profile.scheduler_name();
     let clock = VirtualClock::new();
     let mut scheduler = Scheduler::new(SchedulerOptions {
         seed: options.seed,
@@ -61,7 +100,15 @@ pub async fn run_workload(
         clock: Arc::new(clock.clone()),
         nominator: Default::default(),
     });
-    // The generated cluster has no workload controllers, PodGroups, storage or devices.
+    // Upstream runs every workload with DynamicResourceAllocation on (GA in 1.37): the
+    // lister is served, empty but for the DRA workloads. The generated cluster has no
+    // workload controllers, PodGroups or storage.
+    let resources = Arc::new(DeviceResources::new());
+    if plan.workload.uses_claims() {
+        dra::publish(&resources, plan.counts.nodes);
+    }
+    resources.set_served();
+    let storage = Arc::new(StorageEvents::default());
     let services = ProfileServices {
         binder: Arc::new(InMemoryBinder::default()),
         volume_writer: Arc::new(crate::framework::NoVolumeWriter),
@@ -72,66 +119,163 @@ pub async fn run_workload(
         pod_groups: Arc::new(PodGroups::new()),
         volumes: Arc::new(Volumes::new()),
         disruption_budgets: Default::default(),
-        device_resources: Default::default(),
-        claim_writer: Arc::new(crate::framework::NoClaimWriter),
+        device_resources: resources.clone(),
+        claim_writer: Arc::new(InMemoryClaimWriter::new(resources.clone(), storage.clone())),
         observer: None,
     };
     add_profiles(&mut scheduler, vec![profile.clone()], registry, &services)?;
+    let pool_nodes = resources
+        .slices()
+        .iter()
+        .filter_map(|slice| {
+            let node = slice.spec.node_name.clone()?;
+            Some((
+                (slice.spec.driver.clone(), slice.spec.pool.name.clone()),
+                node,
+            ))
+        })
+        .collect();
+    let cluster = Cluster {
+        clock,
+        resources,
+        storage,
+        scheduler_name: profile.profile.scheduler_name(),
+        pool_nodes,
+    };
 
-    let zones = plan.workload.zones();
     let mut node_labels: HashMap<String, BTreeMap<String, String>> = HashMap::new();
+    // allocResourceClaims picks among the nodes; no other workload needs them kept.
+    let mut claim_nodes: Vec<Node> = Vec::new();
     for index in 0..plan.counts.nodes {
-        let node = node(index, zones);
+        let node = plan.workload.node(index);
         let name = node.metadata.name.clone().unwrap_or_default();
         node_labels.insert(
             name.clone(),
             node.metadata.labels.clone().unwrap_or_default(),
         );
+        if plan.counts.init_claims > 0 {
+            claim_nodes.push(node.clone());
+        }
         scheduler
             .on_node_add(node)
             .map_err(|e| invalid("Node", name, e))?;
     }
+    let init_started = Instant::now();
+    if plan.counts.init_claims > 0 {
+        dra::create_init_claims(&cluster.resources, INIT_NAMESPACE, plan.counts.init_claims);
+        dra::alloc_resource_claims(
+            &cluster.resources,
+            INIT_NAMESPACE,
+            &claim_nodes,
+            options.seed,
+        )?;
+        drop(claim_nodes);
+    }
 
     let (init, measure) = plan.workload.phases();
-    let init_started = Instant::now();
     let mut init_progress = Progress::new(
         options.progress,
         plan,
         "init",
         plan.counts.init_pods as usize,
     );
-    let init_keys = add_pods(&mut scheduler, init, plan.counts.init_pods, &scheduler_name)?;
-    let init_reports = run_to_completion(&mut scheduler, &clock, &mut init_progress).await?;
+    let mut next = 0;
+    let init_keys = add_pods(
+        &mut scheduler,
+        &cluster,
+        init,
+        &mut next,
+        plan.counts.init_pods,
+    )?;
+    let init_reports = run(&mut scheduler, &cluster, &mut init_progress).await?;
     let init_duration = init_started.elapsed();
     init_progress.finish();
+    let init_placements: Vec<Placement> =
+        placements(init, &init_keys, &init_reports, false).collect();
 
-    let measure_count = plan.counts.measure_pods as usize;
-    let mut measurement = Measurement {
-        started: Instant::now(),
-        bound_at: Vec::with_capacity(measure_count),
-        cycles: Vec::with_capacity(measure_count),
-        progress: Progress::new(options.progress, plan, "measure", measure_count),
+    let (measured, duration, steady_state) = match plan.counts.steady_state {
+        None => {
+            let count = plan.counts.measure_pods as usize;
+            let mut measurement = Measurement::new(
+                Progress::new(options.progress, plan, "measure", count),
+                count,
+            );
+            let mut next = 0;
+            let keys = add_pods(
+                &mut scheduler,
+                &cluster,
+                measure,
+                &mut next,
+                plan.counts.measure_pods,
+            )?;
+            let reports = run(&mut scheduler, &cluster, &mut measurement).await?;
+            let duration = measurement.started.elapsed();
+            measurement.progress.finish();
+            let measured = Measured {
+                placements: placements(measure, &keys, &reports, true).collect(),
+                held: vec![bound_claims(&cluster, &keys, &reports)],
+                leaked: Vec::new(),
+                measurement,
+            };
+            (measured, duration, None)
+        }
+        Some(window) => {
+            let mut measurement =
+                Measurement::new(Progress::new(options.progress, plan, "steady", 0), 0);
+            let outcome = run_steady(
+                &mut scheduler,
+                &cluster,
+                measure,
+                plan.counts,
+                window,
+                &mut measurement,
+            )
+            .await?;
+            // The window, or less where the run stalled. The last pass runs past the
+            // window; its binds after the window are left out, as upstream's collector
+            // stops with the window.
+            let duration = measurement.started.elapsed().min(window);
+            measurement.bound_at.retain(|at| *at <= duration);
+            measurement.progress.finish();
+            let steady_state = SteadyState {
+                seconds: window.as_secs_f64(),
+                pending_pods: plan.counts.measure_pods,
+                created_pods: outcome.created,
+            };
+            let measured = Measured {
+                placements: outcome.placements,
+                held: outcome.held,
+                leaked: outcome.leaked,
+                measurement,
+            };
+            (measured, duration, Some(steady_state))
+        }
     };
-    let measure_keys = add_pods(
-        &mut scheduler,
-        measure,
-        plan.counts.measure_pods,
-        &scheduler_name,
-    )?;
-    let measure_reports = run_to_completion(&mut scheduler, &clock, &mut measurement).await?;
-    let duration = measurement.started.elapsed();
-    measurement.progress.finish();
 
-    let placements: Vec<Placement> = placements(init, &init_keys, &init_reports, false)
-        .chain(placements(measure, &measure_keys, &measure_reports, true))
+    let placements: Vec<Placement> = init_placements
+        .into_iter()
+        .chain(measured.placements)
         .collect();
+    let mut check = check(plan.workload, &placements, &node_labels);
+    if plan.workload.uses_claims() {
+        let fixed = init_claims(&cluster);
+        check = check
+            .with_failures(check_devices(&fixed, &measured.held))
+            .with_failures(measured.leaked);
+    }
+    let measurement = measured.measurement;
     Ok(WorkloadReport {
         workload: plan.workload.name().to_string(),
         size: plan.size.clone(),
         nodes: plan.counts.nodes,
         init_pods: plan.counts.init_pods,
-        measure_pods: plan.counts.measure_pods,
-        scheduler_name,
+        init_claims: plan.counts.init_claims,
+        measure_pods: match steady_state {
+            Some(_) => measurement.bound_at.len() as u64,
+            None => plan.counts.measure_pods,
+        },
+        steady_state,
+        scheduler_name: cluster.scheduler_name.clone(),
         parallelism: options.parallelizer.parallelism(),
         seed: options.seed,
         duration_seconds: duration.as_secs_f64(),
@@ -145,31 +289,166 @@ pub async fn run_workload(
                 pods_per_second: threshold,
             }
         }),
-        check: check(plan.workload, &placements, &node_labels),
+        check,
     })
 }
 
-/// Adds `count` pods of `phase`, named after upstream's generateName prefixes, to the
-/// scheduler's queue; returns their keys. The scheduler holds the only copy of each pod,
-/// as a scheduler fed by an informer would.
+/// What the measured phase left for the report and the check.
+struct Measured {
+    placements: Vec<Placement>,
+    /// The claims of the bound pods, in batches that held their devices together.
+    held: Vec<Vec<Held>>,
+    /// Claims or allocations a steady-state run should have freed and did not.
+    leaked: Vec<String>,
+    measurement: Measurement,
+}
+
+/// Schedules until nothing can progress, the claim writer's changes delivered as watch
+/// events; the last attempt of each pod.
+async fn run(
+    scheduler: &mut Scheduler,
+    cluster: &Cluster,
+    observer: &mut dyn CycleObserver,
+) -> Result<HashMap<String, AttemptReport>, SimulateError> {
+    run_with_storage(
+        scheduler,
+        &cluster.clock,
+        observer,
+        &cluster.storage,
+        SimulatedBudgets::default(),
+    )
+    .await
+    .map(|simulated| simulated.reports)
+}
+
+/// Adds `count` pods of `phase`, named after upstream's name or generateName prefix and
+/// indexed from `*next` on, to the scheduler's queue, each with a UID (the API server's)
+/// and the claims the resourceclaim controller makes for it; returns their keys. The
+/// scheduler holds the only copy of each pod, as a scheduler fed by an informer would.
 fn add_pods(
     scheduler: &mut Scheduler,
+    cluster: &Cluster,
     phase: Phase,
+    next: &mut u64,
     count: u64,
-    scheduler_name: &str,
-) -> Result<Vec<String>, SimulateError> {
+) -> Result<Vec<(String, u64)>, SimulateError> {
     let mut keys = Vec::with_capacity(count as usize);
-    for i in 0..count {
-        let pod = phase
+    for _ in 0..count {
+        let index = *next;
+        *next += 1;
+        let name = phase.template.pod_name(index);
+        let mut pod = phase
             .template
-            .pod(phase.namespace, format!("pod-{i:05}"), scheduler_name);
+            .pod(phase.namespace, name, index, &cluster.scheduler_name);
+        pod.metadata.uid = Some(deterministic_uid(&format!(
+            "Pod/{}/{}",
+            phase.namespace,
+            pod.name_any()
+        )));
+        // The UID: the scheduler's key of a pod that has one.
         let key = pod_key(&pod);
+        claims::make_pod_template_claims(&mut pod, &cluster.resources);
         scheduler
             .on_pod_add(pod)
             .map_err(|e| invalid("Pod", key.clone(), e))?;
-        keys.push(key);
+        keys.push((key, index));
     }
     Ok(keys)
+}
+
+/// What a steady-state run left.
+struct SteadyOutcome {
+    /// Every pod bound in the window, then those still pending.
+    placements: Vec<Placement>,
+    created: u64,
+    held: Vec<Vec<Held>>,
+    leaked: Vec<String>,
+}
+
+/// upstream's `createPodsSteadily` (see the module documentation): `counts.measure_pods`
+/// pods of `phase` pending at the start of every pass until `window` has passed.
+async fn run_steady(
+    scheduler: &mut Scheduler,
+    cluster: &Cluster,
+    phase: Phase,
+    counts: Counts,
+    window: Duration,
+    measurement: &mut Measurement,
+) -> Result<SteadyOutcome, SimulateError> {
+    let mut next = 0;
+    let mut pending: BTreeMap<String, u64> = BTreeMap::new();
+    let mut placements = Vec::new();
+    let mut held = Vec::new();
+    let mut leaked = Vec::new();
+    measurement.started = Instant::now();
+    let mut replace = counts.measure_pods;
+    while measurement.started.elapsed() < window {
+        pending.extend(add_pods(scheduler, cluster, phase, &mut next, replace)?);
+        let reports = run(scheduler, cluster, measurement).await?;
+        let mut batch = Vec::new();
+        for (key, report) in reports {
+            let Outcome::Scheduled { node } = &report.outcome else {
+                continue;
+            };
+            let Some(index) = pending.remove(&key) else {
+                continue;
+            };
+            let pod = &report.pod.pod;
+            batch.push(pod_claim(cluster, pod, node));
+            // Deleted with grace period 0, and its claims with it.
+            scheduler.on_pod_delete(pod);
+            if claims::delete_pod_claims(&cluster.resources, pod) {
+                scheduler.on_storage_change(EventResource::ResourceClaim, ActionType::DELETE);
+            }
+            placements.push(Placement {
+                template: phase.template,
+                measured: true,
+                index,
+                node: Some(node.clone()),
+            });
+        }
+        if batch.is_empty() {
+            // Nothing was bound and nothing will change: the pending pods are stuck.
+            leaked.push(format!(
+                "the steady state stalled: {} pods pending could not be scheduled after \
+                 {} were",
+                pending.len(),
+                placements.len()
+            ));
+            break;
+        }
+        replace = batch.len() as u64;
+        held.push(batch);
+    }
+    // Every bound pod was deleted with its claim: only the init claims and the pending
+    // pods' claims are left, and only the init claims are allocated.
+    let allocated = cluster.resources.allocated_claims().len() as u64;
+    if allocated != counts.init_claims {
+        leaked.push(format!(
+            "{allocated} claims are allocated after the run, {} expected (the init claims)",
+            counts.init_claims
+        ));
+    }
+    let claims = cluster.resources.claims().len() as u64;
+    let expected = counts.init_claims + pending.len() as u64;
+    if claims != expected {
+        leaked.push(format!(
+            "{claims} claims exist after the run, {expected} expected (the init claims and \
+             one per pending pod)"
+        ));
+    }
+    placements.extend(pending.into_values().map(|index| Placement {
+        template: phase.template,
+        measured: true,
+        index,
+        node: None,
+    }));
+    Ok(SteadyOutcome {
+        placements,
+        created: next,
+        held,
+        leaked,
+    })
 }
 
 fn invalid(kind: &'static str, name: String, error: impl std::fmt::Display) -> SimulateError {
@@ -183,18 +462,124 @@ fn invalid(kind: &'static str, name: String, error: impl std::fmt::Display) -> S
 /// Where each pod of `keys` ended, from the driver's last report per pod.
 fn placements<'a>(
     phase: Phase,
-    keys: &'a [String],
+    keys: &'a [(String, u64)],
     reports: &'a HashMap<String, AttemptReport>,
     measured: bool,
 ) -> impl Iterator<Item = Placement> + 'a {
-    keys.iter().map(move |key| Placement {
+    keys.iter().map(move |(key, index)| Placement {
         template: phase.template,
         measured,
+        index: *index,
         node: reports.get(key).and_then(|report| match &report.outcome {
             Outcome::Scheduled { node } => Some(node.clone()),
             _ => None,
         }),
     })
+}
+
+/// The claims of the pods of `keys` that were bound, for the check.
+fn bound_claims(
+    cluster: &Cluster,
+    keys: &[(String, u64)],
+    reports: &HashMap<String, AttemptReport>,
+) -> Vec<Held> {
+    keys.iter()
+        .filter_map(|(key, _)| {
+            let report = reports.get(key)?;
+            let Outcome::Scheduled { node } = &report.outcome else {
+                return None;
+            };
+            let has_claims = report
+                .pod
+                .pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.resource_claims.as_ref())
+                .is_some_and(|c| !c.is_empty());
+            has_claims.then(|| pod_claim(cluster, &report.pod.pod, node))
+        })
+        .collect()
+}
+
+/// What the claim made for `pod` (bound to `node`) holds.
+fn pod_claim(cluster: &Cluster, pod: &Pod, node: &str) -> Held {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let name = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.resource_claim_statuses.as_ref())
+        .and_then(|s| s.first())
+        .and_then(|s| s.resource_claim_name.clone());
+    let claim = name
+        .as_deref()
+        .and_then(|name| cluster.resources.claim(namespace, name));
+    let label = match &name {
+        Some(name) => format!("{namespace}/{name}"),
+        None => pod_key(pod),
+    };
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let problem = match &claim {
+        None => Some("the pod's claim does not exist".to_string()),
+        Some(claim) if !is_allocated(claim) => Some("not allocated".to_string()),
+        Some(claim) => {
+            let reserved = claim
+                .status
+                .as_ref()
+                .and_then(|s| s.reserved_for.as_ref())
+                .is_some_and(|r| r.iter().any(|c| c.uid == uid));
+            (!reserved).then(|| "not reserved for its pod".to_string())
+        }
+    };
+    Held {
+        claim: label,
+        pod_node: Some(node.to_string()),
+        problem,
+        devices: claim
+            .map(|c| devices(&cluster.pool_nodes, &c))
+            .unwrap_or_default(),
+    }
+}
+
+/// What the init claims hold, for the check.
+fn init_claims(cluster: &Cluster) -> Vec<Held> {
+    cluster
+        .resources
+        .claims()
+        .iter()
+        .filter(|c| c.metadata.namespace.as_deref() == Some(INIT_NAMESPACE))
+        .map(|claim| Held {
+            claim: format!("{INIT_NAMESPACE}/{}", claim.name_any()),
+            pod_node: None,
+            problem: (!is_allocated(claim)).then(|| "not allocated".to_string()),
+            devices: devices(&cluster.pool_nodes, claim),
+        })
+        .collect()
+}
+
+/// The devices `claim`'s allocation holds, each with the node of the slice of its pool.
+fn devices(
+    pool_nodes: &PoolNodes,
+    claim: &k8s_openapi::api::resource::v1::ResourceClaim,
+) -> Vec<(DeviceId, Option<String>)> {
+    let results = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.allocation.as_ref())
+        .and_then(|a| a.devices.as_ref())
+        .and_then(|d| d.results.as_ref());
+    results
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let node = pool_nodes.get(&(r.driver.clone(), r.pool.clone())).cloned();
+            let id = DeviceId {
+                driver: r.driver.clone(),
+                pool: r.pool.clone(),
+                device: r.device.clone(),
+            };
+            (id, node)
+        })
+        .collect()
 }
 
 /// The clock of the measured phase.
@@ -205,6 +590,18 @@ struct Measurement {
     /// Every scheduling cycle's wall time.
     cycles: Vec<Duration>,
     progress: Progress,
+}
+
+impl Measurement {
+    /// Started now, with room for `pods` pods.
+    fn new(progress: Progress, pods: usize) -> Measurement {
+        Measurement {
+            started: Instant::now(),
+            bound_at: Vec::with_capacity(pods),
+            cycles: Vec::with_capacity(pods),
+            progress,
+        }
+    }
 }
 
 impl CycleObserver for Measurement {
@@ -221,8 +618,8 @@ impl CycleObserver for Measurement {
     }
 }
 
-/// A one-line progress indicator on stderr (pods assumed so far), redrawn at most ten
-/// times a second; silent when stderr is not a terminal.
+/// A one-line progress indicator on stderr (pods assumed so far, of `total` when it is
+/// known), redrawn at most ten times a second; silent when stderr is not a terminal.
 struct Progress {
     enabled: bool,
     label: String,
@@ -258,11 +655,19 @@ impl CycleObserver for Progress {
         if self.enabled && self.drawn.elapsed() >= Duration::from_millis(100) {
             self.drawn = Instant::now();
             let mut stderr = std::io::stderr().lock();
-            let _ = write!(
-                stderr,
-                "\r\x1b[2K{}: {}/{} pods scheduled",
-                self.label, self.assumed, self.total
-            );
+            let _ = if self.total > 0 {
+                write!(
+                    stderr,
+                    "\r\x1b[2K{}: {}/{} pods scheduled",
+                    self.label, self.assumed, self.total
+                )
+            } else {
+                write!(
+                    stderr,
+                    "\r\x1b[2K{}: {} pods scheduled",
+                    self.label, self.assumed
+                )
+            };
             let _ = stderr.flush();
         }
     }
@@ -296,4 +701,104 @@ fn peak_rss_in(status_path: &str) -> Option<u64> {
 /// process's since it started.
 fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::workload::{Size, Utilization};
+    use crate::simulate::run::check_profiles;
+
+    /// `workload` at `nodes` nodes (and `pods` measured or pending pods), with the
+    /// default profile; a steady-state run lasts `window`.
+    async fn bench(
+        workload: Workload,
+        nodes: u64,
+        pods: Option<u64>,
+        window: Option<Duration>,
+    ) -> WorkloadReport {
+        let registry = crate::plugins::default_registry();
+        let mut checked = check_profiles(&[], &registry);
+        let profile = checked.valid.remove(0);
+        let counts = workload
+            .counts(Size::Nodes500)
+            .unwrap_or_else(|| panic!("{workload} has a 500Nodes size"));
+        let mut counts = workload.overridden(counts, Some(nodes), pods);
+        if counts.steady_state.is_some() {
+            counts.steady_state = window;
+        }
+        let plan = Plan {
+            workload,
+            size: "test".to_string(),
+            counts,
+        };
+        let parallelizer = Parallelizer::new(1).unwrap_or_else(|e| panic!("{e}"));
+        let options = RunOptions {
+            seed: 0,
+            parallelizer: Arc::new(parallelizer),
+            progress: false,
+        };
+        run_workload(&plan, &profile, &registry, &options)
+            .await
+            .unwrap_or_else(|e| panic!("{workload}: {e}"))
+    }
+
+    #[tokio::test]
+    async fn the_burst_fills_the_devices_left_after_the_init_claims() {
+        // Three nodes of ten devices: 15 init claims, then 15 pods fill the rest.
+        let report = bench(Workload::SchedulingWithResourceClaimTemplate, 3, None, None).await;
+        assert_eq!((report.init_claims, report.measure_pods), (15, 15));
+        assert!(report.check.passed, "{:?}", report.check.failures);
+        assert_eq!(report.check.scheduled, 15);
+
+        // One pod more than there are devices: it is left pending.
+        let report = bench(
+            Workload::SchedulingWithResourceClaimTemplate,
+            3,
+            Some(16),
+            None,
+        )
+        .await;
+        assert_eq!(report.check.scheduled, 15);
+        assert_eq!(
+            report.check.failures,
+            ["1 of 16 measured pods were not scheduled"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_full_cluster_in_steady_state_frees_every_bound_pods_device() {
+        // Two nodes, 20 devices: 10 held by init claims, 10 for the pending pods, so a
+        // pod can only be bound once an earlier one's device was freed.
+        let window = Duration::from_millis(200);
+        let report = bench(
+            Workload::SteadyStateClusterResourceClaimTemplate(Utilization::Full),
+            2,
+            None,
+            Some(window),
+        )
+        .await;
+        assert_eq!(report.init_claims, 10);
+        assert!(report.check.passed, "{:?}", report.check.failures);
+        let steady = report
+            .steady_state
+            .clone()
+            .unwrap_or_else(|| panic!("steady"));
+        assert_eq!(steady.pending_pods, 10);
+        // More pods were bound than there are free devices: devices were reused.
+        assert!(report.measure_pods > 10, "{}", report.measure_pods);
+        // The check also counts the binds of the last pass after the window.
+        assert!(report.check.scheduled >= report.measure_pods);
+        let still_pending = steady.created_pods - report.check.scheduled;
+        assert!(still_pending <= 10, "{still_pending}");
+        assert_eq!(report.duration_seconds, window.as_secs_f64());
+    }
+
+    #[tokio::test]
+    async fn extended_resource_pods_land_on_their_node() {
+        let report = bench(Workload::SchedulingWithExtendedResource, 5, None, None).await;
+        assert_eq!(report.measure_pods, 5);
+        assert!(report.check.passed, "{:?}", report.check.failures);
+        assert_eq!(report.check.scheduled, 5);
+    }
 }

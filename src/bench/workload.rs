@@ -1,25 +1,39 @@
 //! The workloads of upstream's scheduler_perf (kubernetes/kubernetes
-//! `test/integration/scheduler_perf`: `misc/`, `affinity/` and `topology_spreading/`
-//! `performance-config.yaml`, node and pod templates under `templates/`), built as
+//! `test/integration/scheduler_perf`: `misc/`, `affinity/`, `topology_spreading/` and
+//! `dra/` `performance-config.yaml`, node and pod templates under `templates/`), built as
 //! objects in memory.
 //!
 //! Each workload is upstream's op list reduced to what the core sees: `createNodes`
 //! (node-default: 4 CPUs, 32Gi, 110 pods, optionally a zone label), `createPods` of
 //! the init pods, then `createPods` of the measured pods (`collectMetrics: true`).
-//! Two deliberate differences: every node carries `kubernetes.io/hostname` (a kubelet
-//! sets it; upstream's test nodes lack it, which would make the hostname terms of the
-//! affinity templates match no topology at all), and zone labels are given round-robin
-//! where upstream's `labelNodePrepareStrategy` picks one at random, so that a seed is not
+//! Every node carries `kubernetes.io/hostname`, as upstream's node preparer sets it
+//! (`node_util.go`). One deliberate difference: zone labels are given round-robin where
+//! upstream's `labelNodePrepareStrategy` picks one at random, so that a seed is not
 //! needed to reproduce the cluster.
+//!
+//! The DRA workloads (`dra/`, upstream v1.37.2) replace the init pods with init
+//! *claims*: `createAny` of one ResourceSlice of ten devices per node, the DeviceClass
+//! and standalone ResourceClaims, which `allocResourceClaims` allocates without a pod (see
+//! [`super::dra`]); the measured pods each get a claim from a ResourceClaimTemplate.
+//! Upstream v1.37.2 runs its steady-state scenarios as workloads `empty_500nodes`,
+//! `half_500nodes` and `full_500nodes` of SchedulingWithResourceClaimTemplate, while
+//! their thresholds still link perf-dash under the test case they had before,
+//! SteadyStateClusterResourceClaimTemplate; berth names them that way
+//! ([`Workload::SteadyStateClusterResourceClaimTemplate`]), so that a figure and its
+//! perf-dash series share one name. SchedulingWithExtendedResource (`misc/`) has no
+//! DRA object at all: node *i* advertises the extended resource `foo.com/bar-<i>` and
+//! pod *i* requests it, so each pod fits one node; with no DeviceClass serving the
+//! resource, DynamicResources skips it and NodeResourcesFit decides.
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
     Affinity, Container, ContainerPort, Node, NodeAffinity, NodeCondition, NodeSelector,
     NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, NodeStatus, Pod, PodAffinity,
-    PodAffinityTerm, PodAntiAffinity, PodSpec, ResourceRequirements, TopologySpreadConstraint,
-    WeightedPodAffinityTerm,
+    PodAffinityTerm, PodAntiAffinity, PodResourceClaim, PodSpec, ResourceClaim,
+    ResourceRequirements, TopologySpreadConstraint, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -33,6 +47,12 @@ pub const HOSTNAME_KEY: &str = "kubernetes.io/hostname";
 pub const MAX_NODES: u64 = 15_000;
 pub const MAX_PODS: u64 = 50_000;
 
+/// Devices in each DRA node's ResourceSlice (the `numDevices: 10` of upstream's
+/// workload template), hence claims of one device each that a node can hold.
+pub const DEVICES_PER_NODE: u64 = 10;
+/// How long a steady-state workload keeps its pods coming (upstream's `duration: 10s`).
+pub const STEADY_STATE_DURATION: Duration = Duration::from_secs(10);
+
 /// A scheduler_perf test case berth mirrors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Workload {
@@ -45,11 +65,43 @@ pub enum Workload {
     SchedulingPreferredPodAntiAffinity,
     SchedulingNodeAffinity,
     PreemptionBasic,
+    /// `dra/`'s burst: half the devices allocated to init claims, then as many pods with
+    /// a claim from the template as fill the other half.
+    SchedulingWithResourceClaimTemplate,
+    /// `dra/`'s steady state: a few pods pending at all times, each bound pod deleted with
+    /// its claim and replaced, over a fixed window, with the cluster's devices in use to
+    /// the given degree.
+    SteadyStateClusterResourceClaimTemplate(Utilization),
+    /// `misc/`'s: pod *i* requests the extended resource only node *i* has.
+    SchedulingWithExtendedResource,
+}
+
+/// How many of the devices init claims hold in a steady-state workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Utilization {
+    /// None.
+    Empty,
+    /// Half.
+    Half,
+    /// All but one per pending pod ("the cluster can accommodate exactly 10 additional
+    /// pods").
+    Full,
+}
+
+impl Utilization {
+    /// Upstream's name of the workload at 500 nodes.
+    pub fn workload_name(self) -> &'static str {
+        match self {
+            Utilization::Empty => "empty_500nodes",
+            Utilization::Half => "half_500nodes",
+            Utilization::Full => "full_500nodes",
+        }
+    }
 }
 
 impl Workload {
     /// Every workload, in the order `--workload all` runs them.
-    pub const ALL: [Workload; 9] = [
+    pub const ALL: [Workload; 14] = [
         Workload::SchedulingBasic,
         Workload::TopologySpreading,
         Workload::PreferredTopologySpreading,
@@ -59,6 +111,11 @@ impl Workload {
         Workload::SchedulingPreferredPodAntiAffinity,
         Workload::SchedulingNodeAffinity,
         Workload::PreemptionBasic,
+        Workload::SchedulingWithResourceClaimTemplate,
+        Workload::SteadyStateClusterResourceClaimTemplate(Utilization::Empty),
+        Workload::SteadyStateClusterResourceClaimTemplate(Utilization::Half),
+        Workload::SteadyStateClusterResourceClaimTemplate(Utilization::Full),
+        Workload::SchedulingWithExtendedResource,
     ];
 
     pub fn name(self) -> &'static str {
@@ -72,14 +129,74 @@ impl Workload {
             Workload::SchedulingPreferredPodAntiAffinity => "SchedulingPreferredPodAntiAffinity",
             Workload::SchedulingNodeAffinity => "SchedulingNodeAffinity",
             Workload::PreemptionBasic => "PreemptionBasic",
+            Workload::SchedulingWithResourceClaimTemplate => "SchedulingWithResourceClaimTemplate",
+            Workload::SteadyStateClusterResourceClaimTemplate(_) => {
+                "SteadyStateClusterResourceClaimTemplate"
+            }
+            Workload::SchedulingWithExtendedResource => "SchedulingWithExtendedResource",
         }
     }
 
-    /// The workload named `name` (upstream's spelling, case-insensitive).
-    pub fn parse(name: &str) -> Option<Workload> {
+    /// The workloads `name` selects (upstream's spelling, case-insensitive): the workload
+    /// of that name, all three for SteadyStateClusterResourceClaimTemplate, or one of
+    /// them named as perf-dash names it, `SteadyStateClusterResourceClaimTemplate/
+    /// half_500nodes`. Empty for a name no workload has.
+    pub fn parse(name: &str) -> Vec<Workload> {
         Workload::ALL
             .into_iter()
-            .find(|w| w.name().eq_ignore_ascii_case(name))
+            .filter(|w| {
+                w.name().eq_ignore_ascii_case(name)
+                    || w.variant().is_some_and(|variant| {
+                        name.eq_ignore_ascii_case(&format!("{}/{variant}", w.name()))
+                    })
+            })
+            .collect()
+    }
+
+    /// The name that tells apart workloads sharing [`Workload::name`].
+    fn variant(self) -> Option<&'static str> {
+        match self {
+            Workload::SteadyStateClusterResourceClaimTemplate(u) => Some(u.workload_name()),
+            _ => None,
+        }
+    }
+
+    /// The name a run at `size` reports: upstream's workload name where the test case
+    /// names its sizes by their counts (`5000pods_500nodes`), else the size's name.
+    pub fn size_name(self, size: Size) -> &'static str {
+        match (self, size) {
+            (Workload::SchedulingWithResourceClaimTemplate, Size::Nodes500) => "5000pods_500nodes",
+            (Workload::SteadyStateClusterResourceClaimTemplate(u), Size::Nodes500) => {
+                u.workload_name()
+            }
+            (Workload::SchedulingWithExtendedResource, Size::Nodes500) => {
+                "500pods_500nodes_DRAExtendedResourceEnabled"
+            }
+            (Workload::SchedulingWithExtendedResource, Size::Nodes5000) => {
+                "5000pods_5000nodes_DRAExtendedResourceEnabled"
+            }
+            _ => size.name(),
+        }
+    }
+
+    /// Whether the run needs the DRA objects: slices, the class, init claims and the
+    /// claim template.
+    pub fn uses_claims(self) -> bool {
+        matches!(
+            self,
+            Workload::SchedulingWithResourceClaimTemplate
+                | Workload::SteadyStateClusterResourceClaimTemplate(_)
+        )
+    }
+
+    /// The node of index `index` of the workload's cluster.
+    pub fn node(self, index: u64) -> Node {
+        match self {
+            Workload::SchedulingWithResourceClaimTemplate
+            | Workload::SteadyStateClusterResourceClaimTemplate(_) => dra_node(index),
+            Workload::SchedulingWithExtendedResource => extended_resource_node(index),
+            _ => node(index, self.zones()),
+        }
     }
 
     /// The zone labels nodes get, in turn (upstream's `labelNodePrepareStrategy`).
@@ -129,6 +246,17 @@ impl Workload {
             Workload::PreemptionBasic => {
                 per_op(PodTemplate::LowPriority, PodTemplate::HighPriority)
             }
+            // No init pods: the init claims live in `init`, the measured pods in `test`.
+            Workload::SchedulingWithResourceClaimTemplate
+            | Workload::SteadyStateClusterResourceClaimTemplate(_) => (
+                Phase::new(PodTemplate::ClaimTemplate, INIT_NAMESPACE),
+                Phase::new(PodTemplate::ClaimTemplate, TEST_NAMESPACE),
+            ),
+            // No init pods and a single namespace.
+            Workload::SchedulingWithExtendedResource => (
+                Phase::new(PodTemplate::ExtendedResource, TEST_NAMESPACE),
+                Phase::new(PodTemplate::ExtendedResource, TEST_NAMESPACE),
+            ),
         }
     }
 
@@ -138,8 +266,37 @@ impl Workload {
             nodes,
             init_pods,
             measure_pods,
+            ..Counts::default()
+        };
+        let claims = |init_claims, measure_pods, steady_state| Counts {
+            nodes: 500,
+            init_pods: 0,
+            measure_pods,
+            init_claims,
+            steady_state,
         };
         match (self, size) {
+            (Workload::SchedulingWithResourceClaimTemplate, Size::Nodes500) => {
+                Some(claims(2500, 2500, None))
+            }
+            (Workload::SteadyStateClusterResourceClaimTemplate(u), Size::Nodes500) => {
+                let init_claims = match u {
+                    Utilization::Empty => 0,
+                    Utilization::Half => 2500,
+                    Utilization::Full => 4990,
+                };
+                Some(claims(init_claims, 10, Some(STEADY_STATE_DURATION)))
+            }
+            (
+                Workload::SchedulingWithResourceClaimTemplate
+                | Workload::SteadyStateClusterResourceClaimTemplate(_),
+                _,
+            ) => None,
+            (Workload::SchedulingWithExtendedResource, Size::Nodes500) => Some(counts(500, 0, 500)),
+            (Workload::SchedulingWithExtendedResource, Size::Nodes5000) => {
+                Some(counts(5000, 0, 5000))
+            }
+            (Workload::SchedulingWithExtendedResource, Size::Nodes5000Pods10000) => None,
             (Workload::SchedulingBasic, Size::Nodes500) => Some(counts(500, 500, 1000)),
             (Workload::SchedulingBasic, Size::Nodes5000) => Some(counts(5000, 1000, 1000)),
             (Workload::SchedulingBasic, Size::Nodes5000Pods10000) => {
@@ -182,7 +339,60 @@ impl Workload {
             Workload::SchedulingPreferredPodAntiAffinity => ("5000Nodes_5000Pods", 90.0),
             Workload::SchedulingNodeAffinity => ("5000Nodes_10000Pods", 220.0),
             Workload::PreemptionBasic => return None,
+            // `dra/`'s thresholds are per topic; these are BenchmarkPerfScheduling's
+            // (`dra:`), the topic whose allocator 1.37's scheduler runs by default.
+            Workload::SchedulingWithResourceClaimTemplate => ("5000pods_500nodes", 56.0),
+            Workload::SteadyStateClusterResourceClaimTemplate(u) => (
+                u.workload_name(),
+                match u {
+                    Utilization::Empty => 64.0,
+                    Utilization::Half | Utilization::Full => 60.0,
+                },
+            ),
+            Workload::SchedulingWithExtendedResource => {
+                ("5000pods_5000nodes_DRAExtendedResourceEnabled", 180.0)
+            }
         })
+    }
+
+    /// `counts` (the workload's at some size) with `--nodes` and `--pods` applied. Most
+    /// workloads keep their measured pods and scale their init pods with the nodes
+    /// ([`Counts::with_overrides`]). The others follow the rule upstream's own smaller
+    /// sizes of them follow (`2000pods_200nodes`, `half_100nodes`, `full_200nodes`, …),
+    /// from the devices, [`DEVICES_PER_NODE`] a node: SchedulingWithResourceClaimTemplate
+    /// gives half of them to init claims and measures as many pods as fill the other
+    /// half; the steady-state workloads give none, half, or all but one per pending pod;
+    /// SchedulingWithExtendedResource measures one pod per node.
+    pub fn overridden(self, counts: Counts, nodes: Option<u64>, pods: Option<u64>) -> Counts {
+        let n = nodes.unwrap_or(counts.nodes);
+        let devices = n.saturating_mul(DEVICES_PER_NODE);
+        match self {
+            Workload::SchedulingWithResourceClaimTemplate => Counts {
+                nodes: n,
+                init_claims: devices / 2,
+                measure_pods: pods.unwrap_or(devices - devices / 2),
+                ..counts
+            },
+            Workload::SteadyStateClusterResourceClaimTemplate(u) => {
+                let measure_pods = pods.unwrap_or(counts.measure_pods);
+                Counts {
+                    nodes: n,
+                    init_claims: match u {
+                        Utilization::Empty => 0,
+                        Utilization::Half => devices / 2,
+                        Utilization::Full => devices.saturating_sub(measure_pods),
+                    },
+                    measure_pods,
+                    ..counts
+                }
+            }
+            Workload::SchedulingWithExtendedResource => Counts {
+                nodes: n,
+                measure_pods: pods.unwrap_or(n),
+                ..counts
+            },
+            _ => counts.with_overrides(nodes, pods),
+        }
     }
 }
 
@@ -212,11 +422,18 @@ impl Size {
 }
 
 /// How many objects a run creates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counts {
     pub nodes: u64,
     pub init_pods: u64,
+    /// Measured pods; in a steady-state run, the pods kept pending.
     pub measure_pods: u64,
+    /// Standalone claims allocated before the measurement, without a pod
+    /// (`allocResourceClaims`).
+    pub init_claims: u64,
+    /// A steady-state run: how long pods keep coming (upstream's `steadyState: true`
+    /// with its `duration`).
+    pub steady_state: Option<Duration>,
 }
 
 impl Counts {
@@ -231,6 +448,7 @@ impl Counts {
             nodes: nodes.unwrap_or(self.nodes),
             init_pods,
             measure_pods: pods.unwrap_or(self.measure_pods),
+            ..self
         }
     }
 }
@@ -254,6 +472,7 @@ impl Phase {
 /// upstream's pod templates (`templates/pod-*.yaml`): a pause container requesting
 /// 100m CPU and 500Mi, plus the template's label and scheduling constraints; the two
 /// priority templates request more CPU (pod-low-priority 900m, pod-high-priority 3).
+/// The DRA and extended-resource templates request no CPU or memory at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PodTemplate {
     Default,
@@ -269,6 +488,26 @@ pub enum PodTemplate {
     /// Priority [`HIGH_PRIORITY`]: four low-priority pods fill 3.6 of a node's 4 CPUs, so
     /// each of these preempts three of them.
     HighPriority,
+    /// `dra/`'s pod-with-claim-template: one claim from [`CLAIM_TEMPLATE`], used by its
+    /// container.
+    ClaimTemplate,
+    /// `misc/`'s pod-with-extended-resource: pod *i* requests `foo.com/bar-<i>: 1`.
+    ExtendedResource,
+}
+
+/// The namespace of a DRA workload's init claims.
+pub const INIT_NAMESPACE: &str = "init";
+/// The namespace of the measured pods of the DRA and extended-resource workloads.
+pub const TEST_NAMESPACE: &str = "test";
+/// The ResourceClaimTemplate pod-with-claim-template names, in [`TEST_NAMESPACE`].
+pub const CLAIM_TEMPLATE: &str = "test-claim-template";
+/// The name of the pod's claim (`spec.resourceClaims[0].name`).
+pub const POD_CLAIM: &str = "resource";
+
+/// The extended resource that only node `index` of SchedulingWithExtendedResource has
+/// and only its pod `index` requests.
+pub fn extended_resource(index: u64) -> String {
+    format!("foo.com/bar-{index}")
 }
 
 /// The priority of pod-high-priority.
@@ -293,7 +532,9 @@ impl PodTemplate {
             PodTemplate::Default
             | PodTemplate::NodeAffinity
             | PodTemplate::LowPriority
-            | PodTemplate::HighPriority => None,
+            | PodTemplate::HighPriority
+            | PodTemplate::ClaimTemplate
+            | PodTemplate::ExtendedResource => None,
             PodTemplate::PodAntiAffinity => Some("green"),
             PodTemplate::PodAffinity
             | PodTemplate::TopologySpreading
@@ -303,11 +544,28 @@ impl PodTemplate {
         }
     }
 
-    /// A pod of this template named `name` in `namespace`, for `scheduler_name`.
-    pub fn pod(self, namespace: &str, name: String, scheduler_name: &str) -> Pod {
+    /// The name of the pod of index `index` in its `createPods` op: upstream's `name` or
+    /// `generateName` prefix, with the index where upstream adds random characters.
+    pub fn pod_name(self, index: u64) -> String {
+        match self {
+            PodTemplate::ClaimTemplate => format!("test-dra-{index:05}"),
+            PodTemplate::ExtendedResource => format!("test-extended-resource-{index}"),
+            _ => format!("pod-{index:05}"),
+        }
+    }
+
+    /// A pod of this template named `name` in `namespace`, for `scheduler_name`; `index`
+    /// is its index in its `createPods` op (upstream's `.Index`), which only
+    /// pod-with-extended-resource reads.
+    pub fn pod(self, namespace: &str, name: String, index: u64, scheduler_name: &str) -> Pod {
         let labels = self
             .color()
             .map(|color| BTreeMap::from([("color".to_string(), color.to_string())]));
+        let container = match self {
+            PodTemplate::ClaimTemplate => claim_container(),
+            PodTemplate::ExtendedResource => extended_resource_container(index),
+            _ => pause_container(self.cpu()),
+        };
         Pod {
             metadata: ObjectMeta {
                 name: Some(name),
@@ -317,7 +575,14 @@ impl PodTemplate {
             },
             spec: Some(PodSpec {
                 scheduler_name: Some(scheduler_name.to_string()),
-                containers: vec![pause_container(self.cpu())],
+                containers: vec![container],
+                resource_claims: (self == PodTemplate::ClaimTemplate).then(|| {
+                    vec![PodResourceClaim {
+                        name: POD_CLAIM.to_string(),
+                        resource_claim_template_name: Some(CLAIM_TEMPLATE.to_string()),
+                        ..Default::default()
+                    }]
+                }),
                 affinity: self.affinity(),
                 topology_spread_constraints: self.spread().map(|c| vec![c]),
                 priority: (self == PodTemplate::HighPriority).then_some(HIGH_PRIORITY),
@@ -330,8 +595,9 @@ impl PodTemplate {
         }
     }
 
-    /// The CPU request (and limit) of the template's container.
-    pub fn cpu(self) -> &'static str {
+    /// The CPU request (and limit) of the pause container of the templates that have
+    /// one.
+    fn cpu(self) -> &'static str {
         match self {
             PodTemplate::LowPriority => "900m",
             PodTemplate::HighPriority => "3",
@@ -458,16 +724,97 @@ fn pause_container(cpu: &str) -> Container {
     }
 }
 
+/// pod-with-claim-template's container: no requests and no ports, only the pod's claim.
+fn claim_container() -> Container {
+    Container {
+        name: "pause".to_string(),
+        image: Some("registry.k8s.io/pause:3.10.1".to_string()),
+        resources: Some(ResourceRequirements {
+            claims: Some(vec![ResourceClaim {
+                name: POD_CLAIM.to_string(),
+                request: None,
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// pod-with-extended-resource's container: requests equal to limits, one unit of the
+/// extended resource of `index`, nothing else.
+fn extended_resource_container(index: u64) -> Container {
+    let resources = BTreeMap::from([(extended_resource(index), Quantity("1".to_string()))]);
+    Container {
+        name: "pause".to_string(),
+        image: Some("registry.k8s.io/pause:3.9".to_string()),
+        resources: Some(ResourceRequirements {
+            limits: Some(resources.clone()),
+            requests: Some(resources),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The capacity of every template's node: 4 CPUs, 32Gi, 110 pods.
+fn node_capacity() -> BTreeMap<String, Quantity> {
+    quantities(&[("pods", "110"), ("cpu", "4"), ("memory", "32Gi")])
+}
+
 /// Node `index` of upstream's node-default template: 4 CPUs, 32Gi, 110 pods, Ready; its
 /// zone is `zones[index % zones.len()]` when the workload labels zones.
 pub fn node(index: u64, zones: &[&str]) -> Node {
     let name = format!("scheduler-perf-{index:05}");
-    let mut labels = BTreeMap::from([(HOSTNAME_KEY.to_string(), name.clone())]);
+    let mut labels = BTreeMap::new();
     if !zones.is_empty() {
         let zone = zones[(index % zones.len() as u64) as usize];
         labels.insert(ZONE_KEY.to_string(), zone.to_string());
     }
-    let capacity = quantities(&[("pods", "110"), ("cpu", "4"), ("memory", "32Gi")]);
+    ready_node(name, labels, node_capacity())
+}
+
+/// The name of node `index` of a DRA workload: upstream's, which its ResourceSlice
+/// `resourceslice-<index>` names as its node.
+pub fn dra_node_name(index: u64) -> String {
+    format!("scheduler-perf-dra-{index}")
+}
+
+/// Node `index` of `dra/`'s node-with-dra-test-driver: node-default's capacity, labelled
+/// `node-with-dra: "true"`.
+pub fn dra_node(index: u64) -> Node {
+    let labels = BTreeMap::from([("node-with-dra".to_string(), "true".to_string())]);
+    ready_node(dra_node_name(index), labels, node_capacity())
+}
+
+/// The name of node `index` of SchedulingWithExtendedResource. Upstream's template has
+/// `generateName: scheduler-perf-extended-resource-`, to which its node preparer adds
+/// five random characters; here they are the index, so that the name says which
+/// resource the node has.
+pub fn extended_resource_node_name(index: u64) -> String {
+    format!("scheduler-perf-extended-resource-{index:05}")
+}
+
+/// Node `index` of `misc/`'s node-with-extended-resource: node-default's capacity plus
+/// one unit of [`extended_resource`]`(index)`, labelled `node-with-extended-resource:
+/// "true"`.
+pub fn extended_resource_node(index: u64) -> Node {
+    let labels = BTreeMap::from([(
+        "node-with-extended-resource".to_string(),
+        "true".to_string(),
+    )]);
+    let mut capacity = node_capacity();
+    capacity.insert(extended_resource(index), Quantity("1".to_string()));
+    ready_node(extended_resource_node_name(index), labels, capacity)
+}
+
+/// A Ready, Running node named `name` with `labels` and `kubernetes.io/hostname`, whose
+/// allocatable is its capacity.
+fn ready_node(
+    name: String,
+    mut labels: BTreeMap<String, String>,
+    capacity: BTreeMap<String, Quantity>,
+) -> Node {
+    labels.insert(HOSTNAME_KEY.to_string(), name.clone());
     Node {
         metadata: ObjectMeta {
             name: Some(name),
@@ -567,7 +914,8 @@ mod tests {
                 Some(Counts {
                     nodes,
                     init_pods,
-                    measure_pods
+                    measure_pods,
+                    ..Counts::default()
                 }),
                 "{workload} {}",
                 size.name()
@@ -589,6 +937,7 @@ mod tests {
             nodes: 500,
             init_pods: 100,
             measure_pods: 400,
+            ..Counts::default()
         };
         let cases = [
             ("none", None, None, (500, 100, 400)),
@@ -607,15 +956,301 @@ mod tests {
     }
 
     #[test]
-    fn workload_names_parse_case_insensitively() {
-        for workload in Workload::ALL {
-            assert_eq!(Workload::parse(workload.name()), Some(workload));
+    fn dra_counts_are_upstreams() {
+        use Utilization::*;
+        // (workload, name, nodes, init claims, measured pods, steady state) from
+        // dra/performance-config.yaml and misc/performance-config.yaml, v1.37.2.
+        let ten = Some(Duration::from_secs(10));
+        let cases = [
+            (
+                Workload::SchedulingWithResourceClaimTemplate,
+                Size::Nodes500,
+                "5000pods_500nodes",
+                500,
+                2500,
+                2500,
+                None,
+            ),
+            (
+                Workload::SteadyStateClusterResourceClaimTemplate(Empty),
+                Size::Nodes500,
+                "empty_500nodes",
+                500,
+                0,
+                10,
+                ten,
+            ),
+            (
+                Workload::SteadyStateClusterResourceClaimTemplate(Half),
+                Size::Nodes500,
+                "half_500nodes",
+                500,
+                2500,
+                10,
+                ten,
+            ),
+            (
+                Workload::SteadyStateClusterResourceClaimTemplate(Full),
+                Size::Nodes500,
+                "full_500nodes",
+                500,
+                4990,
+                10,
+                ten,
+            ),
+            (
+                Workload::SchedulingWithExtendedResource,
+                Size::Nodes500,
+                "500pods_500nodes_DRAExtendedResourceEnabled",
+                500,
+                0,
+                500,
+                None,
+            ),
+            (
+                Workload::SchedulingWithExtendedResource,
+                Size::Nodes5000,
+                "5000pods_5000nodes_DRAExtendedResourceEnabled",
+                5000,
+                0,
+                5000,
+                None,
+            ),
+        ];
+        for (workload, size, name, nodes, init_claims, measure_pods, steady_state) in cases {
+            let want = Counts {
+                nodes,
+                init_pods: 0,
+                measure_pods,
+                init_claims,
+                steady_state,
+            };
+            assert_eq!(workload.counts(size), Some(want), "{workload} {name}");
+            assert_eq!(workload.size_name(size), name, "{workload}");
+            // With no override the rule gives the counts back.
             assert_eq!(
-                Workload::parse(&workload.name().to_lowercase()),
-                Some(workload)
+                workload.overridden(want, None, None),
+                want,
+                "{workload} {name}"
             );
         }
-        assert_eq!(Workload::parse("SchedulingSecrets"), None);
+        for workload in [
+            Workload::SchedulingWithResourceClaimTemplate,
+            Workload::SteadyStateClusterResourceClaimTemplate(Empty),
+        ] {
+            assert_eq!(workload.counts(Size::Nodes5000), None, "{workload}");
+        }
+    }
+
+    #[test]
+    fn dra_overrides_follow_upstreams_smaller_sizes() {
+        use Utilization::*;
+        // Upstream's smaller sizes of the same test cases: (workload, --nodes, init
+        // claims, measured pods), e.g. 2000pods_200nodes (1000 + 1000), half_100nodes
+        // (500), full_100nodes (990), full_200nodes (1990), and SchedulingWithExtended-
+        // Resource's fast size (10 nodes with the resource, 10 pods).
+        let cases = [
+            (
+                Workload::SchedulingWithResourceClaimTemplate,
+                200,
+                1000,
+                1000,
+            ),
+            (
+                Workload::SteadyStateClusterResourceClaimTemplate(Empty),
+                100,
+                0,
+                10,
+            ),
+            (
+                Workload::SteadyStateClusterResourceClaimTemplate(Half),
+                100,
+                500,
+                10,
+            ),
+            (
+                Workload::SteadyStateClusterResourceClaimTemplate(Half),
+                200,
+                1000,
+                10,
+            ),
+            (
+                Workload::SteadyStateClusterResourceClaimTemplate(Full),
+                100,
+                990,
+                10,
+            ),
+            (
+                Workload::SteadyStateClusterResourceClaimTemplate(Full),
+                200,
+                1990,
+                10,
+            ),
+            (Workload::SchedulingWithExtendedResource, 10, 0, 10),
+        ];
+        for (workload, nodes, init_claims, measure_pods) in cases {
+            let Some(counts) = workload.counts(Size::Nodes500) else {
+                panic!("{workload} has 500 nodes");
+            };
+            let got = workload.overridden(counts, Some(nodes), None);
+            assert_eq!(
+                (got.nodes, got.init_claims, got.measure_pods, got.init_pods),
+                (nodes, init_claims, measure_pods, 0),
+                "{workload} at {nodes} nodes"
+            );
+        }
+        // --pods: a full cluster keeps one free device per pending pod.
+        let full = Workload::SteadyStateClusterResourceClaimTemplate(Full);
+        let got = full.overridden(
+            full.counts(Size::Nodes500).unwrap_or_default(),
+            Some(2),
+            Some(5),
+        );
+        assert_eq!((got.init_claims, got.measure_pods), (15, 5));
+    }
+
+    #[test]
+    fn dra_thresholds_are_v1_37_2s() {
+        use Utilization::*;
+        let cases = [
+            (
+                Workload::SchedulingWithResourceClaimTemplate,
+                "5000pods_500nodes",
+                56.0,
+            ),
+            (
+                Workload::SteadyStateClusterResourceClaimTemplate(Empty),
+                "empty_500nodes",
+                64.0,
+            ),
+            (
+                Workload::SteadyStateClusterResourceClaimTemplate(Half),
+                "half_500nodes",
+                60.0,
+            ),
+            (
+                Workload::SteadyStateClusterResourceClaimTemplate(Full),
+                "full_500nodes",
+                60.0,
+            ),
+            (
+                Workload::SchedulingWithExtendedResource,
+                "5000pods_5000nodes_DRAExtendedResourceEnabled",
+                180.0,
+            ),
+        ];
+        for (workload, size, threshold) in cases {
+            assert_eq!(
+                workload.upstream_threshold(),
+                Some((size, threshold)),
+                "{workload}"
+            );
+        }
+    }
+
+    #[test]
+    fn workload_names_parse_case_insensitively() {
+        for workload in Workload::ALL {
+            assert!(Workload::parse(workload.name()).contains(&workload));
+            assert!(Workload::parse(&workload.name().to_lowercase()).contains(&workload));
+        }
+        assert_eq!(Workload::parse("SchedulingSecrets"), Vec::new());
+        assert_eq!(
+            Workload::parse("SchedulingBasic"),
+            vec![Workload::SchedulingBasic]
+        );
+        use Utilization::*;
+        assert_eq!(
+            Workload::parse("SteadyStateClusterResourceClaimTemplate"),
+            vec![
+                Workload::SteadyStateClusterResourceClaimTemplate(Empty),
+                Workload::SteadyStateClusterResourceClaimTemplate(Half),
+                Workload::SteadyStateClusterResourceClaimTemplate(Full),
+            ]
+        );
+        assert_eq!(
+            Workload::parse("steadystateclusterresourceclaimtemplate/HALF_500nodes"),
+            vec![Workload::SteadyStateClusterResourceClaimTemplate(Half)]
+        );
+        assert_eq!(Workload::parse("SchedulingBasic/half_500nodes"), Vec::new());
+    }
+
+    #[test]
+    fn dra_and_extended_resource_templates_are_upstreams() {
+        // dra/templates/pod-with-claim-template.yaml: one claim from the template, used
+        // by the one container, which requests nothing and exposes no port.
+        let pod = PodTemplate::ClaimTemplate.pod("test", "test-dra-00000".into(), 0, "s");
+        let spec = pod.spec.unwrap_or_default();
+        let claims = spec.resource_claims.unwrap_or_default();
+        assert_eq!(claims.len(), 1);
+        assert_eq!(claims[0].name, "resource");
+        assert_eq!(
+            claims[0].resource_claim_template_name.as_deref(),
+            Some("test-claim-template")
+        );
+        let container = &spec.containers[0];
+        assert_eq!(
+            container.image.as_deref(),
+            Some("registry.k8s.io/pause:3.10.1")
+        );
+        assert_eq!(container.ports, None);
+        let resources = container.resources.clone().unwrap_or_default();
+        assert_eq!((resources.requests, resources.limits), (None, None));
+        let used: Vec<String> = resources
+            .claims
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(used, ["resource"]);
+
+        // misc/templates/pod-with-extended-resource.yaml: requests = limits =
+        // foo.com/bar-<index>: 1, and nothing else.
+        let name = PodTemplate::ExtendedResource.pod_name(7);
+        assert_eq!(name, "test-extended-resource-7");
+        let pod = PodTemplate::ExtendedResource.pod("test", name, 7, "s");
+        let container = &pod.spec.unwrap_or_default().containers[0];
+        assert_eq!(
+            container.image.as_deref(),
+            Some("registry.k8s.io/pause:3.9")
+        );
+        let resources = container.resources.clone().unwrap_or_default();
+        let want = BTreeMap::from([("foo.com/bar-7".to_string(), Quantity("1".into()))]);
+        assert_eq!(resources.requests, Some(want.clone()));
+        assert_eq!(resources.limits, Some(want));
+    }
+
+    #[test]
+    fn dra_and_extended_resource_nodes_are_upstreams() {
+        // node-with-dra-test-driver.yaml: scheduler-perf-dra-{{.Index}}, not padded.
+        let node = dra_node(12);
+        assert_eq!(node.metadata.name.as_deref(), Some("scheduler-perf-dra-12"));
+        let labels = node.metadata.labels.unwrap_or_default();
+        assert_eq!(labels["node-with-dra"], "true");
+        assert_eq!(labels[HOSTNAME_KEY], "scheduler-perf-dra-12");
+        let capacity = node.status.unwrap_or_default().capacity.unwrap_or_default();
+        let want = [("cpu", "4"), ("memory", "32Gi"), ("pods", "110")];
+        let got: Vec<(&str, &str)> = capacity
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.0.as_str()))
+            .collect();
+        assert_eq!(got, want);
+
+        // node-with-extended-resource.yaml: the same plus foo.com/bar-{{.Index}}: 1.
+        let node = extended_resource_node(3);
+        let labels = node.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(labels["node-with-extended-resource"], "true");
+        let status = node.status.unwrap_or_default();
+        let allocatable = status.allocatable.unwrap_or_default();
+        assert_eq!(allocatable["foo.com/bar-3"], Quantity("1".into()));
+        assert_eq!(allocatable.len(), 4);
+        assert_eq!(
+            Workload::SchedulingWithExtendedResource
+                .node(3)
+                .metadata
+                .name,
+            Some(extended_resource_node_name(3))
+        );
     }
 
     #[test]

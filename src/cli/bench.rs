@@ -27,20 +27,27 @@ pub const EXIT_CHECK_FAILED: u8 = 1;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Workload to run (repeatable), or `all`: SchedulingBasic, TopologySpreading,
-    /// PreferredTopologySpreading, SchedulingPodAntiAffinity, SchedulingPodAffinity,
-    /// SchedulingPreferredPodAffinity, SchedulingPreferredPodAntiAffinity,
-    /// SchedulingNodeAffinity, PreemptionBasic.
+    /// Workload to run (repeatable), or `all` (every workload upstream defines at the
+    /// size): SchedulingBasic, TopologySpreading, PreferredTopologySpreading,
+    /// SchedulingPodAntiAffinity, SchedulingPodAffinity, SchedulingPreferredPodAffinity,
+    /// SchedulingPreferredPodAntiAffinity, SchedulingNodeAffinity, PreemptionBasic,
+    /// SchedulingWithResourceClaimTemplate (500Nodes only),
+    /// SteadyStateClusterResourceClaimTemplate (its three variants, 500Nodes only, 10 s
+    /// each; one alone as SteadyStateClusterResourceClaimTemplate/empty_500nodes,
+    /// …/half_500nodes or …/full_500nodes), SchedulingWithExtendedResource.
     #[arg(long = "workload", value_name = "NAME", default_value = "all")]
     pub workloads: Vec<String>,
     /// Upstream's size: nodes, init pods and measured pods as performance-config.yaml sets
-    /// them (5000Nodes_10000Pods exists for SchedulingBasic only).
+    /// them (5000Nodes_10000Pods exists for SchedulingBasic only, the DRA workloads at
+    /// 500Nodes only).
     #[arg(long, value_enum, default_value_t = SizeArg::Nodes500)]
     pub size: SizeArg,
-    /// Nodes instead of the size's (the init pods keep their ratio to the nodes).
+    /// Nodes instead of the size's (the init pods keep their ratio to the nodes; the DRA
+    /// workloads' init claims and SchedulingWithExtendedResource's pods follow upstream's
+    /// smaller sizes, see docs/performance.md).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_NODES))]
     pub nodes: Option<u64>,
-    /// Measured pods instead of the size's.
+    /// Measured pods instead of the size's (pods kept pending in a steady-state run).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_PODS))]
     pub pods: Option<u64>,
     /// A YAML file with one SchedulerProfile to bench instead of the default profile.
@@ -175,53 +182,73 @@ fn bench_command(args: BenchArgs, registry: &Registry) -> u8 {
 }
 
 /// The workloads to run at their sizes, in `Workload::ALL` order, each once (also the
-/// benchmark of the live path's choice).
+/// benchmark of the live path's choice). `all` runs the workloads upstream defines at the
+/// size; a workload named on its own that lacks the size is an error.
 pub fn plans(args: &BenchArgs) -> Result<Vec<Plan>, String> {
+    let size = Size::from(args.size);
     let mut chosen = Vec::new();
     for name in &args.workloads {
         if name.eq_ignore_ascii_case("all") {
-            chosen.extend(Workload::ALL);
+            chosen.extend(
+                Workload::ALL
+                    .into_iter()
+                    .filter(|w| w.counts(size).is_some()),
+            );
             continue;
         }
-        match Workload::parse(name) {
-            Some(workload) => chosen.push(workload),
-            None => {
-                let names: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
-                return Err(format!(
-                    "--workload: Unsupported value: {name:?}: supported values: \"all\", {}",
-                    names
-                        .iter()
-                        .map(|n| format!("{n:?}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
+        let workloads = Workload::parse(name);
+        if workloads.is_empty() {
+            let mut names: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
+            names.dedup();
+            return Err(format!(
+                "--workload: Unsupported value: {name:?}: supported values: \"all\", {}",
+                names
+                    .iter()
+                    .map(|n| format!("{n:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
+        chosen.extend(workloads);
     }
-    let size = Size::from(args.size);
     let custom = args.nodes.is_some() || args.pods.is_some();
-    Workload::ALL
-        .into_iter()
-        .filter(|w| chosen.contains(w))
-        .map(|workload| {
-            let counts = workload.counts(size).ok_or_else(|| {
-                format!(
-                    "--size: Invalid value: {:?}: upstream defines this size for \
-                     SchedulingBasic only, not {workload} (use 500Nodes or 5000Nodes)",
-                    size.name()
-                )
-            })?;
-            Ok(Plan {
-                workload,
-                size: if custom {
-                    format!("{} (custom)", size.name())
-                } else {
-                    size.name().to_string()
-                },
-                counts: counts.with_overrides(args.nodes, args.pods),
-            })
-        })
-        .collect()
+    let mut plans = Vec::new();
+    for workload in Workload::ALL.into_iter().filter(|w| chosen.contains(w)) {
+        let Some(counts) = workload.counts(size) else {
+            let sizes: Vec<&str> = [Size::Nodes500, Size::Nodes5000, Size::Nodes5000Pods10000]
+                .into_iter()
+                .filter(|s| workload.counts(*s).is_some())
+                .map(Size::name)
+                .collect();
+            return Err(format!(
+                "--size: Invalid value: {:?}: upstream does not define {workload} at this \
+                 size (use {})",
+                size.name(),
+                sizes.join(" or ")
+            ));
+        };
+        let counts = workload.overridden(counts, args.nodes, args.pods);
+        if workload == Workload::SchedulingWithExtendedResource
+            && counts.measure_pods > counts.nodes
+        {
+            return Err(format!(
+                "--pods: Invalid value: {}: {workload}'s pod i fits node i only, so it has \
+                 at most as many pods as nodes ({})",
+                counts.measure_pods, counts.nodes
+            ));
+        }
+        let name = workload.size_name(size);
+        plans.push(Plan {
+            workload,
+            size: if custom {
+                format!("{name} (custom)")
+            } else {
+                name.to_string()
+            },
+            counts,
+        });
+    }
+    Ok(plans)
 }
 
 /// The profile to bench: the default profile, or the one SchedulerProfile of `path`
@@ -272,6 +299,7 @@ mod tests {
     use clap::Parser;
 
     use super::*;
+    use crate::bench::workload::Counts;
 
     #[derive(Debug, Parser)]
     struct Cli {
@@ -359,6 +387,74 @@ mod tests {
     }
 
     #[test]
+    fn all_runs_the_workloads_upstream_defines_at_the_size() {
+        let names = |argv: &[&str]| -> Option<Vec<String>> {
+            let plans = parse(argv).and_then(|a| plans(&a).ok())?;
+            Some(
+                plans
+                    .iter()
+                    .map(|p| format!("{} {}", p.workload, p.size))
+                    .collect(),
+            )
+        };
+        // At 5000Nodes: every workload but the four DRA ones, which upstream runs at
+        // 500 nodes only; SchedulingWithExtendedResource at its threshold's size.
+        let got = names(&["berth", "--size", "5000Nodes"]).unwrap_or_default();
+        assert_eq!(got.len(), 10, "{got:?}");
+        assert_eq!(
+            got.last().map(String::as_str),
+            Some("SchedulingWithExtendedResource 5000pods_5000nodes_DRAExtendedResourceEnabled")
+        );
+        assert!(
+            !got.iter().any(|n| n.contains("ResourceClaimTemplate")),
+            "{got:?}"
+        );
+        assert_eq!(
+            names(&["berth", "--size", "5000Nodes_10000Pods"]),
+            Some(vec!["SchedulingBasic 5000Nodes_10000Pods".to_string()])
+        );
+    }
+
+    #[test]
+    fn dra_workloads_are_named_as_perf_dash_names_them() {
+        let plans = |argv: &[&str]| -> Vec<(String, String, Counts)> {
+            let argv: Vec<&str> = std::iter::once("berth")
+                .chain(argv.iter().copied())
+                .collect();
+            parse(&argv)
+                .and_then(|a| plans(&a).ok())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| (p.workload.to_string(), p.size, p.counts))
+                .collect()
+        };
+        let steady = plans(&["--workload", "SteadyStateClusterResourceClaimTemplate"]);
+        let sizes: Vec<&str> = steady.iter().map(|(_, size, _)| size.as_str()).collect();
+        assert_eq!(sizes, ["empty_500nodes", "half_500nodes", "full_500nodes"]);
+        let init_claims: Vec<u64> = steady.iter().map(|(_, _, c)| c.init_claims).collect();
+        assert_eq!(init_claims, [0, 2500, 4990]);
+
+        let one = plans(&[
+            "--workload",
+            "SteadyStateClusterResourceClaimTemplate/full_500nodes",
+            "--nodes",
+            "2",
+        ]);
+        assert_eq!(one.len(), 1);
+        let (workload, size, counts) = &one[0];
+        assert_eq!(workload, "SteadyStateClusterResourceClaimTemplate");
+        assert_eq!(size, "full_500nodes (custom)");
+        assert_eq!(
+            (counts.nodes, counts.init_claims, counts.measure_pods),
+            (2, 10, 10)
+        );
+
+        let burst = plans(&["--workload", "SchedulingWithResourceClaimTemplate"]);
+        assert_eq!(burst.len(), 1);
+        assert_eq!(burst[0].1, "5000pods_500nodes");
+    }
+
+    #[test]
     fn bad_values_are_rejected() {
         let clap_rejects = [
             vec!["berth", "--nodes", "0"],
@@ -374,13 +470,28 @@ mod tests {
         }
         let plan_rejects = [
             vec!["berth", "--workload", "SchedulingSecrets"],
-            vec!["berth", "--size", "5000Nodes_10000Pods"],
             vec![
                 "berth",
                 "--workload",
                 "TopologySpreading",
                 "--size",
                 "5000Nodes_10000Pods",
+            ],
+            vec![
+                "berth",
+                "--workload",
+                "SchedulingWithResourceClaimTemplate",
+                "--size",
+                "5000Nodes",
+            ],
+            vec![
+                "berth",
+                "--workload",
+                "SchedulingWithExtendedResource",
+                "--nodes",
+                "10",
+                "--pods",
+                "11",
             ],
         ];
         for argv in plan_rejects {

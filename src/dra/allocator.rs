@@ -73,16 +73,23 @@ impl AllocatedState {
     /// The state the allocations of `claims` make.
     pub fn of<'c>(claims: impl IntoIterator<Item = &'c ResourceClaim>) -> AllocatedState {
         let mut state = AllocatedState::default();
-        let results = claims.into_iter().flat_map(|claim| {
-            claim
-                .status
-                .as_ref()
-                .and_then(|s| s.allocation.as_ref())
-                .and_then(|a| a.devices.as_ref())
-                .and_then(|d| d.results.as_ref())
-                .into_iter()
-                .flatten()
-        });
+        for claim in claims {
+            state.add(claim);
+        }
+        state
+    }
+
+    /// Adds what the allocation of `claim` holds (none when it has no allocation), as
+    /// [`AllocatedState::of`] counts it.
+    pub fn add(&mut self, claim: &ResourceClaim) {
+        let results = claim
+            .status
+            .as_ref()
+            .and_then(|s| s.allocation.as_ref())
+            .and_then(|a| a.devices.as_ref())
+            .and_then(|d| d.results.as_ref())
+            .into_iter()
+            .flatten();
         for result in results {
             if result.admin_access == Some(true) {
                 continue;
@@ -93,20 +100,19 @@ impl AllocatedState {
                 device: result.device.clone(),
             };
             if result.share_id.is_none() {
-                state.devices.insert(id);
+                self.devices.insert(id);
                 continue;
             }
             if let Some(consumed) = &result.consumed_capacity {
-                let total = state.capacity.entry(id.clone()).or_default();
+                let total = self.capacity.entry(id.clone()).or_default();
                 for (name, q) in consumed {
                     let amount = Amount::parse(name, q).unwrap_or_default();
                     let sum = total.get(name).map_or(amount, |t| t.plus(amount));
                     total.insert(name.clone(), sum);
                 }
             }
-            state.shared.insert(id);
+            self.shared.insert(id);
         }
-        state
     }
 
     /// Upstream `IsDeviceAllocated`: held exclusively or shared.

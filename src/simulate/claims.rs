@@ -8,7 +8,9 @@
 //! repeats), owns it by the pod, marks it with `resource.kubernetes.io/pod-claim-name`
 //! and records it in the pod's `status.resourceClaimStatuses`. A preempted pod's
 //! reservations are removed and a claim reserved for nobody is deallocated, as the
-//! controller does when a pod is deleted.
+//! controller does when a pod is deleted. `berth bench` reuses both for the pods it
+//! creates and deletes ([`make_pod_template_claims`], [`delete_pod_claims`], which also
+//! deletes the claims made for the pod, as the garbage collector does).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -74,69 +76,124 @@ pub fn make_template_claims(input: &mut ClusterInput, resources: &DeviceResource
             .as_ref()
             .and_then(|s| s.node_name.as_deref())
             .is_some_and(|n| !n.is_empty());
-        if bound {
-            continue;
-        }
-        let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-        let pod_name = pod.metadata.name.clone().unwrap_or_default();
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let claims = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.resource_claims.clone())
-            .unwrap_or_default();
-        for pod_claim in claims {
-            let Some(template_name) = &pod_claim.resource_claim_template_name else {
-                continue;
-            };
-            let statuses = pod
-                .status
-                .get_or_insert_default()
-                .resource_claim_statuses
-                .get_or_insert_default();
-            if statuses.iter().any(|s| s.name == pod_claim.name) {
-                continue;
-            }
-            let Some(template) = resources.template(&namespace, template_name) else {
-                continue;
-            };
-            let template_spec = template.spec.clone().unwrap_or_default();
-            let template_meta = template_spec.metadata.unwrap_or_default();
-            let prefix = format!("{pod_name}-{}-", pod_claim.name);
-            let name = format!("{prefix}{}", name_suffix(&format!("{namespace}/{prefix}")));
-            let mut annotations = template_meta.annotations.unwrap_or_default();
-            annotations.insert(POD_CLAIM_NAME_ANNOTATION.into(), pod_claim.name.clone());
-            let claim = ResourceClaim {
-                metadata: ObjectMeta {
-                    name: Some(name.clone()),
-                    namespace: Some(namespace.clone()),
-                    uid: Some(super::input::deterministic_uid(&format!(
-                        "ResourceClaim/{namespace}/{name}"
-                    ))),
-                    resource_version: Some("1".into()),
-                    generate_name: Some(prefix),
-                    labels: template_meta.labels,
-                    annotations: Some(annotations),
-                    owner_references: Some(vec![OwnerReference {
-                        api_version: "v1".into(),
-                        kind: "Pod".into(),
-                        name: pod_name.clone(),
-                        uid: uid.clone(),
-                        controller: Some(true),
-                        block_owner_deletion: Some(true),
-                    }]),
-                    ..Default::default()
-                },
-                spec: template_spec.spec,
-                status: None,
-            };
-            resources.apply_claim(claim);
-            statuses.push(PodResourceClaimStatus {
-                name: pod_claim.name.clone(),
-                resource_claim_name: Some(name),
-            });
+        if !bound {
+            make_pod_template_claims(pod, resources);
         }
     }
+}
+
+/// The resourceclaim controller for one pending pod: a claim from each template the pod
+/// names and has no claim for, stored in `resources` and recorded in the pod's
+/// `status.resourceClaimStatuses` (see [`make_template_claims`]).
+pub fn make_pod_template_claims(pod: &mut Pod, resources: &DeviceResources) {
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    let pod_name = pod.metadata.name.clone().unwrap_or_default();
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    let claims = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.resource_claims.clone())
+        .unwrap_or_default();
+    for pod_claim in claims {
+        let Some(template_name) = &pod_claim.resource_claim_template_name else {
+            continue;
+        };
+        let statuses = pod
+            .status
+            .get_or_insert_default()
+            .resource_claim_statuses
+            .get_or_insert_default();
+        if statuses.iter().any(|s| s.name == pod_claim.name) {
+            continue;
+        }
+        let Some(template) = resources.template(&namespace, template_name) else {
+            continue;
+        };
+        let template_spec = template.spec.clone().unwrap_or_default();
+        let template_meta = template_spec.metadata.unwrap_or_default();
+        let prefix = format!("{pod_name}-{}-", pod_claim.name);
+        let name = format!("{prefix}{}", name_suffix(&format!("{namespace}/{prefix}")));
+        let mut annotations = template_meta.annotations.unwrap_or_default();
+        annotations.insert(POD_CLAIM_NAME_ANNOTATION.into(), pod_claim.name.clone());
+        let claim = ResourceClaim {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(namespace.clone()),
+                uid: Some(super::input::deterministic_uid(&format!(
+                    "ResourceClaim/{namespace}/{name}"
+                ))),
+                resource_version: Some("1".into()),
+                generate_name: Some(prefix),
+                labels: template_meta.labels,
+                annotations: Some(annotations),
+                owner_references: Some(vec![OwnerReference {
+                    api_version: "v1".into(),
+                    kind: "Pod".into(),
+                    name: pod_name.clone(),
+                    uid: uid.clone(),
+                    controller: Some(true),
+                    block_owner_deletion: Some(true),
+                }]),
+                ..Default::default()
+            },
+            spec: template_spec.spec,
+            status: None,
+        };
+        resources.apply_claim(claim);
+        statuses.push(PodResourceClaimStatus {
+            name: pod_claim.name.clone(),
+            resource_claim_name: Some(name),
+        });
+    }
+}
+
+/// The resourceclaim controller and the garbage collector on the deletion of a bound
+/// `pod`: its reservations removed from the claims it names, a claim reserved for nobody
+/// after that deallocated, and the claims made for it from templates (owned by it)
+/// deleted. Unlike [`release_pod_claims`] it looks up only the pod's own claims, by name,
+/// since a claim is reserved only for pods that name it. Whether a claim changed.
+pub fn delete_pod_claims(resources: &DeviceResources, pod: &Pod) -> bool {
+    let Some(uid) = pod.metadata.uid.as_deref() else {
+        return false;
+    };
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let statuses = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.resource_claim_statuses.as_deref())
+        .unwrap_or_default();
+    let pod_claims = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.resource_claims.as_deref())
+        .unwrap_or_default();
+    let mut changed = false;
+    for pod_claim in pod_claims {
+        let name = match &pod_claim.resource_claim_name {
+            Some(name) => Some(name.as_str()),
+            None => statuses
+                .iter()
+                .find(|s| s.name == pod_claim.name)
+                .and_then(|s| s.resource_claim_name.as_deref()),
+        };
+        let Some(claim) = name.and_then(|name| resources.claim(namespace, name)) else {
+            continue;
+        };
+        let owned = claim
+            .owner_references()
+            .iter()
+            .any(|o| o.controller == Some(true) && o.uid == uid);
+        if owned {
+            resources.delete_claim(&claim);
+            changed = true;
+            continue;
+        }
+        if let Some(released) = without_reservation(&claim, uid) {
+            resources.apply_claim(released);
+            changed = true;
+        }
+    }
+    changed
 }
 
 /// The resourceclaim controller on a pod's deletion (a preemption victim): the pod's
@@ -148,29 +205,37 @@ pub fn release_pod_claims(resources: &DeviceResources, pod: &Pod) -> bool {
         return false;
     };
     for claim in resources.claims() {
-        let reserved = claim
-            .status
-            .as_ref()
-            .and_then(|s| s.reserved_for.as_ref())
-            .is_some_and(|r| r.iter().any(|c| c.uid == uid));
-        if !reserved {
-            continue;
+        if let Some(released) = without_reservation(&claim, uid) {
+            resources.apply_claim(released);
+            changed = true;
         }
-        let mut released = (*claim).clone();
-        let status = released.status.get_or_insert_default();
-        if let Some(reserved_for) = status.reserved_for.as_mut() {
-            reserved_for.retain(|c| c.uid != uid);
-            if reserved_for.is_empty() {
-                status.reserved_for = None;
-                status.allocation = None;
-                status.devices = None;
-            }
-        }
-        bump(&mut released);
-        resources.apply_claim(released);
-        changed = true;
     }
     changed
+}
+
+/// `claim` with the reservation for the pod with `uid` removed, and deallocated when no
+/// reservation is left; `None` when it holds none for that pod.
+fn without_reservation(claim: &ResourceClaim, uid: &str) -> Option<ResourceClaim> {
+    let reserved = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.reserved_for.as_ref())
+        .is_some_and(|r| r.iter().any(|c| c.uid == uid));
+    if !reserved {
+        return None;
+    }
+    let mut released = claim.clone();
+    let status = released.status.get_or_insert_default();
+    if let Some(reserved_for) = status.reserved_for.as_mut() {
+        reserved_for.retain(|c| c.uid != uid);
+        if reserved_for.is_empty() {
+            status.reserved_for = None;
+            status.allocation = None;
+            status.devices = None;
+        }
+    }
+    bump(&mut released);
+    Some(released)
 }
 
 /// The devices allocated to the claims reserved for `pod`, by claim name.

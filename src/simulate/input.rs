@@ -45,10 +45,10 @@ mod documents;
 mod identity;
 mod loader;
 
+pub(crate) use defaults::default_claim_spec;
 use defaults::{
     PREEMPT_LOWER_PRIORITY, add_missing_namespaces, add_system_priority_classes, default_claim,
-    default_claim_spec, default_node, default_pod, default_storage_classes, label_namespace,
-    resolve_priority,
+    default_node, default_pod, default_storage_classes, label_namespace, resolve_priority,
 };
 pub(crate) use documents::{RawDocument, parse_document, split_documents};
 pub(crate) use identity::{deterministic_uid, name_suffix};

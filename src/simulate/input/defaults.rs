@@ -303,7 +303,7 @@ pub(super) fn add_missing_namespaces(input: &mut ClusterInput) {
 /// The API server's ResourceClaim defaults (`SetDefaults_ExactDeviceRequest`,
 /// `SetDefaults_DeviceSubRequest`): `allocationMode: ExactCount`, and `count: 1` for that
 /// mode; the same for each `firstAvailable` subrequest.
-pub(super) fn default_claim_spec(spec: &mut k8s_openapi::api::resource::v1::ResourceClaimSpec) {
+pub(crate) fn default_claim_spec(spec: &mut k8s_openapi::api::resource::v1::ResourceClaimSpec) {
     let requests = spec
         .devices
         .as_mut()
