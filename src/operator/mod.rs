@@ -136,14 +136,8 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         Election::always_leader()
     };
     metrics.set_leader(*leader.borrow());
-    let device_kinds = devices::served_kinds(&client)
-        .await
-        .map_err(OperatorError::Discovery)?;
-    let (unlisted_tx, unlisted_rx) = watch::channel(
-        scheduling_loop::cached_kinds()
-            .chain(device_kinds.iter().copied())
-            .collect::<Vec<_>>(),
-    );
+    let (unlisted_tx, unlisted_rx) =
+        watch::channel(scheduling_loop::cached_kinds().collect::<Vec<_>>());
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let (loop_tx, loop_rx) = mpsc::unbounded_channel();
     let (report_tx, report_rx) = mpsc::channel(1024);
@@ -219,6 +213,12 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         state.volumes.clone(),
         loop_tx.clone(),
     ));
+    // Asked once the metrics port serves (a bad certificate fails the start first, and
+    // /healthz answers while discovery retries); the loop then waits for these kinds too.
+    let device_kinds = devices::served_kinds(&client)
+        .await
+        .map_err(OperatorError::Discovery)?;
+    unlisted_tx.send_modify(|kinds| kinds.extend(device_kinds.iter().copied()));
     watch_tasks.extend(devices::spawn(
         client.clone(),
         &device_kinds,
