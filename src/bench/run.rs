@@ -34,7 +34,10 @@ use super::check::{Held, Placement, check, check_devices};
 use super::dra;
 use super::report::{SteadyState, UpstreamThreshold, WorkloadReport, percentiles, throughput};
 use super::workload::{Counts, INIT_NAMESPACE, Phase, Workload};
-use crate::cluster::{DeviceResources, PodGroups, Volumes, Workloads, is_allocated, pod_key};
+use crate::cluster::{
+    DeviceResources, PodGroups, Volumes, Workloads, allocated_devices, is_allocated, pod_key,
+    reserved_for,
+};
 use crate::dra::allocator::DeviceId;
 use crate::framework::{ActionType, EventResource, Parallelizer, Registry};
 use crate::scheduler::{
@@ -521,14 +524,7 @@ fn pod_claim(cluster: &Cluster, pod: &Pod, node: &str) -> Held {
     let problem = match &claim {
         None => Some("the pod's claim does not exist".to_string()),
         Some(claim) if !is_allocated(claim) => Some("not allocated".to_string()),
-        Some(claim) => {
-            let reserved = claim
-                .status
-                .as_ref()
-                .and_then(|s| s.reserved_for.as_ref())
-                .is_some_and(|r| r.iter().any(|c| c.uid == uid));
-            (!reserved).then(|| "not reserved for its pod".to_string())
-        }
+        Some(claim) => (!reserved_for(claim, uid)).then(|| "not reserved for its pod".to_string()),
     };
     Held {
         claim: label,
@@ -561,15 +557,8 @@ fn devices(
     pool_nodes: &PoolNodes,
     claim: &k8s_openapi::api::resource::v1::ResourceClaim,
 ) -> Vec<(DeviceId, Option<String>)> {
-    let results = claim
-        .status
-        .as_ref()
-        .and_then(|s| s.allocation.as_ref())
-        .and_then(|a| a.devices.as_ref())
-        .and_then(|d| d.results.as_ref());
-    results
-        .into_iter()
-        .flatten()
+    allocated_devices(claim)
+        .iter()
         .map(|r| {
             let node = pool_nodes.get(&(r.driver.clone(), r.pool.clone())).cloned();
             let id = DeviceId {

@@ -21,7 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use k8s_openapi::api::resource::v1::{
-    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+    DeviceClass, DeviceRequestAllocationResult, DeviceTaintRule, ResourceClaim,
+    ResourceClaimTemplate, ResourceSlice,
 };
 use kube::ResourceExt;
 
@@ -353,6 +354,37 @@ pub fn is_allocated(claim: &ResourceClaim) -> bool {
         .status
         .as_ref()
         .is_some_and(|s| s.allocation.is_some())
+}
+
+/// The device results of `claim`'s allocation (none when it is not allocated).
+pub fn allocated_devices(claim: &ResourceClaim) -> &[DeviceRequestAllocationResult] {
+    claim
+        .status
+        .as_ref()
+        .and_then(|s| s.allocation.as_ref())
+        .and_then(|a| a.devices.as_ref())
+        .and_then(|d| d.results.as_deref())
+        .unwrap_or_default()
+}
+
+/// Whether `claim` is reserved for the pod with `uid`.
+pub fn reserved_for(claim: &ResourceClaim, uid: &str) -> bool {
+    claim
+        .status
+        .as_ref()
+        .and_then(|s| s.reserved_for.as_ref())
+        .is_some_and(|r| r.iter().any(|c| c.uid == uid))
+}
+
+/// Whether the pod with `uid` controls `claim` (an owner reference with `controller:
+/// true`): the claim was made for it from a template.
+pub fn is_controlled_by(claim: &ResourceClaim, uid: &str) -> bool {
+    claim
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.uid == uid)
 }
 
 #[cfg(test)]

@@ -21,7 +21,10 @@ mod workloads;
 
 pub use assume::resource_version;
 pub use cache::{Cache, CacheError};
-pub use device_resources::{DeviceResources, IMPLICIT_EXTENDED_RESOURCE_PREFIX, is_allocated};
+pub use device_resources::{
+    DeviceResources, IMPLICIT_EXTENDED_RESOURCE_PREFIX, allocated_devices, is_allocated,
+    is_controlled_by, reserved_for,
+};
 pub use disruption_budgets::DisruptionBudgets;
 pub use legacy_pod::WorkloadReference;
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo, normalized_image_name};

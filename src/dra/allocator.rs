@@ -82,15 +82,7 @@ impl AllocatedState {
     /// Adds what the allocation of `claim` holds (none when it has no allocation), as
     /// [`AllocatedState::of`] counts it.
     pub fn add(&mut self, claim: &ResourceClaim) {
-        let results = claim
-            .status
-            .as_ref()
-            .and_then(|s| s.allocation.as_ref())
-            .and_then(|a| a.devices.as_ref())
-            .and_then(|d| d.results.as_ref())
-            .into_iter()
-            .flatten();
-        for result in results {
+        for result in crate::cluster::allocated_devices(claim) {
             if result.admin_access == Some(true) {
                 continue;
             }

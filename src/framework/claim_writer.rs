@@ -107,38 +107,3 @@ impl ClaimWriter for AcceptClaims {
         Ok(())
     }
 }
-
-/// The claim writer of a scheduler with no resource API behind it (the benchmark's
-/// generated cluster without DRA objects): every write fails, naming why.
-pub struct NoClaimWriter;
-
-const NO_CLAIM_WRITER: &str = "this scheduler has no resource.k8s.io API to write claims to";
-
-#[async_trait]
-impl ClaimWriter for NoClaimWriter {
-    async fn get_claim(&self, _: &str, _: &str) -> Result<ResourceClaim, WriteError> {
-        Err(WriteError::Other(NO_CLAIM_WRITER.into()))
-    }
-    async fn create_claim(&self, _: &ResourceClaim) -> Result<ResourceClaim, WriteError> {
-        Err(WriteError::Other(NO_CLAIM_WRITER.into()))
-    }
-    async fn update_claim(&self, _: &ResourceClaim) -> Result<ResourceClaim, WriteError> {
-        Err(WriteError::Other(NO_CLAIM_WRITER.into()))
-    }
-    async fn update_claim_status(&self, _: &ResourceClaim) -> Result<ResourceClaim, WriteError> {
-        Err(WriteError::Other(NO_CLAIM_WRITER.into()))
-    }
-    async fn remove_reservation(&self, _: &ResourceClaim, _: &str) -> Result<(), WriteError> {
-        Err(WriteError::Other(NO_CLAIM_WRITER.into()))
-    }
-    async fn delete_claim(&self, _: &str, _: &str) -> Result<(), WriteError> {
-        Err(WriteError::Other(NO_CLAIM_WRITER.into()))
-    }
-    async fn set_extended_resource_claim_status(
-        &self,
-        _: &Pod,
-        _: &PodExtendedResourceClaimStatus,
-    ) -> Result<(), WriteError> {
-        Err(WriteError::Other(NO_CLAIM_WRITER.into()))
-    }
-}

@@ -21,7 +21,7 @@ mod types;
 mod waiting_pods;
 
 pub use crate::api::{ExtensionPoint, FieldError, FieldErrorKind};
-pub use claim_writer::{ClaimWriter, NoClaimWriter, WriteError};
+pub use claim_writer::{ClaimWriter, WriteError};
 pub use clock::{Clock, RuntimeClock};
 pub use cycle_state::{CycleState, StateData};
 pub use events::{ActionType, ClusterEvent, EventResource};

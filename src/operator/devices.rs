@@ -70,7 +70,9 @@ pub fn kinds_to_watch(served: &[String]) -> Vec<&'static str> {
 /// growing pause, then returned.
 pub async fn served_kinds(client: &Client) -> Result<Vec<&'static str>, String> {
     let mut pause = Duration::from_millis(500);
-    for attempt in 1..=DISCOVERY_ATTEMPTS {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
         match client.list_api_group_resources(GROUP_VERSION).await {
             Ok(list) => {
                 let served: Vec<String> = list.resources.into_iter().map(|r| r.name).collect();
@@ -101,7 +103,6 @@ pub async fn served_kinds(client: &Client) -> Result<Vec<&'static str>, String> 
             }
         }
     }
-    unreachable!("the last attempt returns")
 }
 
 /// Starts the watches of `kinds` (from [`served_kinds`]) and marks `resources` served

@@ -739,14 +739,21 @@ fn may_make_schedulable(old: &Arc<Pod>, new: &Arc<Pod>) -> bool {
         managed_fields: None,
         ..meta.clone()
     };
-    let claim_statuses = |pod: &Pod| {
-        let status = pod.status.as_ref();
-        (
-            status.and_then(|s| s.resource_claim_statuses.clone()),
-            status.and_then(|s| s.extended_resource_claim_status.clone()),
-        )
-    };
     old.spec != new.spec
         || strip(&old.metadata) != strip(&new.metadata)
         || claim_statuses(old) != claim_statuses(new)
+}
+
+/// What the resourceclaim controller and DynamicResources write into a pod's status.
+fn claim_statuses(
+    pod: &Pod,
+) -> (
+    Option<&Vec<k8s_openapi::api::core::v1::PodResourceClaimStatus>>,
+    Option<&k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus>,
+) {
+    let status = pod.status.as_ref();
+    (
+        status.and_then(|s| s.resource_claim_statuses.as_ref()),
+        status.and_then(|s| s.extended_resource_claim_status.as_ref()),
+    )
 }

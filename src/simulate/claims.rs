@@ -24,7 +24,9 @@ use kube::ResourceExt;
 use super::input::{ClusterInput, name_suffix};
 use super::report::PodDevice;
 use super::storage::StorageEvents;
-use crate::cluster::{DeviceResources, pod_key, resource_version};
+use crate::cluster::{
+    DeviceResources, allocated_devices, is_controlled_by, pod_key, reserved_for, resource_version,
+};
 use crate::framework::{ActionType, ClaimWriter, EventResource, WriteError};
 
 /// The annotation the resourceclaim controller puts on a template's claim.
@@ -179,11 +181,7 @@ pub fn delete_pod_claims(resources: &DeviceResources, pod: &Pod) -> bool {
         let Some(claim) = name.and_then(|name| resources.claim(namespace, name)) else {
             continue;
         };
-        let owned = claim
-            .owner_references()
-            .iter()
-            .any(|o| o.controller == Some(true) && o.uid == uid);
-        if owned {
+        if is_controlled_by(&claim, uid) {
             resources.delete_claim(&claim);
             changed = true;
             continue;
@@ -216,12 +214,7 @@ pub fn release_pod_claims(resources: &DeviceResources, pod: &Pod) -> bool {
 /// `claim` with the reservation for the pod with `uid` removed, and deallocated when no
 /// reservation is left; `None` when it holds none for that pod.
 fn without_reservation(claim: &ResourceClaim, uid: &str) -> Option<ResourceClaim> {
-    let reserved = claim
-        .status
-        .as_ref()
-        .and_then(|s| s.reserved_for.as_ref())
-        .is_some_and(|r| r.iter().any(|c| c.uid == uid));
-    if !reserved {
+    if !reserved_for(claim, uid) {
         return None;
     }
     let mut released = claim.clone();
@@ -250,23 +243,12 @@ pub fn pod_devices(resources: &DeviceResources, pod: &Pod) -> Vec<PodDevice> {
         .claims()
         .into_iter()
         .filter(|c| c.metadata.namespace.as_deref() == namespace)
-        .filter(|c| {
-            c.status
-                .as_ref()
-                .and_then(|s| s.reserved_for.as_ref())
-                .is_some_and(|r| r.iter().any(|c| c.uid == uid))
-        })
+        .filter(|c| reserved_for(c, uid))
         .collect();
     claims.sort_by_key(|c| c.name_any());
     let mut devices = Vec::new();
     for claim in claims {
-        let results = claim
-            .status
-            .as_ref()
-            .and_then(|s| s.allocation.as_ref())
-            .and_then(|a| a.devices.as_ref())
-            .and_then(|d| d.results.as_ref());
-        for result in results.into_iter().flatten() {
+        for result in allocated_devices(&claim) {
             devices.push(PodDevice {
                 claim: claim.name_any(),
                 request: result.request.clone(),

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
+use berth::cluster::{allocated_devices, is_allocated};
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{
@@ -95,21 +96,14 @@ async fn publish(cluster: &Cluster, mut slice: ResourceSlice) {
 }
 
 /// Every device allocated to a claim in `default`: `driver/pool/device` -> claims.
-async fn allocated_devices(cluster: &Cluster) -> BTreeMap<String, Vec<String>> {
+async fn claimed_devices(cluster: &Cluster) -> BTreeMap<String, Vec<String>> {
     let claims: Api<ResourceClaim> = Api::namespaced(cluster.client.clone(), "default");
     let list = within("listing claims", WAIT, claims.list(&ListParams::default()))
         .await
         .unwrap_or_else(|e| panic!("listing claims: {e}"));
     let mut devices: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for claim in list.items {
-        let results = claim
-            .status
-            .as_ref()
-            .and_then(|s| s.allocation.as_ref())
-            .and_then(|a| a.devices.as_ref())
-            .and_then(|d| d.results.clone())
-            .unwrap_or_default();
-        for result in results {
+        for result in allocated_devices(&claim) {
             devices
                 .entry(format!(
                     "{}/{}/{}",
@@ -148,13 +142,9 @@ async fn claim_of_bound_pod(cluster: &Cluster, name: &str, pod: &Pod, node: &str
         "claim {name} has upstream's finalizer: {:?}",
         claim.finalizers()
     );
-    let allocation = status
-        .allocation
-        .unwrap_or_else(|| panic!("claim {name} is allocated"));
-    let devices: Vec<String> = allocation
-        .devices
-        .into_iter()
-        .flat_map(|d| d.results.into_iter().flatten())
+    assert!(is_allocated(&claim), "claim {name} is allocated");
+    allocated_devices(&claim)
+        .iter()
         .map(|r| {
             assert_eq!(r.driver, DRIVER, "claim {name}: {r:?}");
             assert_eq!(
@@ -163,8 +153,7 @@ async fn claim_of_bound_pod(cluster: &Cluster, name: &str, pod: &Pod, node: &str
             );
             format!("{}/{}/{}", r.driver, r.pool, r.device)
         })
-        .collect();
-    devices
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -467,7 +456,7 @@ async fn no_device_is_allocated_twice_in_a_1000_pod_run() {
         })
         .await;
 
-    let devices = allocated_devices(&cluster).await;
+    let devices = claimed_devices(&cluster).await;
     let twice: Vec<_> = devices.iter().filter(|(_, c)| c.len() > 1).collect();
     assert!(
         twice.is_empty(),

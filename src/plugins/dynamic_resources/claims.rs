@@ -12,7 +12,8 @@ use k8s_openapi::api::resource::v1::{
 };
 use kube::ResourceExt;
 
-use crate::cluster::{DeviceResources, parse_nanos_exact};
+pub use crate::cluster::reserved_for;
+use crate::cluster::{DeviceResources, allocated_devices, parse_nanos_exact};
 
 /// The finalizer the scheduler puts on a claim it allocates.
 pub const FINALIZER: &str = "resource.kubernetes.io/delete-protection";
@@ -98,24 +99,10 @@ pub fn pod_claims(
 /// Whether the pod controls `claim` (an owner reference with `controller: true` and the
 /// pod's UID).
 pub fn is_controlled_by(claim: &ResourceClaim, pod: &Pod) -> bool {
-    let Some(uid) = pod.metadata.uid.as_deref() else {
-        return false;
-    };
-    claim
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.controller == Some(true) && o.uid == uid)
-}
-
-/// Whether the claim is reserved for the pod with `uid`.
-pub fn reserved_for(claim: &ResourceClaim, uid: &str) -> bool {
-    claim
-        .status
-        .as_ref()
-        .and_then(|s| s.reserved_for.as_ref())
-        .is_some_and(|r| r.iter().any(|c| c.uid == uid))
+    pod.metadata
+        .uid
+        .as_deref()
+        .is_some_and(|uid| crate::cluster::is_controlled_by(claim, uid))
 }
 
 /// The claim's `spec.devices.requests`.
@@ -130,12 +117,7 @@ pub fn allocation(claim: &ResourceClaim) -> Option<&AllocationResult> {
 /// Upstream `isClaimReadyForBinding`: every device with binding conditions has them all
 /// True in the claim's device status; an error when a binding failure condition is True.
 pub fn ready_for_binding(claim: &ResourceClaim) -> Result<bool, String> {
-    let Some(results) = allocation(claim)
-        .and_then(|a| a.devices.as_ref())
-        .and_then(|d| d.results.as_ref())
-    else {
-        return Ok(true);
-    };
+    let results = allocated_devices(claim);
     let statuses = claim.status.as_ref().and_then(|s| s.devices.as_ref());
     for result in results {
         let conditions = result.binding_conditions.as_deref().unwrap_or_default();
