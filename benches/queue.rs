@@ -18,7 +18,9 @@ use std::time::Duration;
 use berth::bench::workload::PodTemplate;
 use berth::cluster::PodInfo;
 use berth::framework::{ActionType, ClusterEvent, EventResource, ExtensionPoint, Framework};
-use berth::queue::{DEFAULT_UNSCHEDULABLE_MAX_STAY, Placement, QueueConfig, SchedulingQueue};
+use berth::queue::{
+    DEFAULT_UNSCHEDULABLE_MAX_STAY, Placement, Popped, QueueConfig, SchedulingQueue,
+};
 use criterion::{
     BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
@@ -41,6 +43,7 @@ fn queue_config(framework: &Framework) -> QueueConfig {
         initial_backoff,
         max_backoff,
         unschedulable_max_stay: DEFAULT_UNSCHEDULABLE_MAX_STAY,
+        pod_groups: true,
     }
 }
 
@@ -59,7 +62,7 @@ fn add_pop(queue: &mut SchedulingQueue, pods: &[Arc<PodInfo>], now: Instant) -> 
         queue.add(pod.clone(), now);
     }
     let mut popped = 0;
-    while let Some(queued) = queue.pop(now) {
+    while let Some(queued) = queue.pop(now).and_then(Popped::pod) {
         queue.done(queued.pod_info.key());
         popped += 1;
     }
@@ -72,7 +75,7 @@ fn unschedulable(config: &QueueConfig, pods: &[Arc<PodInfo>], now: Instant) -> S
     for pod in pods {
         queue.add(pod.clone(), now);
     }
-    while let Some(mut queued) = queue.pop(now) {
+    while let Some(mut queued) = queue.pop(now).and_then(Popped::pod) {
         queued.unschedulable_plugins = HashSet::from([REJECTOR.to_string()]);
         let cycle = queue.scheduling_cycle();
         let placement = queue.add_unschedulable_if_not_present(queued, cycle, now);

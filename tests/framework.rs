@@ -335,6 +335,7 @@ fn scheduler(
 async fn attempt(scheduler: &mut Scheduler) -> AttemptReport {
     match scheduler.schedule_one().await.expect("a pod is queued") {
         CycleOutput::Done(report) => report,
+        CycleOutput::PodGroup(report) => panic!("no pod group here: {report:?}"),
         CycleOutput::Binding(cycle) => {
             let result = cycle.run().await;
             scheduler.complete_binding(result)

@@ -147,6 +147,7 @@ async fn run(scheduler: &mut Scheduler) -> Vec<(String, String)> {
     while let Some(output) = scheduler.schedule_one().await {
         let report = match output {
             CycleOutput::Done(report) => report,
+            CycleOutput::PodGroup(report) => panic!("no pod group here: {report:?}"),
             CycleOutput::Binding(cycle) => scheduler.complete_binding(cycle.run().await),
         };
         let placed = match report.outcome {

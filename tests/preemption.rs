@@ -68,6 +68,7 @@ fn scheduler(victims: &[(&str, &str)]) -> (Scheduler, VirtualClock) {
 async fn attempt(scheduler: &mut Scheduler) -> AttemptReport {
     match scheduler.schedule_one().await.expect("a pod is in activeQ") {
         CycleOutput::Done(report) => report,
+        CycleOutput::PodGroup(report) => panic!("no pod group here: {report:?}"),
         CycleOutput::Binding(cycle) => scheduler.complete_binding(cycle.run().await),
     }
 }

@@ -11,6 +11,7 @@ mod disruption_budgets;
 mod legacy_pod;
 pub(crate) mod lock;
 mod node_info;
+mod pod_group_states;
 mod pod_groups;
 mod pod_info;
 mod pod_requests;
@@ -28,6 +29,7 @@ pub use device_resources::{
 pub use disruption_budgets::DisruptionBudgets;
 pub use legacy_pod::WorkloadReference;
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo, normalized_image_name};
+pub use pod_group_states::{GroupKey, PodGroupState, PodGroupStates};
 pub use pod_groups::{PodGroups, implicit_group, implicit_owner, min_member_of, pod_group_of};
 pub use pod_info::{Memo, PodInfo, host_ports, pod_key};
 pub use pod_requests::default_pod_level_requests;

@@ -11,7 +11,9 @@ use super::claim_writer::{AcceptClaims, ClaimWriter};
 use super::clock::{Clock, RuntimeClock};
 use super::parallel::Parallelizer;
 use super::{Nominator, PluginHealth, WaitingPods};
-use crate::cluster::{DeviceResources, DisruptionBudgets, PodGroups, Volumes, Workloads};
+use crate::cluster::{
+    DeviceResources, DisruptionBudgets, PodGroupStates, PodGroups, Volumes, Workloads,
+};
 
 /// Why a bind failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -72,6 +74,9 @@ pub struct Handle {
     pub workloads: Arc<Workloads>,
     /// PodGroups, for gang scheduling (Coscheduling).
     pub pod_groups: Arc<PodGroups>,
+    /// The Workload API's pod groups and their members, for GangScheduling; one per
+    /// scheduler, kept current by its core.
+    pub pod_group_states: Arc<PodGroupStates>,
     /// PodDisruptionBudgets, for preemption (DefaultPreemption).
     pub disruption_budgets: Arc<DisruptionBudgets>,
     /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and
@@ -107,6 +112,7 @@ pub struct HandleBuilder {
     clock: Option<Arc<dyn Clock>>,
     workloads: Option<Arc<Workloads>>,
     pod_groups: Option<Arc<PodGroups>>,
+    pod_group_states: Option<Arc<PodGroupStates>>,
     disruption_budgets: Option<Arc<DisruptionBudgets>>,
     volumes: Option<Arc<Volumes>>,
     device_resources: Option<Arc<DeviceResources>>,
@@ -150,6 +156,11 @@ impl HandleBuilder {
         self
     }
 
+    pub fn pod_group_states(mut self, states: Arc<PodGroupStates>) -> Self {
+        self.pod_group_states = Some(states);
+        self
+    }
+
     pub fn disruption_budgets(mut self, budgets: Arc<DisruptionBudgets>) -> Self {
         self.disruption_budgets = Some(budgets);
         self
@@ -187,6 +198,7 @@ impl HandleBuilder {
             clock,
             workloads: self.workloads.unwrap_or_default(),
             pod_groups: self.pod_groups.unwrap_or_default(),
+            pod_group_states: self.pod_group_states.unwrap_or_default(),
             disruption_budgets: self.disruption_budgets.unwrap_or_default(),
             volumes: self.volumes.unwrap_or_default(),
             device_resources: self.device_resources.unwrap_or_default(),

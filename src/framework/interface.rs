@@ -66,6 +66,11 @@ pub trait Plugin: Send + Sync + 'static {
     fn as_post_bind(&self) -> Option<&dyn PostBindPlugin> {
         None
     }
+    /// PlacementFeasible is not a configurable point: a plugin that takes part returns
+    /// `Some(self)` from its `impl Plugin` block (see [`PlacementFeasiblePlugin`]).
+    fn as_placement_feasible(&self) -> Option<&dyn PlacementFeasiblePlugin> {
+        None
+    }
 
     /// The cluster events after which a pod this plugin rejected may have become
     /// schedulable. `None` means "any event" (upstream's behaviour for plugins that do not
@@ -259,6 +264,27 @@ pub trait PermitPlugin: Plugin {
         pod: &PodInfo,
         node_name: &str,
     ) -> (Status, Duration);
+}
+
+/// How far a pod-group cycle got: pods of the group still to try, and pods of the group
+/// placed (bound or assumed before the cycle, plus those the cycle placed so far).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PlacementProgress {
+    pub remaining: usize,
+    pub scheduled: usize,
+}
+
+/// PlacementFeasible (upstream's internal point of the pod-group cycle, not a point a
+/// profile configures): whether the group can still meet its constraints. Called before
+/// the group's first pod is tried and after each pod. Success: met; Wait: not met yet, go
+/// on; Unschedulable: cannot be met, stop. Upstream runs GangScheduling's alone; berth
+/// runs every enabled plugin that implements it.
+pub trait PlacementFeasiblePlugin: Plugin {
+    fn placement_feasible(
+        &self,
+        group: &k8s_openapi::api::scheduling::v1beta1::PodGroup,
+        progress: PlacementProgress,
+    ) -> Status;
 }
 
 /// PreBind: prepare the binding (e.g. provision volumes). Any non-Success status fails the

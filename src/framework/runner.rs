@@ -7,7 +7,7 @@
 
 mod nominated;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,7 +18,8 @@ use super::profile::ResolvedProfile;
 use super::types::{NodeScoreDetail, PreFilterOutcome, ScoredNode};
 use super::{
     ClusterEvent, Code, CycleState, ExtensionPoint, FilterPlugin, Handle, MAX_NODE_SCORE,
-    MIN_NODE_SCORE, NodeToStatus, Plugin, PluginError, PostFilterResult, Registry, Status,
+    MIN_NODE_SCORE, NodeToStatus, PlacementProgress, Plugin, PluginError, PostFilterResult,
+    Registry, Status,
 };
 
 /// Normalized scores of the active Score plugins, plugin-major: `scores[j * nodes + i]`
@@ -322,6 +323,47 @@ impl Framework {
             .flat_map(|p| self.plugins(*p).iter())
             .map(|p| (p.name().to_string(), p.events_to_register()))
             .collect()
+    }
+
+    /// Upstream `RunPlacementFeasiblePlugins`: the first Unschedulable or error ends the
+    /// run (an error is wrapped, as is any code but Success, Wait and Unschedulable); a
+    /// Wait is kept while the others run. Success when no plugin takes part.
+    pub fn run_placement_feasible(
+        &self,
+        group: &k8s_openapi::api::scheduling::v1beta1::PodGroup,
+        progress: PlacementProgress,
+    ) -> Status {
+        let mut seen = HashSet::new();
+        let mut result = Status::success();
+        let plugins = ExtensionPoint::ALL
+            .iter()
+            .flat_map(|p| self.plugins(*p).iter())
+            .filter(|p| seen.insert(p.name().to_string()));
+        for plugin in plugins {
+            let Some(feasible) = plugin.as_placement_feasible() else {
+                continue;
+            };
+            let status = feasible.placement_feasible(group, progress);
+            match status.code() {
+                Code::Success => {}
+                Code::Wait => result = status.with_plugin(plugin.name()),
+                Code::Unschedulable => return status.with_plugin(plugin.name()),
+                Code::Error => {
+                    return Status::error(format!(
+                        "running PlacementFeasible plugin: {}",
+                        status.message()
+                    ))
+                    .with_plugin(plugin.name());
+                }
+                code => {
+                    return Status::error(format!(
+                        "unexpected status from PlacementFeasible plugin: {code:?}"
+                    ))
+                    .with_plugin(plugin.name());
+                }
+            }
+        }
+        result
     }
 
     pub fn has_post_filter_plugins(&self) -> bool {

@@ -166,6 +166,12 @@ pub struct PodsToActivate(pub std::collections::BTreeSet<String>);
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RetryAfterBackoff;
 
+/// CycleState entry: this attempt is one member's try inside a pod-group cycle (upstream
+/// `IsPodGroupSchedulingCycle`). PostFilter does not run for it: the group as a whole is
+/// what preemption would be for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PodGroupCycle;
+
 /// One Score plugin's normalized and weighted score on one node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeScoreDetail {

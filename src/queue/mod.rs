@@ -38,6 +38,7 @@
 //!   makes progress. A gated pod that is still gated after a flush restarts that clock.
 
 mod active;
+mod groups;
 #[cfg(test)]
 mod tests;
 mod timed;
@@ -51,10 +52,12 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tracing::{debug, warn};
 
-use crate::cluster::PodInfo;
+use crate::cluster::{GroupKey, PodInfo};
 use crate::framework::{ActionType, ClusterEvent, EventResource, Plugin, QueuedPodInfo};
 
 use active::ActiveQueue;
+pub use groups::GroupParams;
+use groups::{GroupEntity, proxy_key};
 use timed::TimedPods;
 
 /// Upstream's default `podInitialBackoffSeconds`.
@@ -80,6 +83,9 @@ pub struct QueueConfig {
     pub max_backoff: Duration,
     /// How long a pod may stay unschedulable (or gated) before it is retried anyway.
     pub unschedulable_max_stay: Duration,
+    /// Whether members of Workload API pod groups wait and leave as groups; when the
+    /// cluster's PodGroups are not fed to the scheduler they are queued as lone pods.
+    pub pod_groups: bool,
 }
 
 impl QueueConfig {
@@ -94,6 +100,7 @@ impl QueueConfig {
             initial_backoff: DEFAULT_POD_INITIAL_BACKOFF,
             max_backoff: DEFAULT_POD_MAX_BACKOFF,
             unschedulable_max_stay: DEFAULT_UNSCHEDULABLE_MAX_STAY,
+            pod_groups: true,
         }
     }
 
@@ -132,6 +139,7 @@ impl fmt::Debug for QueueConfig {
             .field("initial_backoff", &self.initial_backoff)
             .field("max_backoff", &self.max_backoff)
             .field("unschedulable_max_stay", &self.unschedulable_max_stay)
+            .field("pod_groups", &self.pod_groups)
             .finish()
     }
 }
@@ -145,6 +153,8 @@ pub enum Placement {
     Gated,
     /// Popped and not yet requeued or done.
     InFlight,
+    /// A member of a pod group whose PodGroup the queue has not seen.
+    Incomplete,
 }
 
 impl fmt::Display for Placement {
@@ -155,6 +165,7 @@ impl fmt::Display for Placement {
             Placement::Unschedulable => "unschedulablePods",
             Placement::Gated => "gated",
             Placement::InFlight => "in flight",
+            Placement::Incomplete => "incomplete",
         })
     }
 }
@@ -166,6 +177,47 @@ pub struct PendingCounts {
     pub backoff: usize,
     pub unschedulable: usize,
     pub gated: usize,
+    /// Members of pod groups whose PodGroup the queue has not seen.
+    pub incomplete: usize,
+}
+
+/// What [`SchedulingQueue::pop`] hands out: a pod, or the members of a pod group.
+#[derive(Debug)]
+pub enum Popped {
+    Pod(QueuedPodInfo),
+    Group(QueuedGroup),
+}
+
+impl Popped {
+    /// The pod, if a pod was popped.
+    pub fn pod(self) -> Option<QueuedPodInfo> {
+        match self {
+            Popped::Pod(queued) => Some(queued),
+            Popped::Group(_) => None,
+        }
+    }
+}
+
+/// The members of a pod group, popped together for one pod-group cycle, in the order the
+/// cycle tries them.
+#[derive(Debug)]
+pub struct QueuedGroup {
+    pub key: GroupKey,
+    /// The PodGroup's `spec.priority` as the queue knew it.
+    pub priority: i32,
+    pub params: GroupParams,
+    pub members: Vec<QueuedPodInfo>,
+}
+
+/// How a pod-group cycle ended, for [`SchedulingQueue::requeue_group`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupOutcome {
+    /// The group was placed; members left over (rejected one by one) retry at once.
+    Scheduled,
+    /// The group was rejected: its backoff grows with its rejections in a row.
+    Rejected,
+    /// The cycle failed with an error.
+    Error,
 }
 
 /// What happened to a pod while it was being scheduled.
@@ -202,6 +254,14 @@ pub struct SchedulingQueue {
     /// The scheduling cycle at the last move request; a pod that failed in this cycle or
     /// an earlier one may have missed the event and goes to backoffQ.
     move_request_cycle: Option<u64>,
+    /// Pod groups waiting in activeQ, backoffQ or the gated set (as proxies), by proxy key.
+    groups: HashMap<String, GroupEntity>,
+    /// The PodGroups the queue has seen, with their `spec.priority`.
+    known_groups: HashMap<GroupKey, i32>,
+    /// Members of groups whose PodGroup the queue has not seen.
+    incomplete: HashMap<GroupKey, Vec<QueuedPodInfo>>,
+    /// The group of each member held in `groups` or `incomplete`.
+    member_group: HashMap<String, GroupKey>,
 }
 
 impl SchedulingQueue {
@@ -229,6 +289,10 @@ impl SchedulingQueue {
             in_flight: HashMap::new(),
             scheduling_cycle: 0,
             move_request_cycle: None,
+            groups: HashMap::new(),
+            known_groups: HashMap::new(),
+            incomplete: HashMap::new(),
+            member_group: HashMap::new(),
         }
     }
 
@@ -241,6 +305,10 @@ impl SchedulingQueue {
         self.in_flight = std::mem::take(&mut old.in_flight);
         self.scheduling_cycle = old.scheduling_cycle;
         self.move_request_cycle = old.move_request_cycle;
+        self.groups = std::mem::take(&mut old.groups);
+        self.known_groups = std::mem::take(&mut old.known_groups);
+        self.incomplete = std::mem::take(&mut old.incomplete);
+        self.member_group = std::mem::take(&mut old.member_group);
         for (at, queued) in old.backoff.iter() {
             self.backoff.insert(at, queued.clone());
         }
@@ -270,13 +338,118 @@ impl SchedulingQueue {
             let old = queued.pod_info.clone();
             return self.update(&old, pod, now);
         }
+        if self.group_of(&pod).is_some() {
+            return self.add_member(QueuedPodInfo::new(pod, now), now);
+        }
         self.admit(QueuedPodInfo::new(pod, now), now)
     }
 
-    /// Takes the head of activeQ, non-blocking. Counts the attempt, starts a new
-    /// scheduling cycle and clears the rejectors of the previous attempt.
-    pub fn pop(&mut self, now: Instant) -> Option<QueuedPodInfo> {
+    /// The PodGroup `group` appeared or changed (its `spec.priority`, 0 when unset): the
+    /// members that waited for it form the group's entity, which goes through PreEnqueue.
+    pub fn add_pod_group(&mut self, group: GroupKey, priority: i32, now: Instant) {
+        let known = self.known_groups.insert(group.clone(), priority).is_some();
+        if let Some(entity) = self.groups.get_mut(&proxy_key(&group)) {
+            entity.priority = priority;
+        }
+        if known {
+            return;
+        }
+        for member in self.incomplete.remove(&group).unwrap_or_default() {
+            self.member_group.remove(member.pod_info.key());
+            self.add_member(member, now);
+        }
+    }
+
+    /// The PodGroup `group` is gone: its queued members wait for it again, keeping their
+    /// own bookkeeping; the group's is lost.
+    pub fn delete_pod_group(&mut self, group: &GroupKey) {
+        if self.known_groups.remove(group).is_none() {
+            return;
+        }
+        let proxy = proxy_key(group);
+        self.remove_proxy(&proxy);
+        if let Some(entity) = self.groups.remove(&proxy) {
+            let waiting = self.incomplete.entry(group.clone()).or_default();
+            waiting.extend(entity.members);
+        }
+    }
+
+    /// The pod group `pod` belongs to, if the queue groups pods.
+    fn group_of(&self, pod: &PodInfo) -> Option<GroupKey> {
+        self.config
+            .pod_groups
+            .then(|| GroupKey::of_pod(&pod.pod))
+            .flatten()
+    }
+
+    /// Puts a member with its group: into the group's entity wherever it waits (activeQ
+    /// runs PreEnqueue again, as may backoffQ; the gated set keeps the group as it is:
+    /// the member's arrival is an event that re-runs its gate), into a new entity through
+    /// PreEnqueue, or, while the PodGroup is unknown, aside.
+    fn add_member(&mut self, mut member: QueuedPodInfo, now: Instant) -> Placement {
+        let Some(group) = self.group_of(&member.pod_info) else {
+            return self.admit(member, now);
+        };
+        let key = member.pod_info.key().to_string();
+        self.member_group.insert(key.clone(), group.clone());
+        let Some(&priority) = self.known_groups.get(&group) else {
+            let waiting = self.incomplete.entry(group).or_default();
+            waiting.retain(|m| m.pod_info.key() != key);
+            waiting.push(member);
+            return Placement::Incomplete;
+        };
+        let proxy = proxy_key(&group);
+        member.gated_by = None;
+        if let Some(entity) = self.groups.get_mut(&proxy) {
+            entity.insert(member);
+            if let Some(queued) = self.active.remove(&proxy) {
+                return self.admit(queued, now);
+            }
+            if self.backoff.contains(&proxy) {
+                if let Some(plugin) = self.gate(&proxy) {
+                    if let Some(mut queued) = self.backoff.remove(&proxy) {
+                        queued.gated_by = Some(plugin);
+                        self.gated.insert(now, queued);
+                    }
+                    return Placement::Gated;
+                }
+                return Placement::Backoff;
+            }
+            return self.placement(&proxy).unwrap_or(Placement::Gated);
+        }
+        let mut entity = GroupEntity::new(group, priority, GroupParams::new(member.timestamp));
+        entity.insert(member);
+        let queued = entity.proxy(None);
+        self.groups.insert(proxy, entity);
+        self.admit(queued, now)
+    }
+
+    /// Takes the head of activeQ, non-blocking: a pod, or a pod group with every member
+    /// (each in flight from now on). Counts the attempt (of the group and of each member),
+    /// starts a new scheduling cycle and clears the rejectors of the previous attempt.
+    pub fn pop(&mut self, now: Instant) -> Option<Popped> {
         let mut queued = self.active.pop()?;
+        if let Some(mut entity) = self.groups.remove(queued.pod_info.key()) {
+            entity.params.attempts += 1;
+            entity.params.initial_attempt_timestamp.get_or_insert(now);
+            for member in &mut entity.members {
+                member.attempts += 1;
+                member.initial_attempt_timestamp.get_or_insert(now);
+                member.unschedulable_plugins.clear();
+                member.pending_plugins.clear();
+                member.gated_by = None;
+                let key = member.pod_info.key().to_string();
+                self.member_group.remove(&key);
+                self.in_flight.insert(key, InFlight::default());
+            }
+            self.scheduling_cycle += 1;
+            return Some(Popped::Group(QueuedGroup {
+                key: entity.key,
+                priority: entity.priority,
+                params: entity.params,
+                members: entity.members,
+            }));
+        }
         queued.attempts += 1;
         queued.initial_attempt_timestamp.get_or_insert(now);
         queued.unschedulable_plugins.clear();
@@ -284,7 +457,98 @@ impl SchedulingQueue {
         self.scheduling_cycle += 1;
         self.in_flight
             .insert(queued.pod_info.key().to_string(), InFlight::default());
-        Some(queued)
+        Some(Popped::Pod(queued))
+    }
+
+    /// Requeues the members of a popped group that were not placed (upstream
+    /// `AddAttemptedPodGroupIfNeeded`); their own rejectors must be set. They wait as one
+    /// entity with the group's bookkeeping: after a rejection or an error the group backs
+    /// off (never into the unschedulable set: only a PreEnqueue gate parks a group); after
+    /// a success the leftovers go to activeQ at once, keeping the group's timestamp.
+    /// Members deleted meanwhile are dropped. `None` when nothing was requeued.
+    pub fn requeue_group(
+        &mut self,
+        group: QueuedGroup,
+        outcome: GroupOutcome,
+        now: Instant,
+    ) -> Option<Placement> {
+        let QueuedGroup {
+            key: group_key,
+            priority: _,
+            mut params,
+            members,
+        } = group;
+        let mut left = Vec::new();
+        for mut member in members {
+            let key = member.pod_info.key().to_string();
+            let flight = self.in_flight.remove(&key).unwrap_or_default();
+            if flight.deleted || self.placement(&key).is_some() {
+                continue;
+            }
+            if let Some(latest) = flight.latest {
+                member.pod_info = latest;
+            }
+            member.timestamp = now;
+            member.gated_by = None;
+            left.push(member);
+        }
+        if left.is_empty() {
+            return None;
+        }
+        match outcome {
+            GroupOutcome::Scheduled => {
+                params.unschedulable_count = 0;
+                params.consecutive_errors = 0;
+            }
+            GroupOutcome::Rejected => {
+                params.unschedulable_count += 1;
+                params.consecutive_errors = 0;
+                params.timestamp = now;
+            }
+            GroupOutcome::Error => {
+                params.consecutive_errors += 1;
+                params.timestamp = now;
+            }
+        }
+        let proxy = proxy_key(&group_key);
+        let Some(priority) = self.known_groups.get(&group_key).copied() else {
+            for member in left {
+                self.add_member(member, now);
+            }
+            return Some(Placement::Incomplete);
+        };
+        // Members that rejoined meanwhile (a failed binding) join this entity.
+        self.remove_proxy(&proxy);
+        let mut entity = self
+            .groups
+            .remove(&proxy)
+            .unwrap_or_else(|| GroupEntity::new(group_key.clone(), priority, params.clone()));
+        entity.params = params;
+        entity.priority = priority;
+        for member in left {
+            self.member_group
+                .insert(member.pod_info.key().to_string(), group_key.clone());
+            entity.insert(member);
+        }
+        let (initial, max) = (self.config.initial_backoff, self.config.max_backoff);
+        let expiry = entity
+            .params
+            .timestamp
+            .checked_add(entity.backoff(initial, max))
+            .unwrap_or(entity.params.timestamp);
+        let queued = entity.proxy(None);
+        self.groups.insert(proxy.clone(), entity);
+        if outcome != GroupOutcome::Scheduled && expiry > now {
+            if let Some(plugin) = self.gate(&proxy) {
+                let mut queued = queued;
+                queued.gated_by = Some(plugin);
+                self.gated.insert(now, queued);
+                return Some(Placement::Gated);
+            }
+            self.backoff.insert(expiry, queued);
+            return Some(Placement::Backoff);
+        }
+        Some(self.admit(queued, now))
     }
 
     /// The cycle of the last pop; pass it back to `add_unschedulable_if_not_present`.
@@ -318,6 +582,11 @@ impl SchedulingQueue {
         }
         queued.timestamp = now;
         queued.gated_by = None;
+        if self.group_of(&queued.pod_info).is_some() {
+            // A member that failed on its own (its binding) rejoins its group wherever the
+            // group waits, or starts a new entity in activeQ.
+            return Some(self.add_member(queued, now));
+        }
         let no_rejectors =
             queued.unschedulable_plugins.is_empty() && queued.pending_plugins.is_empty();
         let missed_move = self
@@ -353,6 +622,9 @@ impl SchedulingQueue {
             flight.updated |= updated;
             return Placement::InFlight;
         }
+        if let Some(group) = self.member_group.get(&key).cloned() {
+            return self.update_member(&group, &key, new, updated, now);
+        }
         if self
             .active
             .update(&key, |queued| queued.pod_info = new.clone())
@@ -386,11 +658,60 @@ impl SchedulingQueue {
         self.admit(QueuedPodInfo::new(new, now), now)
     }
 
+    /// A queued member changed: it is updated in its entity; a gated group whose member
+    /// changed in a way that may make it schedulable runs PreEnqueue again.
+    fn update_member(
+        &mut self,
+        group: &GroupKey,
+        key: &str,
+        new: Arc<PodInfo>,
+        updated: bool,
+        now: Instant,
+    ) -> Placement {
+        if let Some(waiting) = self.incomplete.get_mut(group) {
+            if let Some(member) = waiting.iter_mut().find(|m| m.pod_info.key() == key) {
+                member.pod_info = new;
+            }
+            return Placement::Incomplete;
+        }
+        let proxy = proxy_key(group);
+        if let Some(member) = self.groups.get_mut(&proxy).and_then(|e| e.get_mut(key)) {
+            member.pod_info = new;
+        }
+        let placement = self.placement(&proxy).unwrap_or(Placement::Active);
+        if placement == Placement::Gated
+            && updated
+            && let Some(queued) = self.gated.remove(&proxy)
+        {
+            return self.readmit_gated(queued, now);
+        }
+        placement
+    }
+
     /// Removes the pod wherever it is; an in-flight pod will not be requeued. False when
     /// the queue does not know the pod.
     pub fn delete(&mut self, key: &str) -> bool {
         if let Some(flight) = self.in_flight.get_mut(key) {
             flight.deleted = true;
+            return true;
+        }
+        if let Some(group) = self.member_group.remove(key) {
+            if let Some(waiting) = self.incomplete.get_mut(&group) {
+                waiting.retain(|m| m.pod_info.key() != key);
+                if waiting.is_empty() {
+                    self.incomplete.remove(&group);
+                }
+                return true;
+            }
+            let proxy = proxy_key(&group);
+            let Some(entity) = self.groups.get_mut(&proxy) else {
+                return false;
+            };
+            entity.remove(key);
+            if entity.members.is_empty() {
+                self.remove_proxy(&proxy);
+                self.groups.remove(&proxy);
+            }
             return true;
         }
         self.active.remove(key).is_some()
@@ -420,6 +741,9 @@ impl SchedulingQueue {
     pub fn activate<'k>(&mut self, keys: impl IntoIterator<Item = &'k str>, now: Instant) -> usize {
         let mut moved = 0;
         for key in keys {
+            // A member moves its whole group.
+            let proxy = self.member_group.get(key).map(proxy_key);
+            let key = proxy.as_deref().unwrap_or(key);
             let queued = self
                 .unschedulable
                 .remove(key)
@@ -437,6 +761,8 @@ impl SchedulingQueue {
     /// Runs PreEnqueue again for the gated pod `key`, if it is gated (its gate may have
     /// lifted without an event, e.g. a preemption ended). Returns whether it was gated.
     pub fn recheck_gate(&mut self, key: &str, now: Instant) -> bool {
+        let proxy = self.member_group.get(key).map(proxy_key);
+        let key = proxy.as_deref().unwrap_or(key);
         match self.gated.remove(key) {
             Some(queued) => {
                 self.readmit_gated(queued, now);
@@ -502,19 +828,47 @@ impl SchedulingQueue {
         duration
     }
 
+    /// Pods, not entities: a group counts its members.
     pub fn pending_counts(&self) -> PendingCounts {
         PendingCounts {
-            active: self.active.len(),
-            backoff: self.backoff.len(),
-            unschedulable: self.unschedulable.len(),
-            gated: self.gated.len(),
+            active: self.pods_in(self.active.iter()),
+            backoff: self.pods_in(self.backoff.iter().map(|(_, q)| q)),
+            unschedulable: self.pods_in(self.unschedulable.iter().map(|(_, q)| q)),
+            gated: self.pods_in(self.gated.iter().map(|(_, q)| q)),
+            incomplete: self.incomplete.values().map(Vec::len).sum(),
         }
+    }
+
+    /// Whether activeQ holds a pod or a group.
+    pub fn has_active(&self) -> bool {
+        self.active.len() > 0
+    }
+
+    fn pods_in<'q>(&self, entries: impl Iterator<Item = &'q QueuedPodInfo>) -> usize {
+        entries
+            .map(|q| {
+                self.groups
+                    .get(q.pod_info.key())
+                    .map_or(1, |entity| entity.members.len())
+            })
+            .sum()
+    }
+
+    /// The members of the entries that are groups, the entries that are pods.
+    fn expand<'q>(
+        &'q self,
+        entries: impl Iterator<Item = &'q QueuedPodInfo> + 'q,
+    ) -> impl Iterator<Item = &'q QueuedPodInfo> + 'q {
+        entries.flat_map(move |q| match self.groups.get(q.pod_info.key()) {
+            Some(entity) => entity.members.iter().collect::<Vec<_>>(),
+            None => vec![q],
+        })
     }
 
     /// Number of queued pods (in-flight pods are not counted).
     pub fn len(&self) -> usize {
         let counts = self.pending_counts();
-        counts.active + counts.backoff + counts.unschedulable + counts.gated
+        counts.active + counts.backoff + counts.unschedulable + counts.gated + counts.incomplete
     }
 
     pub fn is_empty(&self) -> bool {
@@ -526,8 +880,14 @@ impl SchedulingQueue {
         self.queued(key).is_some()
     }
 
-    /// Where the pod is, including in flight.
+    /// Where the pod is, including in flight; a group member is where its group is.
     pub fn placement(&self, key: &str) -> Option<Placement> {
+        if let Some(group) = self.member_group.get(key) {
+            if self.incomplete.contains_key(group) {
+                return Some(Placement::Incomplete);
+            }
+            return self.placement(&proxy_key(group));
+        }
         if self.active.contains(key) {
             Some(Placement::Active)
         } else if self.backoff.contains(key) {
@@ -545,26 +905,54 @@ impl SchedulingQueue {
 
     /// Pods waiting for an event or the leftover flush, longest-waiting first.
     pub fn unschedulable_pods(&self) -> impl Iterator<Item = &QueuedPodInfo> {
-        self.unschedulable.iter().map(|(_, queued)| queued)
+        self.expand(self.unschedulable.iter().map(|(_, queued)| queued))
     }
 
-    /// Pods a PreEnqueue plugin keeps out of activeQ (`gated_by` names it).
+    /// Pods a PreEnqueue plugin keeps out of activeQ (`gated_by` names it; every member of
+    /// a gated group is held by the group's gate).
     pub fn gated_pods(&self) -> impl Iterator<Item = &QueuedPodInfo> {
-        self.gated.iter().map(|(_, queued)| queued)
+        self.expand(self.gated.iter().map(|(_, queued)| queued))
     }
 
-    /// Every queued pod with its placement (activeQ in heap order, not pop order).
+    /// Every queued pod with its placement (activeQ in heap order, not pop order); the
+    /// members of a group in its group's placement, members waiting for their PodGroup
+    /// last.
     pub fn pending_pods(&self) -> impl Iterator<Item = (Placement, &QueuedPodInfo)> {
-        let active = self.active.iter().map(|q| (Placement::Active, q));
-        let backoff = self.backoff.iter().map(|(_, q)| (Placement::Backoff, q));
+        let active = self
+            .expand(self.active.iter())
+            .map(|q| (Placement::Active, q));
+        let backoff = self
+            .expand(self.backoff.iter().map(|(_, q)| q))
+            .map(|q| (Placement::Backoff, q));
         let unschedulable = self
             .unschedulable_pods()
             .map(|q| (Placement::Unschedulable, q));
         let gated = self.gated_pods().map(|q| (Placement::Gated, q));
-        active.chain(backoff).chain(unschedulable).chain(gated)
+        let incomplete = self
+            .incomplete
+            .values()
+            .flatten()
+            .map(|q| (Placement::Incomplete, q));
+        active
+            .chain(backoff)
+            .chain(unschedulable)
+            .chain(gated)
+            .chain(incomplete)
     }
 
     fn queued(&self, key: &str) -> Option<&QueuedPodInfo> {
+        if let Some(group) = self.member_group.get(key) {
+            let in_entity = self
+                .groups
+                .get(&proxy_key(group))
+                .and_then(|e| e.members.iter().find(|m| m.pod_info.key() == key));
+            return in_entity.or_else(|| {
+                self.incomplete
+                    .get(group)?
+                    .iter()
+                    .find(|m| m.pod_info.key() == key)
+            });
+        }
         self.active
             .get(key)
             .or_else(|| self.backoff.get(key))
@@ -572,9 +960,42 @@ impl SchedulingQueue {
             .or_else(|| self.gated.get(key))
     }
 
+    /// Takes a group's proxy out of activeQ, backoffQ, the unschedulable or the gated set.
+    fn remove_proxy(&mut self, proxy: &str) {
+        let _ = self.active.remove(proxy).is_some()
+            || self.backoff.remove(proxy).is_some()
+            || self.unschedulable.remove(proxy).is_some()
+            || self.gated.remove(proxy).is_some();
+    }
+
+    /// Runs PreEnqueue for a pod, or for every member of a group (upstream: one gated
+    /// member gates the group, and every member then names the gate). The gating plugin.
+    fn gate(&mut self, key: &str) -> Option<String> {
+        let entity = self.groups.get_mut(key)?;
+        let mut gate = None;
+        for member in &entity.members {
+            if let Some(plugin) = gating_plugin(&self.config, &member.pod_info) {
+                gate = Some(plugin);
+            }
+        }
+        for member in &mut entity.members {
+            member.gated_by = gate.clone();
+        }
+        gate
+    }
+
+    /// The gating plugin of an entry: its group's gate, or the pod's.
+    fn gating_plugin_of(&mut self, queued: &QueuedPodInfo) -> Option<String> {
+        let key = queued.pod_info.key();
+        if self.groups.contains_key(key) {
+            return self.gate(key);
+        }
+        gating_plugin(&self.config, &queued.pod_info)
+    }
+
     /// Runs PreEnqueue: activeQ on admission, else the gated set.
     fn admit(&mut self, mut queued: QueuedPodInfo, now: Instant) -> Placement {
-        match self.gating_plugin(&queued.pod_info) {
+        match self.gating_plugin_of(&queued) {
             Some(plugin) => {
                 queued.gated_by = Some(plugin);
                 self.gated.insert(now, queued);
@@ -601,7 +1022,7 @@ impl SchedulingQueue {
 
     /// Re-runs PreEnqueue for a gated pod; once admitted it still serves its backoff.
     fn readmit_gated(&mut self, mut queued: QueuedPodInfo, now: Instant) -> Placement {
-        if let Some(plugin) = self.gating_plugin(&queued.pod_info) {
+        if let Some(plugin) = self.gating_plugin_of(&queued) {
             queued.gated_by = Some(plugin);
             self.gated.insert(now, queued);
             return Placement::Gated;
@@ -696,19 +1117,12 @@ impl SchedulingQueue {
         }
     }
 
-    /// The first PreEnqueue plugin that rejects the pod.
-    fn gating_plugin(&self, pod: &PodInfo) -> Option<String> {
-        self.config.pre_enqueue.iter().find_map(|plugin| {
-            let status = plugin.as_pre_enqueue()?.pre_enqueue(pod);
-            if status.is_success() {
-                return None;
-            }
-            debug!(pod = pod.key(), plugin = plugin.name(), %status, "PreEnqueue gated the pod");
-            Some(plugin.name().to_string())
-        })
-    }
-
     fn backoff_expiry(&self, queued: &QueuedPodInfo) -> Instant {
+        if let Some(entity) = self.groups.get(queued.pod_info.key()) {
+            let (initial, max) = (self.config.initial_backoff, self.config.max_backoff);
+            let at = entity.params.timestamp;
+            return at.checked_add(entity.backoff(initial, max)).unwrap_or(at);
+        }
         let duration = self.backoff_duration(queued.attempts);
         // Overflow needs a backoff of centuries; treat it as no backoff.
         queued
@@ -716,6 +1130,18 @@ impl SchedulingQueue {
             .checked_add(duration)
             .unwrap_or(queued.timestamp)
     }
+}
+
+/// The first PreEnqueue plugin that rejects the pod.
+fn gating_plugin(config: &QueueConfig, pod: &PodInfo) -> Option<String> {
+    config.pre_enqueue.iter().find_map(|plugin| {
+        let status = plugin.as_pre_enqueue()?.pre_enqueue(pod);
+        if status.is_success() {
+            return None;
+        }
+        debug!(pod = pod.key(), plugin = plugin.name(), %status, "PreEnqueue gated the pod");
+        Some(plugin.name().to_string())
+    })
 }
 
 /// Upstream's `IsWildCard`: the event every registered interest matches.

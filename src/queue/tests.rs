@@ -13,8 +13,15 @@ use super::*;
 use crate::framework::{PreEnqueuePlugin, QueueSortPlugin, Status};
 use crate::testing::make_pod;
 
+impl SchedulingQueue {
+    /// Pops a lone pod (these tests queue no pod group).
+    fn pop_pod(&mut self, now: Instant) -> Option<QueuedPodInfo> {
+        self.pop(now).and_then(Popped::pod)
+    }
+}
+
 /// PrioritySort's order: higher priority first, then the earlier queue timestamp.
-struct TestPrioritySort;
+pub(super) struct TestPrioritySort;
 
 impl Plugin for TestPrioritySort {
     fn name(&self) -> &str {
@@ -190,7 +197,7 @@ fn attempt(
     pending: &[&str],
     during: impl FnOnce(&mut SchedulingQueue),
 ) -> Option<Placement> {
-    let mut queued = q.pop(now).expect("activeQ holds a pod");
+    let mut queued = q.pop_pod(now).expect("activeQ holds a pod");
     let cycle = q.scheduling_cycle();
     during(q);
     queued.unschedulable_plugins = unschedulable.iter().map(|p| p.to_string()).collect();
@@ -199,7 +206,7 @@ fn attempt(
 }
 
 fn pop_names(q: &mut SchedulingQueue, now: Instant) -> Vec<String> {
-    std::iter::from_fn(|| q.pop(now))
+    std::iter::from_fn(|| q.pop_pod(now))
         .map(|queued| name(&queued).to_string())
         .collect()
 }
@@ -292,7 +299,7 @@ fn pop_counts_attempts_and_scheduling_cycles() {
     q.add(info(pod("a", 0)), t0);
     assert_eq!(q.scheduling_cycle(), 0);
 
-    let first = q.pop(t0 + secs(1)).expect("a is active");
+    let first = q.pop_pod(t0 + secs(1)).expect("a is active");
     assert_eq!(
         (first.attempts, q.scheduling_cycle()),
         (1, 1),
@@ -300,7 +307,7 @@ fn pop_counts_attempts_and_scheduling_cycles() {
     );
     assert_eq!(first.initial_attempt_timestamp, Some(t0 + secs(1)));
     assert_eq!(q.placement(first.pod_info.key()), Some(Placement::InFlight));
-    assert!(q.pop(t0 + secs(1)).is_none(), "nothing else is active");
+    assert!(q.pop_pod(t0 + secs(1)).is_none(), "nothing else is active");
 
     // An Error (no rejectors) goes to backoffQ for 1s.
     let key = first.pod_info.key().to_string();
@@ -309,7 +316,7 @@ fn pop_counts_attempts_and_scheduling_cycles() {
         Some(Placement::Backoff)
     );
     assert_eq!(q.flush_backoff_completed(t0 + secs(3)), 1);
-    let second = q.pop(t0 + secs(4)).expect("a is active again");
+    let second = q.pop_pod(t0 + secs(4)).expect("a is active again");
     assert_eq!((second.attempts, q.scheduling_cycle()), (2, 2));
     assert_eq!(
         second.initial_attempt_timestamp,
@@ -540,7 +547,7 @@ fn failed_pod_already_queued_is_not_duplicated() {
     let t0 = Instant::now();
     let mut q = queue();
     q.add(info(pod("a", 0)), t0);
-    let queued = q.pop(t0).expect("a is active");
+    let queued = q.pop_pod(t0).expect("a is active");
     // The pod is re-added (e.g. a relist) while a stale copy is requeued.
     q.done(queued.pod_info.key());
     q.add(info(pod("a", 0)), t0);
@@ -668,7 +675,7 @@ fn gated_pod_stays_out_of_active_queue_until_its_gate_is_removed() {
         q.gated_pods().next().and_then(|g| g.gated_by.as_deref()),
         Some(GATES)
     );
-    assert!(q.pop(t0).is_none(), "a gated pod is never popped");
+    assert!(q.pop_pod(t0).is_none(), "a gated pod is never popped");
 
     // Events the gate did not register leave it gated.
     assert_eq!(q.move_all_to_active_or_backoff(&NODE_ADD, t0 + secs(1)), 0);
@@ -690,7 +697,7 @@ fn gated_pod_stays_out_of_active_queue_until_its_gate_is_removed() {
         q.update(&info(relabelled), info(ungated), t0 + secs(3)),
         Placement::Active
     );
-    let popped = q.pop(t0 + secs(3)).expect("a is active");
+    let popped = q.pop_pod(t0 + secs(3)).expect("a is active");
     assert_eq!(popped.gated_by, None);
     assert_eq!(popped.attempts, 1);
 }
@@ -961,7 +968,7 @@ fn activate_moves_unschedulable_and_backing_off_pods_to_active_queue() {
         Some(Placement::Unschedulable)
     );
     q.add(info(pod("in-flight", 0)), t0);
-    let flying = q.pop(t0).expect("in-flight is active");
+    let flying = q.pop_pod(t0).expect("in-flight is active");
     q.add(info(pod("active", 0)), t0);
     q.add(info(gated(pod("gated", 0))), t0);
 
@@ -996,6 +1003,7 @@ fn activate_moves_unschedulable_and_backing_off_pods_to_active_queue() {
             backoff: 0,
             unschedulable: 0,
             gated: 1,
+            incomplete: 0,
         }
     );
     q.done(flying.pod_info.key());
@@ -1042,7 +1050,7 @@ fn failure_with_rejectors_cleared_is_retried_after_its_backoff() {
 
     // Second attempt: the scheduler cleared the rejectors.
     let now = t0 + secs(6);
-    let mut queued = q.pop(now).expect("member is active");
+    let mut queued = q.pop_pod(now).expect("member is active");
     let cycle = q.scheduling_cycle();
     queued.unschedulable_plugins.clear();
     queued.pending_plugins.clear();
@@ -1057,3 +1065,5 @@ fn failure_with_rejectors_cleared_is_retried_after_its_backoff() {
     assert_eq!(q.flush_backoff_completed(expiry), 1);
     assert_eq!(q.placement(&key), Some(Placement::Active));
 }
+
+mod groups;

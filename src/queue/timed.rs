@@ -52,10 +52,6 @@ impl TimedPods {
         self.pods.contains_key(key)
     }
 
-    pub(super) fn len(&self) -> usize {
-        self.pods.len()
-    }
-
     /// The earliest instant held.
     pub(super) fn earliest(&self) -> Option<Instant> {
         self.order.keys().next().map(|(at, _)| *at)

@@ -10,7 +10,9 @@ use tracing::Instrument;
 
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::nominator::status_nominated_node;
-use crate::framework::{Code, CycleState, Framework, NodeToStatus, QueuedPodInfo, Status};
+use crate::framework::{
+    Code, CycleState, Framework, NodeToStatus, PodGroupCycle, QueuedPodInfo, Status,
+};
 
 use super::failure::{Failure, FitError};
 use super::{CycleDiagnosis, CycleOutput, Scheduler, unsupported};
@@ -50,7 +52,8 @@ pub(super) async fn schedule_pod(
     let all_nodes = snapshot.nodes();
     let mut diagnosis = record.then(CycleDiagnosis::default);
     let claims_served = fwk.handle().device_resources.is_served();
-    if let Some(status) = unsupported::refusal(&pod.pod, claims_served) {
+    let groups_served = fwk.handle().pod_group_states.is_served();
+    if let Some(status) = unsupported::refusal(&pod.pod, claims_served, groups_served) {
         // PostFilter does not run: no eviction helps a pod berth refuses.
         let fit = rejected_everywhere(all_nodes, status, &mut diagnosis);
         return Err(Failure::fit(&fit).with_diagnosis(diagnosis));
@@ -249,7 +252,9 @@ async fn post_filter(
     diagnosis: Option<CycleDiagnosis>,
 ) -> Failure {
     let mut result = None;
-    if fwk.has_post_filter_plugins() {
+    // In a pod-group cycle the member's fit error stands alone (upstream runs no
+    // PostFilter there).
+    if fwk.has_post_filter_plugins() && state.read::<PodGroupCycle>().is_none() {
         let (decided, status) = fwk
             .run_post_filter(state, pod, snapshot, &fit.statuses)
             .await;
@@ -286,20 +291,38 @@ pub(super) async fn assume_reserve_permit(
     index: usize,
     queued: QueuedPodInfo,
     pod_cycle: u64,
-    mut state: CycleState,
+    state: CycleState,
     node: String,
     diagnosis: Option<CycleDiagnosis>,
 ) -> Option<CycleOutput> {
+    match assume_reserve_permit_for_group(
+        scheduler, index, queued, pod_cycle, state, node, diagnosis,
+    )
+    .await
+    {
+        Ok(output) => Some(output),
+        Err((queued, failure)) => Some(CycleOutput::Done(
+            scheduler.fail(index, queued, pod_cycle, failure),
+        )),
+    }
+}
+
+/// Assume, Reserve and Permit; the binding cycle to run, or the failure for the caller
+/// to requeue (a pod-group cycle requeues its members as the group).
+pub(super) async fn assume_reserve_permit_for_group(
+    scheduler: &mut Scheduler,
+    index: usize,
+    queued: QueuedPodInfo,
+    pod_cycle: u64,
+    mut state: CycleState,
+    node: String,
+    diagnosis: Option<CycleDiagnosis>,
+) -> Result<CycleOutput, (QueuedPodInfo, Failure)> {
     let framework = scheduler.profiles[index].framework.clone();
     let assumed = Arc::new(queued.pod_info.with_node_name(&node));
-    if let Err(e) = scheduler.cache.assume_pod(&queued.pod_info, &node) {
+    if let Err(e) = scheduler.assume(&queued.pod_info, &node) {
         let failure = Failure::error(&Status::error(format!("assuming pod on node {node}: {e}")));
-        return Some(CycleOutput::Done(scheduler.fail(
-            index,
-            queued,
-            pod_cycle,
-            failure.with_diagnosis(diagnosis),
-        )));
+        return Err((queued, failure.with_diagnosis(diagnosis)));
     }
     let status = framework.run_reserve(&mut state, &assumed, &node).await;
     let status = if status.is_success() {
@@ -307,16 +330,14 @@ pub(super) async fn assume_reserve_permit(
     } else {
         status
     };
-    scheduler.activate_requested(index, &state);
+    scheduler.activate_requested(index, &mut state);
     if !status.is_success() && !status.is_wait() {
         framework.run_unreserve(&mut state, &assumed, &node).await;
-        let _ = scheduler.cache.forget_pod(assumed.key());
+        scheduler.forget(&assumed);
         let failure = Failure::rejected_on(&node, status).with_diagnosis(diagnosis);
-        return Some(CycleOutput::Done(
-            scheduler.fail(index, queued, pod_cycle, failure),
-        ));
+        return Err((queued, failure));
     }
-    Some(CycleOutput::Binding(Box::new(BindingCycle {
+    Ok(CycleOutput::Binding(Box::new(BindingCycle {
         framework,
         scheduler_name: scheduler.profiles[index].scheduler_name.clone(),
         state,

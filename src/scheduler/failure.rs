@@ -123,6 +123,15 @@ impl Failure {
         }
     }
 
+    /// A member of a rejected pod group (upstream's `errPodGroupUnschedulable` path): no
+    /// rejecting plugin is recorded, the group's requeue decides.
+    pub fn group_rejected(message: String) -> Self {
+        Failure {
+            is_error: false,
+            ..Failure::error(&Status::unschedulable(message))
+        }
+    }
+
     /// A rejection after a node was chosen (Reserve, Permit, PreBind, Bind): upstream
     /// reports it as a fit error over that one node.
     pub fn rejected_on(node: &str, status: Status) -> Self {

@@ -14,10 +14,11 @@
 
 mod cycle;
 mod failure;
+mod group_cycle;
 mod profile;
 pub mod unsupported;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -25,16 +26,21 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tracing::Instrument;
 
-use crate::cluster::{Cache, CacheError, PodInfo, QuantityError, Snapshot, pod_key};
+use crate::cluster::{
+    Cache, CacheError, GroupKey, PodGroupStates, PodInfo, QuantityError, Snapshot, pod_key,
+};
 use crate::framework::clock::{Clock, Instant, RuntimeClock};
 use crate::framework::{
     ActionType, ClusterEvent, CycleState, EventResource, Framework, Nominator, Parallelizer,
     PodsToActivate, Preemption, QueuedPodInfo, RetryAfterBackoff, ScoredNode, Status,
 };
-use crate::queue::{QueueConfig, SchedulingQueue};
+use crate::queue::{Popped, QueueConfig, SchedulingQueue};
 
 pub use cycle::{BindingCycle, BindingResult, num_feasible_nodes_to_find};
 pub use failure::{FitError, NO_NODES_AVAILABLE};
+pub use group_cycle::{
+    INITIALLY_SCHEDULED, POD_GROUP_UNSCHEDULABLE, PodGroupReport, merge_condition,
+};
 pub use profile::ProfileServices;
 
 /// Options of the scheduling loop.
@@ -51,6 +57,9 @@ pub struct SchedulerOptions {
     pub clock: Arc<dyn Clock>,
     /// The pods nominated to nodes (see [`Scheduler::nominator`]).
     pub nominator: Arc<Nominator>,
+    /// The Workload API's pod groups and their members (see
+    /// [`Scheduler::pod_group_states`]).
+    pub pod_group_states: Arc<PodGroupStates>,
 }
 
 impl Default for SchedulerOptions {
@@ -62,6 +71,7 @@ impl Default for SchedulerOptions {
             parallelizer: Arc::default(),
             clock: RuntimeClock::shared(),
             nominator: Arc::default(),
+            pod_group_states: Arc::default(),
         }
     }
 }
@@ -132,11 +142,18 @@ pub enum CycleOutput {
     /// The pod is assumed on a node; run the binding cycle and hand its result to
     /// [`Scheduler::complete_binding`].
     Binding(Box<BindingCycle>),
+    /// A pod-group cycle ended (its members' outputs came before): the PodGroup's
+    /// condition to write and the counts to report.
+    PodGroup(PodGroupReport),
 }
 
 /// The queue configuration of a profile: its QueueSort and PreEnqueue plugins, the
 /// events its plugins registered, its backoff bounds.
-fn queue_config(scheduler_name: &str, framework: &Framework) -> Result<QueueConfig, IngestError> {
+fn queue_config(
+    scheduler_name: &str,
+    framework: &Framework,
+    pod_groups: bool,
+) -> Result<QueueConfig, IngestError> {
     let backoff = framework.resolved().backoff;
     let queue_sort = framework.queue_sort().ok_or_else(|| {
         IngestError::Profile(format!("profile {scheduler_name} has no QueueSort plugin"))
@@ -158,6 +175,7 @@ fn queue_config(scheduler_name: &str, framework: &Framework) -> Result<QueueConf
         initial_backoff: backoff.0,
         max_backoff: backoff.1,
         unschedulable_max_stay: crate::queue::DEFAULT_UNSCHEDULABLE_MAX_STAY,
+        pod_groups,
     })
 }
 
@@ -172,6 +190,8 @@ pub struct Scheduler {
     rng: ChaCha8Rng,
     options: SchedulerOptions,
     nominator: Arc<Nominator>,
+    /// Outputs of a pod-group cycle not handed out yet (one per member, then the group's).
+    pending: VecDeque<CycleOutput>,
 }
 
 /// An object that could not be added to the scheduler.
@@ -197,6 +217,7 @@ impl Scheduler {
             rng: ChaCha8Rng::seed_from_u64(options.seed),
             nominator: options.nominator.clone(),
             options,
+            pending: VecDeque::new(),
         }
     }
 
@@ -209,7 +230,8 @@ impl Scheduler {
         scheduler_name: &str,
         framework: Arc<Framework>,
     ) -> Result<(), IngestError> {
-        let config = queue_config(scheduler_name, &framework)?;
+        let served = self.options.pod_group_states.is_served();
+        let config = queue_config(scheduler_name, &framework, served)?;
         if let Some(&index) = self.by_name.get(scheduler_name) {
             let now = self.now();
             let profile = &mut self.profiles[index];
@@ -267,6 +289,13 @@ impl Scheduler {
         &self.nominator
     }
 
+    /// The Workload API's pod groups and their members, kept current by this core (pods)
+    /// and the adapter (PodGroup objects, through [`Scheduler::on_scheduling_group_apply`]):
+    /// hand it to every profile's [`Handle`](crate::framework::Handle).
+    pub fn pod_group_states(&self) -> &Arc<PodGroupStates> {
+        &self.options.pod_group_states
+    }
+
     /// The scheduler's time: hand it to every profile's
     /// [`Handle`](crate::framework::Handle), so that plugins and Permit waits read the
     /// time the queues read.
@@ -308,6 +337,65 @@ impl Scheduler {
         self.broadcast(ClusterEvent::new(EventResource::PodGroup, action));
     }
 
+    /// The adapter feeds the cluster's Workload API PodGroups from now on: members of
+    /// pod groups are queued and placed as groups instead of refused (every queue is
+    /// reconfigured).
+    pub fn serve_pod_groups(&mut self) -> Result<(), IngestError> {
+        if self.options.pod_group_states.is_served() {
+            return Ok(());
+        }
+        self.options.pod_group_states.set_served();
+        let now = self.now();
+        for profile in &mut self.profiles {
+            let config = queue_config(&profile.scheduler_name, &profile.framework, true)?;
+            profile.queue.reconfigure(config, now);
+        }
+        Ok(())
+    }
+
+    /// A Workload API PodGroup (`scheduling.k8s.io/v1beta1`) was added or changed: its
+    /// state and every queue learn it (members waiting for it form their group), and the
+    /// pods whose rejecting plugins registered PodGroup events are requeued. An update
+    /// with an unchanged `resourceVersion` changes nothing.
+    pub fn on_scheduling_group_apply(
+        &mut self,
+        group: k8s_openapi::api::scheduling::v1beta1::PodGroup,
+    ) {
+        let key = GroupKey::of_group(&group);
+        let states = &self.options.pod_group_states;
+        let old = states.pod_group(&key);
+        if old.as_ref().is_some_and(|old| {
+            old.metadata.resource_version.is_some()
+                && old.metadata.resource_version == group.metadata.resource_version
+        }) {
+            return;
+        }
+        let priority = group.spec.priority.unwrap_or(0);
+        states.apply_group(group);
+        let now = self.now();
+        for profile in &mut self.profiles {
+            profile.queue.add_pod_group(key.clone(), priority, now);
+        }
+        let action = if old.is_some() {
+            ActionType::UPDATE
+        } else {
+            ActionType::ADD
+        };
+        self.broadcast(ClusterEvent::new(EventResource::PodGroup, action));
+    }
+
+    /// A Workload API PodGroup was deleted: its queued members wait for it again.
+    pub fn on_scheduling_group_delete(&mut self, key: &GroupKey) {
+        self.options.pod_group_states.delete_group(key);
+        for profile in &mut self.profiles {
+            profile.queue.delete_pod_group(key);
+        }
+        self.broadcast(ClusterEvent::new(
+            EventResource::PodGroup,
+            ActionType::DELETE,
+        ));
+    }
+
     /// A storage object (a claim, volume, class, CSINode, CSIDriver, capacity or
     /// attachment) or a resource.k8s.io object (a ResourceClaim, ResourceSlice or
     /// DeviceClass) changed; the lister plugins read is updated by the adapter.
@@ -336,6 +424,7 @@ impl Scheduler {
     pub fn on_pod_add(&mut self, pod: impl Into<Arc<Pod>>) -> Result<(), IngestError> {
         let info = PodInfo::new(pod)?;
         if info.node_name().is_some() {
+            self.options.pod_group_states.add_pod(&info.pod);
             self.cache.add_pod_info(Arc::new(info))?;
             self.broadcast(ClusterEvent::new(
                 EventResource::AssignedPod,
@@ -344,8 +433,18 @@ impl Scheduler {
         } else if let Some(&i) = self.by_name.get(info.scheduler_name()) {
             let now = self.now();
             let info = Arc::new(info);
+            // Upstream counts a pending member only where a profile serves it.
+            let member = GroupKey::of_pod(&info.pod).is_some();
+            self.options.pod_group_states.add_pod(&info.pod);
             self.nominator.add(info.clone());
             self.profiles[i].queue.add(info, now);
+            if member {
+                // Siblings GangScheduling holds at PreEnqueue count again.
+                self.broadcast(ClusterEvent::new(
+                    EventResource::UnscheduledPod,
+                    ActionType::ADD,
+                ));
+            }
         }
         Ok(())
     }
@@ -364,6 +463,9 @@ impl Scheduler {
             .as_ref()
             .and_then(|s| s.node_name.as_deref())
             .is_some_and(|n| !n.is_empty());
+        if was_assigned || info.node_name().is_some() || self.serves(info.scheduler_name()) {
+            self.options.pod_group_states.update_pod(old, &info.pod);
+        }
         match (was_assigned, info.node_name().is_some()) {
             (false, true) => {
                 self.nominator.delete(&key);
@@ -400,6 +502,7 @@ impl Scheduler {
     }
 
     pub fn on_pod_delete(&mut self, pod: &Pod) {
+        self.options.pod_group_states.delete_pod(pod);
         let key = pod_key(pod);
         let assigned = pod
             .spec
@@ -440,30 +543,47 @@ impl Scheduler {
             .min()
     }
 
-    /// Whether any activeQ holds a pod.
+    /// Whether any activeQ holds a pod or a group, or a group cycle's outputs wait.
     pub fn has_active(&self) -> bool {
-        self.profiles
-            .iter()
-            .any(|p| p.queue.pending_counts().active > 0)
+        !self.pending.is_empty() || self.profiles.iter().any(|p| p.queue.has_active())
     }
 
     /// Runs one scheduling cycle for the next pod, serving profiles round-robin. `None`
     /// when every activeQ is empty. The attempt runs in a `scheduling_attempt` span naming
-    /// the pod and the profile.
+    /// the pod and the profile. A pod group's cycle places the group at once and hands
+    /// out its outputs one per call: each member's, then the group's
+    /// ([`CycleOutput::PodGroup`]).
     pub async fn schedule_one(&mut self) -> Option<CycleOutput> {
-        let now = self.now();
-        let count = self.profiles.len();
-        let (index, queued) = (0..count).find_map(|offset| {
-            let i = (self.next_profile + offset) % count;
-            self.profiles[i].queue.pop(now).map(|q| (i, q))
-        })?;
-        self.next_profile = (index + 1) % count.max(1);
-        let span = tracing::debug_span!(
-            "scheduling_attempt",
-            pod = %format_args!("{}/{}", queued.pod_info.namespace(), queued.pod_info.name()),
-            profile = %self.profiles[index].scheduler_name,
-        );
-        self.attempt(index, queued).instrument(span).await
+        loop {
+            if let Some(output) = self.pending.pop_front() {
+                return Some(output);
+            }
+            let now = self.now();
+            let count = self.profiles.len();
+            let (index, popped) = (0..count).find_map(|offset| {
+                let i = (self.next_profile + offset) % count;
+                self.profiles[i].queue.pop(now).map(|q| (i, q))
+            })?;
+            self.next_profile = (index + 1) % count.max(1);
+            match popped {
+                Popped::Pod(queued) => {
+                    let span = tracing::debug_span!(
+                        "scheduling_attempt",
+                        pod = %format_args!("{}/{}", queued.pod_info.namespace(), queued.pod_info.name()),
+                        profile = %self.profiles[index].scheduler_name,
+                    );
+                    return self.attempt(index, queued).instrument(span).await;
+                }
+                Popped::Group(group) => {
+                    let span = tracing::debug_span!(
+                        "pod_group_attempt",
+                        group = %group.key,
+                        profile = %self.profiles[index].scheduler_name,
+                    );
+                    self.attempt_group(index, group).instrument(span).await;
+                }
+            }
+        }
     }
 
     /// One scheduling cycle of `queued`, popped from profile `index`'s queue.
@@ -490,7 +610,7 @@ impl Scheduler {
                 {
                     failure.retry_after_backoff = true;
                 }
-                self.activate_requested(index, &state);
+                self.activate_requested(index, &mut state);
                 return Some(CycleOutput::Done(
                     self.fail(index, queued, pod_cycle, failure),
                 ));
@@ -524,7 +644,8 @@ impl Scheduler {
                 }
             }
             Err(failure) => {
-                let _ = self.cache.forget_pod(&key);
+                let assumed = result.queued.pod_info.with_node_name(&result.node);
+                self.forget(&assumed);
                 // The freed resources may let other pods fit (upstream moves pods on an
                 // assigned-pod delete when an assumed pod is forgotten).
                 self.broadcast(ClusterEvent::new(
@@ -553,9 +674,12 @@ impl Scheduler {
     }
 
     /// Upstream `handleSchedulingFailure`: requeue (unschedulable or backoff) and report.
-    /// Moves the pods the cycle's plugins asked for ([`PodsToActivate`]) to activeQ.
-    pub(super) fn activate_requested(&mut self, index: usize, state: &CycleState) {
-        if let Some(PodsToActivate(keys)) = state.read::<PodsToActivate>() {
+    /// Moves the pods the cycle's plugins asked for ([`PodsToActivate`]) to activeQ and
+    /// empties the request, as upstream does: the cycle state lives on through the
+    /// binding cycle, and a gang's members would each keep the keys of all the others.
+    pub(super) fn activate_requested(&mut self, index: usize, state: &mut CycleState) {
+        if let Some(PodsToActivate(keys)) = state.read_mut::<PodsToActivate>() {
+            let keys = std::mem::take(keys);
             let now = self.now();
             self.profiles[index]
                 .queue
@@ -566,10 +690,32 @@ impl Scheduler {
     fn fail(
         &mut self,
         index: usize,
-        mut queued: QueuedPodInfo,
+        queued: QueuedPodInfo,
         pod_cycle: u64,
         failure: failure::Failure,
     ) -> AttemptReport {
+        let (queued, report) = self.prepare_failure(index, queued, failure);
+        let now = self.now();
+        let key = queued.pod_info.key().to_string();
+        // A pod bound meanwhile (it is in the cache) is not requeued; the queue itself
+        // drops pods deleted while they were being scheduled.
+        let queue = &mut self.profiles[index].queue;
+        if self.cache.get_pod(&key).is_none() {
+            queue.add_unschedulable_if_not_present(queued, pod_cycle, now);
+        } else {
+            queue.done(&key);
+        }
+        report
+    }
+
+    /// The failure handling before the requeue: the rejectors recorded for the queue, the
+    /// nomination and the preemption started, the report.
+    fn prepare_failure(
+        &mut self,
+        index: usize,
+        mut queued: QueuedPodInfo,
+        failure: failure::Failure,
+    ) -> (QueuedPodInfo, AttemptReport) {
         let now = self.now();
         if failure.retry_after_backoff {
             // No rejector to wait for an event of: the queue sends it to backoffQ.
@@ -597,15 +743,29 @@ impl Scheduler {
             nominating: failure.nominating,
             preemption: failure.preemption.map(Box::new),
         };
-        // A pod bound meanwhile (it is in the cache) is not requeued; the queue itself
-        // drops pods deleted while they were being scheduled.
-        let queue = &mut self.profiles[index].queue;
-        if self.cache.get_pod(&key).is_none() {
-            queue.add_unschedulable_if_not_present(queued, pod_cycle, now);
-        } else {
-            queue.done(&key);
+        (queued, report)
+    }
+
+    /// Assumes `pod` on `node` in the cache and in its pod group's state.
+    pub(super) fn assume(&mut self, pod: &PodInfo, node: &str) -> Result<(), CacheError> {
+        self.cache.assume_pod(pod, node)?;
+        if pod
+            .pod
+            .spec
+            .as_ref()
+            .is_some_and(|s| s.scheduling_group.is_some())
+        {
+            let assumed = pod.with_node_name(node);
+            self.options.pod_group_states.assume(&assumed.pod);
         }
-        report
+        Ok(())
+    }
+
+    /// Forgets an assumed pod (`assumed` carries its node) in the cache and in its pod
+    /// group's state.
+    pub(super) fn forget(&mut self, assumed: &PodInfo) {
+        let _ = self.cache.forget_pod(assumed.key());
+        self.options.pod_group_states.forget(&assumed.pod);
     }
 }
 

@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use crate::cluster::{DeviceResources, DisruptionBudgets, PodGroups, Volumes, Workloads};
+use crate::cluster::{
+    DeviceResources, DisruptionBudgets, PodGroupStates, PodGroups, Volumes, Workloads,
+};
 use crate::framework::{
     Binder, ClaimWriter, Clock, Framework, Handle, Nominator, Observer, Parallelizer, PluginError,
     PluginHealth, Registry, ResolvedProfile, VolumeWriter,
@@ -28,6 +30,8 @@ pub struct ProfileServices {
     pub workloads: Arc<Workloads>,
     /// PodGroups, for gang scheduling.
     pub pod_groups: Arc<PodGroups>,
+    /// The Workload API's pod groups ([`Scheduler::pod_group_states`](super::Scheduler::pod_group_states)).
+    pub pod_group_states: Arc<PodGroupStates>,
     /// Storage objects, for the volume plugins.
     pub volumes: Arc<Volumes>,
     /// PodDisruptionBudgets, for preemption.
@@ -58,6 +62,7 @@ impl ProfileServices {
             .nominator(self.nominator.clone())
             .workloads(self.workloads.clone())
             .pod_groups(self.pod_groups.clone())
+            .pod_group_states(self.pod_group_states.clone())
             .volumes(self.volumes.clone())
             .disruption_budgets(self.disruption_budgets.clone())
             .device_resources(self.device_resources.clone())
