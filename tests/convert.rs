@@ -94,10 +94,16 @@ fn weighted(list: &[(&str, i32)]) -> Vec<WeightedPlugin> {
 }
 
 /// What kube-scheduler v1 runs for a profile without `plugins`, restricted to the plugins
-/// berth's default registry has: the default multiPoint list expanded at each point.
+/// berth's default registry has: the default multiPoint list expanded at each point, with
+/// the GenericWorkload gate on (GangScheduling), as berth's defaults assume.
 fn upstream_defaults() -> EffectivePlugins {
     EffectivePlugins {
-        pre_enqueue: names(&["SchedulingGates", "DynamicResources", "DefaultPreemption"]),
+        pre_enqueue: names(&[
+            "SchedulingGates",
+            "DynamicResources",
+            "DefaultPreemption",
+            "GangScheduling",
+        ]),
         queue_sort: names(&["PrioritySort"]),
         pre_filter: names(&[
             "NodeAffinity",
@@ -149,6 +155,7 @@ fn upstream_defaults() -> EffectivePlugins {
         ]),
         reserve: names(&["VolumeBinding", "DynamicResources"]),
         pre_bind: names(&["VolumeBinding", "DynamicResources"]),
+        permit: names(&["GangScheduling"]),
         bind: names(&["DefaultBinder"]),
         ..Default::default()
     }

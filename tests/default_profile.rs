@@ -1,5 +1,6 @@
 //! The default profile (`spec: {}`) resolves to upstream kube-scheduler's default plugin
-//! list (1.37's `getDefaultPlugins` with DynamicResources, expanded per extension point). DefaultPreemption is
+//! list (1.37's `getDefaultPlugins` with DynamicResources, and with GangScheduling as the
+//! GenericWorkload gate adds it, expanded per extension point). DefaultPreemption is
 //! at PreEnqueue too, as upstream's asynchronous preemption enables it there.
 
 use berth::api::SchedulerProfileSpec;
@@ -16,7 +17,12 @@ fn default_profile_matches_upstream_defaults() {
     let at = |p| resolved.plugins_at(p).to_vec();
     assert_eq!(
         at(ExtensionPoint::PreEnqueue),
-        names(&["SchedulingGates", "DynamicResources", "DefaultPreemption"])
+        names(&[
+            "SchedulingGates",
+            "DynamicResources",
+            "DefaultPreemption",
+            "GangScheduling",
+        ])
     );
     assert_eq!(at(ExtensionPoint::QueueSort), names(&["PrioritySort"]));
     assert_eq!(
@@ -85,6 +91,7 @@ fn default_profile_matches_upstream_defaults() {
     .map(|(n, w)| (n.to_string(), *w))
     .collect();
     assert_eq!(score, expected);
+    assert_eq!(at(ExtensionPoint::Permit), names(&["GangScheduling"]));
     assert_eq!(at(ExtensionPoint::Bind), names(&["DefaultBinder"]));
     assert_eq!(
         at(ExtensionPoint::PostFilter),

@@ -244,6 +244,20 @@ pub const UPSTREAM_DIFFERENCES: &[UpstreamDifference] = &[
                 in PreBind for a device's binding conditions gets no event saying so",
     },
     UpstreamDifference {
+        plugin: "GangScheduling",
+        missing: false,
+        args_fields: &[],
+        upstream: "in the default set, last, only with the GenericWorkload feature gate on \
+                   (beta, off by default in 1.37); PodGroupPostFilter (DefaultPreemption) \
+                   then preempts for a pod group as a unit",
+        berth: "always in the default set, last (a pod names a PodGroup only where the API \
+                server has the gate on); the pod-group cycle places a PodGroup's members as \
+                one operation, but no plugin preempts for a group yet, so a gang that does \
+                not fit waits instead of evicting lower-priority pods; a pod it held at \
+                PreEnqueue or Permit is retried on any pod or PodGroup addition, not only \
+                its own group's",
+    },
+    UpstreamDifference {
         plugin: "NodeDeclaredFeatures",
         missing: true,
         args_fields: &[],

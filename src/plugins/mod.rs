@@ -8,6 +8,7 @@ pub mod coscheduling;
 pub mod default_binder;
 pub mod default_preemption;
 pub mod dynamic_resources;
+pub mod gang_scheduling;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
@@ -32,6 +33,7 @@ pub use coscheduling::Coscheduling;
 pub use default_binder::DefaultBinder;
 pub use default_preemption::DefaultPreemption;
 pub use dynamic_resources::{DynamicResources, DynamicResourcesArgs};
+pub use gang_scheduling::GangScheduling;
 pub use image_locality::ImageLocality;
 pub use inter_pod_affinity::InterPodAffinity;
 pub use node_affinity::NodeAffinity;
@@ -52,7 +54,7 @@ pub use volume_restrictions::VolumeRestrictions;
 pub use volume_zone::VolumeZone;
 
 /// Every built-in plugin, with the default plugin set: names, order and weights as
-/// upstream v1.31+.
+/// upstream v1.31+ (1.37's, with the GenericWorkload gate on: GangScheduling last).
 /// `register_default` adds a plugin to the default set in the order written here;
 /// Coscheduling, QOSSort, NetworkTraffic and MetricsScore are registered but not in the
 /// default set: profiles enable them. Adding a plugin is its module and one line here.
@@ -78,6 +80,7 @@ pub fn default_registry() -> Registry {
         .register_default_weighted::<NodeResourcesBalancedAllocation>(1)
         .register_default_weighted::<ImageLocality>(1)
         .register_default::<DefaultBinder>()
+        .register_default::<GangScheduling>()
         .register::<Coscheduling>()
         .register::<QosSort>()
         .register::<NetworkTraffic>()
