@@ -47,5 +47,7 @@ mod unsupported;
 mod validation;
 #[path = "operator_e2e/volumes.rs"]
 mod volumes;
+#[path = "operator_e2e/workload_gangs.rs"]
+mod workload_gangs;
 #[path = "operator_e2e/workloads.rs"]
 mod workloads;

@@ -94,6 +94,7 @@ impl Harness {
             parallelizer: Default::default(),
             clock: RuntimeClock::shared(),
             nominator: Default::default(),
+            pod_group_states: Default::default(),
             serve_default_scheduler: false,
             reporter: Reporter {
                 controller: "berth".into(),

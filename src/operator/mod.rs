@@ -26,10 +26,12 @@ pub mod conditions;
 pub mod devices;
 pub mod leader;
 pub mod legacy_pods;
+pub mod pod_group_status;
 pub mod podgroups;
 pub mod preemption;
 pub mod profiles;
 pub mod reporting;
+pub mod scheduling_groups;
 pub mod scheduling_loop;
 pub mod storage;
 pub mod types;
@@ -213,6 +215,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         state.volumes.clone(),
         loop_tx.clone(),
     ));
+    let pod_group_states = Arc::new(crate::cluster::PodGroupStates::new());
     // Asked once the metrics port serves (a bad certificate fails the start first, and
     // /healthz answers while discovery retries); the loop then waits for these kinds too.
     let device_kinds = devices::served_kinds(&client)
@@ -225,6 +228,15 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         state.device_resources.clone(),
         loop_tx.clone(),
     ));
+    if scheduling_groups::served(&client)
+        .await
+        .map_err(OperatorError::Discovery)?
+    {
+        // Before the loop adds any profile: its queues group pod group members.
+        pod_group_states.set_served();
+        unlisted_tx.send_modify(|kinds| kinds.push(scheduling_groups::KIND));
+        watch_tasks.push(scheduling_groups::spawn(client.clone(), loop_tx.clone()));
+    }
     let binder: Arc<dyn Binder> = Arc::new(binder::KubeBinder::new(client.clone()));
     let observer: Arc<dyn Observer> = metrics.clone();
     let reconcile_metrics = metrics.clone();
@@ -244,6 +256,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         parallelizer: parallelizer.clone(),
         clock: clock.clone(),
         nominator: nominator.clone(),
+        pod_group_states: pod_group_states.clone(),
         serve_default_scheduler: config.serve_default_scheduler,
         reporter: kube::runtime::events::Reporter {
             controller: "berth".into(),
@@ -281,6 +294,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
             parallelizer,
             clock,
             nominator,
+            pod_group_states,
         },
         LoopChannels {
             messages: loop_rx,
@@ -291,7 +305,8 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         },
         metrics,
         preemption::PreemptionExecutor::new(client.clone(), config.lease.identity.clone()),
-    );
+    )
+    .with_pod_group_writer(pod_group_status::PodGroupStatusWriter::new(client.clone()));
     let loop_task = tokio::spawn(scheduling.run());
     info!(identity = %config.lease.identity, leader_elect = config.leader_elect, "berth is running");
 

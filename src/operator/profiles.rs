@@ -114,6 +114,8 @@ pub struct ProfileContext {
     pub clock: Arc<dyn Clock>,
     /// The scheduler's nominations, shared by every instance.
     pub nominator: Arc<Nominator>,
+    /// The scheduler's Workload API pod groups, for GangScheduling.
+    pub pod_group_states: Arc<crate::cluster::PodGroupStates>,
     /// Accept profiles serving [`RESERVED_SCHEDULER_NAME`] (`--serve-default-scheduler`).
     pub serve_default_scheduler: bool,
     /// The controller name (and replica) events are reported as.
@@ -481,6 +483,7 @@ impl Planner<'_> {
             nominator: self.ctx.nominator.clone(),
             workloads: self.ctx.state.workloads.clone(),
             pod_groups: self.ctx.state.pod_groups.clone(),
+            pod_group_states: self.ctx.pod_group_states.clone(),
             volumes: self.ctx.state.volumes.clone(),
             disruption_budgets: self.ctx.state.disruption_budgets.clone(),
             device_resources: self.ctx.state.device_resources.clone(),

@@ -87,9 +87,13 @@ pub struct SchedulingLoop {
     /// The names of the nodes the watch reported (the objects live in the cache).
     nodes: HashSet<String>,
     namespaces: HashSet<String>,
+    /// The Workload API PodGroups the watch reported, as `namespace/name`.
+    scheduling_groups: HashSet<String>,
     listed: HashSet<&'static str>,
     bindings: JoinSet<(BindingResult, Instant)>,
     executor: PreemptionExecutor,
+    /// Writes the conditions of Workload API PodGroups.
+    pod_group_writer: Option<super::pod_group_status::PodGroupStatusWriter>,
     /// Preemptions being carried out: the preemptor's key and whether every call
     /// succeeded.
     preemptions: JoinSet<(String, bool)>,
@@ -112,13 +116,24 @@ impl SchedulingLoop {
             pods: HashMap::new(),
             nodes: HashSet::new(),
             namespaces: HashSet::new(),
+            scheduling_groups: HashSet::new(),
             listed: HashSet::new(),
             bindings: JoinSet::new(),
             executor,
+            pod_group_writer: None,
             preemptions: JoinSet::new(),
             last_unschedulable_flush: now,
             last_gauges: now,
         }
+    }
+
+    /// Writes the conditions of Workload API PodGroups through `writer`.
+    pub fn with_pod_group_writer(
+        mut self,
+        writer: super::pod_group_status::PodGroupStatusWriter,
+    ) -> Self {
+        self.pod_group_writer = Some(writer);
+        self
     }
 
     fn active(&self) -> bool {
@@ -238,6 +253,16 @@ impl SchedulingLoop {
             ClusterChange::PodGroupChanged { deleted } => {
                 self.scheduler.on_pod_group_change(deleted)
             }
+            ClusterChange::SchedulingGroupApplied(group) => {
+                self.scheduling_groups
+                    .insert(super::scheduling_groups::key(&group));
+                self.scheduler.on_scheduling_group_apply(group);
+            }
+            ClusterChange::SchedulingGroupDeleted(group) => {
+                let key = crate::cluster::GroupKey::of_group(&group);
+                self.scheduling_groups.remove(&key.to_string());
+                self.scheduler.on_scheduling_group_delete(&key);
+            }
             ClusterChange::ListerChanged { resource, action } => {
                 self.scheduler.on_storage_change(resource, action)
             }
@@ -313,6 +338,21 @@ impl SchedulingLoop {
                     self.scheduler.on_namespace_delete(&name);
                 }
             }
+            super::scheduling_groups::KIND => {
+                let gone: Vec<String> = self
+                    .scheduling_groups
+                    .iter()
+                    .filter(|k| !keys.contains(*k))
+                    .cloned()
+                    .collect();
+                for key in gone {
+                    self.scheduling_groups.remove(&key);
+                    if let Some((namespace, name)) = key.split_once('/') {
+                        let group = crate::cluster::GroupKey::new(namespace, name);
+                        self.scheduler.on_scheduling_group_delete(&group);
+                    }
+                }
+            }
             "nodes" => {
                 let gone: Vec<String> = self
                     .nodes
@@ -381,6 +421,21 @@ impl SchedulingLoop {
                 self.bindings
                     .spawn(async move { (cycle.run().await, start) });
             }
+            CycleOutput::PodGroup(report) => self.report_pod_group(report).await,
+        }
+    }
+
+    /// A pod-group cycle ended: its PodGroup's condition is written.
+    async fn report_pod_group(&mut self, report: crate::scheduler::PodGroupReport) {
+        debug!(
+            pod_group = %report.group,
+            placed = report.placed,
+            members = report.members,
+            "pod group cycle"
+        );
+        let current = self.scheduler.pod_group_states().pod_group(&report.group);
+        if let (Some(writer), Some(current)) = (&self.pod_group_writer, current) {
+            writer.spawn_write(&current, &report);
         }
     }
 

@@ -25,6 +25,10 @@ pub enum ClusterChange {
     PodGroupChanged {
         deleted: bool,
     },
+    /// A Workload API PodGroup (`scheduling.k8s.io/v1beta1`) was added or changed; the
+    /// scheduler groups its members by it.
+    SchedulingGroupApplied(k8s_openapi::api::scheduling::v1beta1::PodGroup),
+    SchedulingGroupDeleted(k8s_openapi::api::scheduling::v1beta1::PodGroup),
     /// An object a plugin reads through a lister was added, updated or deleted: a storage
     /// object (PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver,
     /// CSIStorageCapacity, VolumeAttachment; [`OperatorState::volumes`]) or a device object

@@ -279,7 +279,7 @@ async fn keep<K: kube::Resource + Clone>(
     }
 }
 
-fn watcher<K>(
+pub(super) fn watcher<K>(
     api: Api<K>,
     config: watcher::Config,
 ) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send
@@ -349,7 +349,7 @@ fn named_key(namespace: &Namespace) -> String {
 }
 
 /// Forwards one watch to the loop. Returns when the loop is gone.
-async fn forward<K>(
+pub(super) async fn forward<K>(
     stream: impl Stream<Item = Result<Event<K>, watcher::Error>> + Send,
     tx: UnboundedSender<LoopMessage>,
     kind: &'static str,

@@ -1,7 +1,9 @@
-//! "A pod with a workloadRef is reported, live ..., with the message above and never
-//! bound": against a 1.37 API server (`schedulingGroup`) and a 1.35 one (`workloadRef`,
-//! which the 1.37 types do not know). Pods with ResourceClaims are served since
-//! DynamicResources (`devices.rs`).
+//! Pods in a Workload API pod group where the API server does not serve the PodGroups
+//! are refused live with why and never bound: a 1.37 API server with the GenericWorkload
+//! gate on but `scheduling.k8s.io/v1beta1` not enabled (`schedulingGroup`), and a 1.35
+//! one (`workloadRef`, which the 1.37 types do not know). Where the PodGroups are served,
+//! `workload_gangs.rs`. Pods with ResourceClaims are served since DynamicResources
+//! (`devices.rs`).
 
 use serde_json::{Value, json};
 
@@ -10,8 +12,8 @@ use crate::harness::{
 };
 
 const GROUP: &str = "0/1 nodes are available: pod belongs to a Workload pod group \
-     (spec.schedulingGroup, spec.workloadRef before Kubernetes 1.36); berth does not support \
-     the Workload API and GangScheduling yet.";
+     (spec.schedulingGroup, spec.workloadRef before Kubernetes 1.36); the API server does not \
+     serve scheduling.k8s.io/v1beta1 PodGroups, from which the pod-group cycle reads the group.";
 
 /// `pod` with `field` set in its spec.
 fn with_spec(mut pod: Value, field: &str, value: Value) -> Value {
@@ -56,7 +58,7 @@ async fn refusal_of(cluster: &Cluster, name: &str) -> (String, String, String) {
 }
 
 /// Creates `refused` and a plain pod on a node where all fit; checks each refused pod's
-/// condition, event and message (also the simulator's), that the plain pod binds and that
+/// condition, event and message (and that the simulator never tries them), that the plain pod binds and that
 /// no refused pod is ever bound.
 async fn refused_live(minor: u32, refused: &[(&str, Value, &str)]) {
     // The Workload API's pod field is behind the GenericWorkload gate (off by default in
@@ -90,15 +92,18 @@ async fn refused_live(minor: u32, refused: &[(&str, Value, &str)]) {
         assert_eq!(reason, "Unschedulable", "{name}");
         assert_eq!(condition, *message, "{name}: PodScheduled message");
         assert_eq!(note, *message, "{name}: FailedScheduling note");
+        // The simulator reads PodGroups from its input, as a server that serves them
+        // would: it never tries a member whose PodGroup does not exist.
         let offline = simulated
             .pods
             .iter()
             .find(|p| p.name == *name)
-            .map(|p| p.message.clone());
-        assert_eq!(
-            offline.as_deref(),
-            Some(*message),
-            "{name}: simulate's message"
+            .map(|p| (p.attempts, p.message.clone()));
+        let (attempts, offline) = offline.unwrap_or_else(|| panic!("{name} simulated"));
+        assert_eq!(attempts, 0, "{name}: simulated, never tried");
+        assert!(
+            offline.starts_with("waiting for PodGroup default/workers"),
+            "{name}: simulate's message: {offline}"
         );
     }
     let names: Vec<&str> = refused.iter().map(|(name, _, _)| *name).collect();

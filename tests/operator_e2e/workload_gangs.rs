@@ -1,0 +1,270 @@
+//! Workload API gangs live (issue 31, "Done when"): `scheduling.k8s.io/v1beta1` PodGroups
+//! on a real Kubernetes 1.37 API server with the GenericWorkload gate on and the API
+//! version enabled, the members created by the real Job controller or by the test.
+//!
+//! Expected from the specification (kube-scheduler 1.37's pod-group cycle and
+//! GangScheduling): a gang is bound whole or not at all; its PodGroup's
+//! `PodGroupInitiallyScheduled` condition says which; two gangs competing for room for
+//! one never both hold part of it. Node sizes make every verdict follow from the pods'
+//! requests.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, ListParams};
+use serde_json::{Value, json};
+
+use crate::harness::{
+    Berth, BerthOptions, Cluster, WAIT, condition, eventually, node, pod, profile, within,
+};
+
+const SCHEDULER: &str = "berth";
+
+/// A 1.37 cluster that serves the Workload API.
+async fn cluster() -> Option<Cluster> {
+    Cluster::start_reporting_with(
+        37,
+        &[
+            "--feature-gates=GenericWorkload=true",
+            "--runtime-config=scheduling.k8s.io/v1beta1=true",
+        ],
+    )
+    .await
+}
+
+/// Creates the PodGroup `default/<name>` with a gang policy of `min_count`.
+async fn create_pod_group(cluster: &Cluster, name: &str, min_count: i32) {
+    let group = json!({
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+    });
+    let (code, answer) = cluster
+        .raw(
+            "POST",
+            "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups",
+            &group,
+        )
+        .await;
+    assert_eq!(code, 201, "creating PodGroup {name}: {answer}");
+}
+
+/// The PodGroup's `PodGroupInitiallyScheduled` as (status, reason, message), once it has
+/// one.
+async fn initially_scheduled(
+    cluster: &Cluster,
+    name: &str,
+    want: &str,
+) -> (String, String, String) {
+    let path = format!("/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups/{name}");
+    eventually(
+        &format!("PodGroup {name} has PodGroupInitiallyScheduled={want}"),
+        WAIT,
+        || async {
+            let (code, group) = cluster.raw("GET", &path, &Value::Null).await;
+            if code != 200 {
+                return Err(format!("GET {path}: {code} {group}"));
+            }
+            match condition(&group, "PodGroupInitiallyScheduled") {
+                Some(c) if c["status"] == want => Ok((
+                    c["status"].as_str().unwrap_or_default().to_string(),
+                    c["reason"].as_str().unwrap_or_default().to_string(),
+                    c["message"].as_str().unwrap_or_default().to_string(),
+                )),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await
+}
+
+/// A 1-cpu member of `group`.
+fn member(name: &str, group: &str) -> Value {
+    let mut p = pod(name, SCHEDULER, "1", "128Mi");
+    p["spec"]["schedulingGroup"] = json!({"podGroupName": group});
+    p
+}
+
+/// The node of every pod of Job `job` (None while pending).
+async fn job_pods(cluster: &Cluster, job: &str) -> BTreeMap<String, Option<String>> {
+    let pods: Api<Pod> = cluster.pods();
+    let params = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}"));
+    within("listing a Job's pods", WAIT, pods.list(&params))
+        .await
+        .unwrap_or_else(|e| panic!("listing the pods of Job {job}: {e}"))
+        .items
+        .into_iter()
+        .map(|p| {
+            let name = p.metadata.name.clone().unwrap_or_default();
+            let node = p.spec.and_then(|s| s.node_name).filter(|n| !n.is_empty());
+            (name, node)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_gang_of_eight_binds_whole_or_not_at_all() {
+    let Some(cluster) = cluster().await else {
+        return;
+    };
+    for n in ["n1", "n2", "n3", "n4"] {
+        cluster.create_node(node(n, "2", "8Gi")).await;
+    }
+    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
+    berth.wait_ready().await;
+    cluster.create_profile(profile(SCHEDULER, json!({}))).await;
+    cluster.wait_profile_ready(SCHEDULER, WAIT).await;
+
+    // One cpu taken: 7 free, the gang of 8 one-cpu pods does not fit.
+    cluster
+        .create_pod(pod("blocker", SCHEDULER, "1", "128Mi"))
+        .await;
+    cluster.wait_bound(&["blocker"], WAIT).await;
+    create_pod_group(&cluster, "train", 8).await;
+    let job = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train", "namespace": "default"},
+        "spec": {
+            "parallelism": 8,
+            "completions": 8,
+            "template": {
+                "spec": {
+                    "schedulerName": SCHEDULER,
+                    "schedulingGroup": {"podGroupName": "train"},
+                    "restartPolicy": "Never",
+                    "containers": [{
+                        "name": "main",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": "1", "memory": "128Mi"}},
+                    }],
+                },
+            },
+        },
+    });
+    let (code, answer) = cluster
+        .raw("POST", "/apis/batch/v1/namespaces/default/jobs", &job)
+        .await;
+    assert_eq!(code, 201, "creating the Job: {answer}");
+    eventually("the Job controller made 8 pods", WAIT, || async {
+        let pods = job_pods(&cluster, "train").await;
+        if pods.len() == 8 {
+            Ok(())
+        } else {
+            Err(format!("{pods:?}"))
+        }
+    })
+    .await;
+    let (_, reason, message) = initially_scheduled(&cluster, "train", "False").await;
+    assert_eq!(reason, "Unschedulable");
+    assert!(
+        message.starts_with("minCount (8) cannot be satisfied: 7 scheduled, 0 remaining"),
+        "{message}"
+    );
+    // None of the gang is bound while it cannot be whole.
+    for _ in 0..20 {
+        let pods = job_pods(&cluster, "train").await;
+        assert!(
+            pods.values().all(Option::is_none),
+            "part of the gang bound: {pods:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let members: Vec<String> = job_pods(&cluster, "train").await.into_keys().collect();
+    assert!(
+        members
+            .iter()
+            .all(|name| cluster.binding_requests_for(name).is_empty()),
+        "berth asked to bind a member of a gang that does not fit"
+    );
+
+    // The blocker leaves: the whole gang binds, two per node.
+    within(
+        "deleting the blocker",
+        WAIT,
+        cluster.pods().delete("blocker", &DeleteParams::default()),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("deleting the blocker: {e}"));
+    let names: Vec<&str> = members.iter().map(String::as_str).collect();
+    let bound = cluster.wait_bound(&names, WAIT).await;
+    let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
+    for node in bound.values() {
+        *per_node.entry(node).or_default() += 1;
+    }
+    assert_eq!(per_node.values().copied().collect::<Vec<_>>(), [2, 2, 2, 2]);
+    let (_, reason, _) = initially_scheduled(&cluster, "train", "True").await;
+    assert_eq!(reason, "Scheduled");
+    berth.terminate_cleanly().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gangs_competing_for_room_for_one_never_deadlock() {
+    let Some(cluster) = cluster().await else {
+        return;
+    };
+    for n in ["n1", "n2"] {
+        cluster.create_node(node(n, "2", "8Gi")).await;
+    }
+    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
+    berth.wait_ready().await;
+    cluster.create_profile(profile(SCHEDULER, json!({}))).await;
+    cluster.wait_profile_ready(SCHEDULER, WAIT).await;
+
+    // Room for 4 one-cpu pods; two gangs of 4 arrive interleaved.
+    create_pod_group(&cluster, "a", 4).await;
+    create_pod_group(&cluster, "b", 4).await;
+    let names = |group: &str| (0..4).map(|i| format!("{group}-{i}")).collect::<Vec<_>>();
+    for i in 0..4 {
+        for group in ["a", "b"] {
+            cluster
+                .create_pod(member(&format!("{group}-{i}"), group))
+                .await;
+        }
+    }
+    let (winner, loser) = eventually("one gang is bound whole", WAIT, || async {
+        let mut whole = Vec::new();
+        for group in ["a", "b"] {
+            let mut bound = 0;
+            for name in names(group) {
+                bound += usize::from(cluster.node_of(&name).await.is_some());
+            }
+            if bound == 4 {
+                whole.push(group);
+            } else if bound > 0 {
+                return Err(format!("gang {group} is partly bound ({bound} of 4)"));
+            }
+        }
+        match whole[..] {
+            ["a"] => Ok(("a", "b")),
+            ["b"] => Ok(("b", "a")),
+            _ => Err(format!("whole gangs: {whole:?}")),
+        }
+    })
+    .await;
+    let losers = names(loser);
+    let losing: Vec<&str> = losers.iter().map(String::as_str).collect();
+    cluster
+        .assert_stay_unbound(&losing, Duration::from_secs(2))
+        .await;
+    let (_, reason, _) = initially_scheduled(&cluster, winner, "True").await;
+    assert_eq!(reason, "Scheduled");
+    let (_, reason, _) = initially_scheduled(&cluster, loser, "False").await;
+    assert_eq!(reason, "Unschedulable");
+
+    // The winner finishes: the other gang gets the room, whole.
+    for name in names(winner) {
+        within(
+            "deleting a member",
+            WAIT,
+            cluster.pods().delete(&name, &DeleteParams::default()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("deleting {name}: {e}"));
+    }
+    cluster.wait_bound(&losing, WAIT).await;
+    initially_scheduled(&cluster, loser, "True").await;
+    berth.terminate_cleanly().await;
+}
