@@ -72,8 +72,14 @@ const NOT_FOR_KUBE_SCHEDULER: &[(&str, &str)] = &[
     ("examples/values-metrics.yaml", "Helm values, not a cluster"),
     (
         "examples/scenarios/unsupported-pods.yaml",
-        "pods in scheduling groups, which berth refuses until the issue \"Gangs as the \
-         ecosystem writes them\"",
+        "pods of a PodGroup that does not exist, which neither scheduler ever tries: no \
+         decision to compare",
+    ),
+    (
+        "examples/gangs.yaml",
+        "Workload API gangs: the harness gives pods one at a time and awaits each decision, \
+         while a gang's members are decided together (issue \"Gangs as the ecosystem writes \
+         them\")",
     ),
 ];
 

@@ -1,36 +1,66 @@
-//! Pods berth cannot serve yet, through `berth simulate`: pods in a Workload API pod group
-//! (1.36+ `spec.schedulingGroup`, 1.35 `spec.workloadRef`) are reported Unschedulable
-//! with what berth does not support, are never bound and never preempt; the rest of the
-//! cluster schedules as usual. (Pods with ResourceClaims are served: tests/simulate_dra.rs.)
+//! Pods in a Workload API pod group whose PodGroup is missing, through `berth simulate`
+//! (`examples/scenarios/unsupported-pods.yaml`: 1.36+ `spec.schedulingGroup` and 1.35
+//! `spec.workloadRef`). Where the PodGroups are served, as in a YAML cluster, upstream's
+//! queue never tries such a pod; where they are not (`--from-cluster` of an API server
+//! without `scheduling.k8s.io/v1beta1`), berth refuses it with why. Either way it is never
+//! bound and never preempts; the rest of the cluster schedules as usual. (Pods with
+//! ResourceClaims are served: tests/simulate_dra.rs.)
 
 mod support;
 
 use std::path::PathBuf;
 use support::simulate::{pod, simulate_default};
 
-use berth::simulate::input::load_files;
-use berth::simulate::report::PodResult;
+use berth::simulate::input::{ClusterInput, load_files};
+use berth::simulate::report::{PodResult, Report};
 
 const GROUP: &str = "0/1 nodes are available: pod belongs to a Workload pod group \
-     (spec.schedulingGroup, spec.workloadRef before Kubernetes 1.36); berth does not support \
-     the Workload API and GangScheduling yet.";
+     (spec.schedulingGroup, spec.workloadRef before Kubernetes 1.36); the API server does not \
+     serve scheduling.k8s.io/v1beta1 PodGroups, from which the pod-group cycle reads the group.";
 
-#[tokio::test]
-async fn workload_groups_are_refused_without_preemption() {
+fn example() -> ClusterInput {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/scenarios/unsupported-pods.yaml");
-    let (input, _warnings) = load_files(&[path]).expect("input loads");
-    let report = simulate_default(input).await;
+    load_files(&[path]).expect("input loads").0
+}
 
-    for (name, message) in [("worker-0", GROUP), ("worker-1", GROUP)] {
+fn assert_rest_schedules(report: &Report) {
+    assert!(report.evicted.is_empty(), "{:#?}", report.evicted);
+    let web = pod(report, "web");
+    assert_eq!(web.result, PodResult::Scheduled, "{web:#?}");
+    assert_eq!(web.node.as_deref(), Some("n1"));
+}
+
+#[tokio::test]
+async fn members_of_a_missing_pod_group_are_never_tried() {
+    let report = simulate_default(example()).await;
+    for name in ["worker-0", "worker-1"] {
+        let held = pod(&report, name);
+        assert_ne!(held.result, PodResult::Scheduled, "{held:#?}");
+        assert_eq!(held.attempts, 0, "{name}: never tried");
+        assert_eq!(held.node, None, "{name}");
+        assert_eq!(held.nominated_node, None, "{name}");
+        assert!(
+            held.message
+                .starts_with("waiting for PodGroup default/workers (spec.schedulingGroup)"),
+            "{name}: {}",
+            held.message
+        );
+    }
+    assert_rest_schedules(&report);
+}
+
+#[tokio::test]
+async fn without_pod_groups_served_members_are_refused_without_preemption() {
+    let mut input = example();
+    input.pod_groups_not_served = true;
+    let report = simulate_default(input).await;
+    for name in ["worker-0", "worker-1"] {
         let refused = pod(&report, name);
         assert_eq!(refused.result, PodResult::Unschedulable, "{refused:#?}");
-        assert_eq!(refused.message, message, "{name}");
+        assert_eq!(refused.message, GROUP, "{name}");
         assert_eq!(refused.node, None, "{name}");
         assert_eq!(refused.nominated_node, None, "{name}");
     }
-    assert!(report.evicted.is_empty(), "{:#?}", report.evicted);
-    let web = pod(&report, "web");
-    assert_eq!(web.result, PodResult::Scheduled, "{web:#?}");
-    assert_eq!(web.node.as_deref(), Some("n1"));
+    assert_rest_schedules(&report);
 }

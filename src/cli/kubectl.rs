@@ -161,6 +161,7 @@ fn simulate_args(command: PluginCommand) -> Result<SimulateArgs, String> {
         explain: false,
         seed: common.seed,
         parallelism: None,
+        feature_gates: None,
     })
 }
 

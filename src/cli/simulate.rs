@@ -18,6 +18,7 @@ use crate::framework::Registry;
 use crate::framework::parallel::{MAX_PARALLELISM, default_parallelism};
 
 use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT};
+use crate::simulate::controllers::ControllerOptions;
 use crate::simulate::explain;
 use crate::simulate::input::{self, ClusterInput, InputError};
 use crate::simulate::live;
@@ -73,6 +74,35 @@ pub struct SimulateArgs {
     /// more than the cluster has nodes.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_PARALLELISM as u64))]
     pub parallelism: Option<u64>,
+    /// Alpha feature gates of the simulated controllers, `NAME=true|false,...` as
+    /// Kubernetes components take them. Known: `WorkloadWithJob` (the Job controller gives
+    /// each Job a Workload and a PodGroup and puts its pods in it).
+    #[arg(long, value_name = "GATES", value_parser = parse_feature_gates)]
+    pub feature_gates: Option<ControllerOptions>,
+}
+
+/// `--feature-gates`: `NAME=BOOL` pairs, comma-separated; an unknown gate or value is an
+/// error naming it.
+fn parse_feature_gates(text: &str) -> Result<ControllerOptions, String> {
+    let mut options = ControllerOptions::default();
+    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("{pair:?} is not NAME=true or NAME=false"))?;
+        let value: bool = value
+            .trim()
+            .parse()
+            .map_err(|_| format!("{name}: {value:?} is neither true nor false"))?;
+        match name.trim() {
+            "WorkloadWithJob" => options.workload_with_job = value,
+            other => {
+                return Err(format!(
+                    "unknown feature gate {other:?}; berth simulate knows WorkloadWithJob"
+                ));
+            }
+        }
+    }
+    Ok(options)
 }
 
 /// How the result is printed.
@@ -217,7 +247,9 @@ fn load_input(
     runtime: &tokio::runtime::Runtime,
 ) -> Result<(ClusterInput, Vec<input::InputWarning>), u8> {
     if !args.from_cluster {
-        return input::load_files(&args.filenames).map_err(|error| report_input_error(&error));
+        let controllers = args.feature_gates.unwrap_or_default();
+        return input::load_files_with(&args.filenames, controllers)
+            .map_err(|error| report_input_error(&error));
     }
     let cluster = ClusterArgs {
         kubeconfig: args.kubeconfig.clone(),
@@ -226,7 +258,11 @@ fn load_input(
     };
     // Prints the `error:` line, or a `warning:` line per kind it could not list.
     let read = read_live_cluster(runtime, &cluster)?;
-    input::load_cluster(read.documents, &args.filenames).map_err(|error| report_input_error(&error))
+    let served = read.serves_scheduling_pod_groups();
+    let (mut input, warnings) = input::load_cluster(read.documents, &args.filenames)
+        .map_err(|error| report_input_error(&error))?;
+    input.pod_groups_not_served = !served;
+    Ok((input, warnings))
 }
 
 /// `NAMESPACE/NAME` of a pending pod of `cluster`, or why it is not one.

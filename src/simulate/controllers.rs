@@ -42,6 +42,7 @@ use k8s_openapi::api::core::v1::{
     PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, PodSpec, PodTemplateSpec,
     Toleration, Volume,
 };
+use k8s_openapi::api::scheduling::v1beta1::{PodGroup as SchedulingPodGroup, Workload};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::framework::FieldError;
@@ -52,10 +53,13 @@ use super::input::{ClusterInput, DEFAULT_NAMESPACE, is_finished};
 
 mod daemon_set;
 mod job;
+mod job_workload;
 mod stateful_set_storage;
 
 use daemon_set::*;
 use job::*;
+pub use job_workload::GROUP_TEMPLATE_NAME_ANNOTATION;
+use job_workload::{JobWorkloads, SchedulingObjects, apply_patches, join_group};
 use stateful_set_storage::*;
 
 /// Pods one workload may ask for: more is refused rather than built in memory.
@@ -109,14 +113,32 @@ pub struct Expansion {
     pub replica_sets: Vec<(WorkloadRef, ReplicaSet)>,
     pub pods: Vec<(WorkloadRef, Pod)>,
     pub claims: Vec<(WorkloadRef, PersistentVolumeClaim)>,
+    /// The Workload API objects the Job controller creates (WorkloadWithJob).
+    pub workloads: Vec<(WorkloadRef, Workload)>,
+    pub scheduling_pod_groups: Vec<(WorkloadRef, SchedulingPodGroup)>,
+}
+
+/// The controllers' feature gates that change what they create. All default to off, as
+/// upstream's alpha gates do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ControllerOptions {
+    /// WorkloadWithJob (alpha since 1.36): the Job controller gives Jobs a Workload and a
+    /// PodGroup and puts their pods in it (see `controllers/job_workload.rs`).
+    pub workload_with_job: bool,
 }
 
 /// The objects the controllers of `input`'s workloads would create. Workloads without a
 /// uid get a deterministic one first (the API server sets one on create), since the Job
 /// selector and the pods' ownerReferences carry it.
-pub fn expand(input: &mut ClusterInput) -> Result<Expansion, WorkloadError> {
+pub fn expand(
+    input: &mut ClusterInput,
+    options: &ControllerOptions,
+) -> Result<Expansion, WorkloadError> {
     assign_uids(input);
     let mut expander = Expander::new(input);
+    if options.workload_with_job {
+        expander.job_workloads = Some(JobWorkloads::default());
+    }
     let mut expansion = Expansion::default();
     for deployment in input.deployments.iter().filter(|d| !deleting(&d.metadata)) {
         if let Some(replica_set) = expander.deployment(deployment, &input.replica_sets)? {
@@ -138,14 +160,23 @@ pub fn expand(input: &mut ClusterInput) -> Result<Expansion, WorkloadError> {
     {
         expander.stateful_set(set, &input.pvcs)?;
     }
+    let existing = SchedulingObjects {
+        workloads: &input.scheduling_workloads,
+        pod_groups: &input.scheduling_pod_groups,
+    };
     for job in input.jobs.iter().filter(|j| !deleting(&j.metadata)) {
-        expander.job(job, &input.pods)?;
+        expander.job(job, &input.pods, &existing)?;
     }
     for daemon_set in input.daemon_sets.iter().filter(|d| !deleting(&d.metadata)) {
         expander.daemon_set(daemon_set, &input.pods, &input.nodes)?;
     }
     expansion.pods = expander.pods;
     expansion.claims = expander.claims;
+    if let Some(created) = expander.job_workloads {
+        apply_patches(&created.patches, input);
+        expansion.workloads = created.workloads;
+        expansion.scheduling_pod_groups = created.pod_groups;
+    }
     Ok(expansion)
 }
 
@@ -210,6 +241,8 @@ struct Expander {
     pod_names: HashSet<(String, String)>,
     pods: Vec<(WorkloadRef, Pod)>,
     claims: Vec<(WorkloadRef, PersistentVolumeClaim)>,
+    /// The Job controller's Workload API objects, with WorkloadWithJob on.
+    job_workloads: Option<JobWorkloads>,
 }
 
 impl Expander {
@@ -228,6 +261,7 @@ impl Expander {
             pod_names,
             pods: Vec::new(),
             claims: Vec::new(),
+            job_workloads: None,
         }
     }
 
@@ -362,13 +396,27 @@ impl Expander {
         Ok(())
     }
 
-    fn job(&mut self, job: &Job, pods: &[Pod]) -> Result<(), WorkloadError> {
+    fn job(
+        &mut self,
+        job: &Job,
+        pods: &[Pod],
+        existing: &SchedulingObjects,
+    ) -> Result<(), WorkloadError> {
         let meta = &job.metadata;
         let owner = workload_ref("Job", meta);
         let Some(spec) = job.spec.as_ref() else {
             return Ok(());
         };
-        if spec.suspend == Some(true) || job_finished(job) {
+        if job_finished(job) {
+            return Ok(());
+        }
+        let owned: Vec<&Pod> = owned_pods(pods, "Job", meta).collect();
+        // Before the pods, whether or not the Job is suspended, as `syncJob` orders it.
+        let group = match self.job_workloads.as_mut() {
+            Some(created) => created.ensure(job, &owned, existing)?,
+            None => None,
+        };
+        if spec.suspend == Some(true) {
             return Ok(());
         }
         let parallelism = non_negative(&owner, "spec.parallelism", spec.parallelism.unwrap_or(1))?;
@@ -376,7 +424,6 @@ impl Expander {
             .completions
             .map(|c| non_negative(&owner, "spec.completions", c))
             .transpose()?;
-        let owned: Vec<&Pod> = owned_pods(pods, "Job", meta).collect();
         let active = owned.iter().filter(|pod| is_active(pod)).count();
         let succeeded = job_succeeded(job, &owned, completions);
         let want_active = job_want_active(parallelism, completions, succeeded, active);
@@ -424,6 +471,9 @@ impl Expander {
                 pod_spec
                     .hostname
                     .get_or_insert_with(|| format!("{}-{i}", owner.name));
+            }
+            if let Some(group) = &group {
+                join_group(&mut pod, group);
             }
             self.push_pod(&owner, pod, "spec.parallelism", parallelism)?;
         }
@@ -630,10 +680,14 @@ fn insert_label(meta: &mut Option<ObjectMeta>, key: &str, value: &str) {
 /// (`rand.SafeEncodeString`).
 pub fn template_hash(template: &PodTemplateSpec) -> String {
     let bytes = serde_json::to_vec(template).unwrap_or_default();
-    let hash = bytes.iter().fold(0x811c_9dc5_u32, |hash, byte| {
+    safe_encode(&fnv32a(&bytes).to_string())
+}
+
+/// 32-bit FNV-1a (Go's `hash/fnv.New32a`), which upstream's controllers hash names with.
+fn fnv32a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5_u32, |hash, byte| {
         (hash ^ u32::from(*byte)).wrapping_mul(0x0100_0193)
-    });
-    safe_encode(&hash.to_string())
+    })
 }
 
 /// apimachinery's `rand.SafeEncodeString`: each byte mapped into the alphabet without

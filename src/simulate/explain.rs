@@ -60,7 +60,7 @@ const NO_REASON: &str = "(no reason given)";
 /// The explanation of `pod` (one of `report.pods`, from a simulation of `cluster` with
 /// `explain` on): lines ending in `\n`, sections separated by a blank line.
 pub fn explain_pod(report: &Report, pod: &PodReport, cluster: &ClusterInput) -> String {
-    let mut sections = vec![header(pod)];
+    let mut sections = vec![header(report, pod)];
     if let Some(note) = result_note(report, pod) {
         sections.push(wrap_words(&note, "", ""));
     }
@@ -83,8 +83,8 @@ pub fn explain_pod(report: &Report, pod: &PodReport, cluster: &ClusterInput) -> 
     out
 }
 
-/// Pod, profile, result, message, node, nomination and victims.
-fn header(pod: &PodReport) -> Vec<String> {
+/// Pod, profile, pod group, result, message, node, nomination and victims.
+fn header(report: &Report, pod: &PodReport) -> Vec<String> {
     let mut lines = Vec::new();
     let mut field = |label: &str, value: &str| {
         let first = pad(&format!("{label}:"), LABEL_WIDTH);
@@ -92,6 +92,9 @@ fn header(pod: &PodReport) -> Vec<String> {
     };
     field("Pod", &format!("{}/{}", pod.namespace, pod.name));
     field("Profile", &pod.scheduler_name);
+    if let Some(group) = &pod.pod_group {
+        field("Pod group", &group_line(report, &pod.namespace, group));
+    }
     field("Result", &pod.result.to_string());
     if !pod.message.is_empty() {
         field("Message", &pod.message);
@@ -108,6 +111,31 @@ fn header(pod: &PodReport) -> Vec<String> {
         field("Victims", &pod.victims.join(", "));
     }
     lines
+}
+
+/// `<namespace>/<name>: gang (min 3), 0/4 bound, PodGroupInitiallyScheduled False
+/// (Unschedulable)`, or that the PodGroup is not in the input.
+fn group_line(report: &Report, namespace: &str, name: &str) -> String {
+    let Some(group) = report
+        .pod_groups
+        .iter()
+        .find(|g| g.namespace == namespace && g.name == name)
+    else {
+        return format!("{namespace}/{name} (no such PodGroup in the input)");
+    };
+    let mut line = format!(
+        "{namespace}/{name}: {}, {}/{} bound",
+        group.policy_text(),
+        group.bound,
+        group.members
+    );
+    if let Some(condition) = &group.condition {
+        line.push_str(&format!(
+            ", {} {} ({})",
+            condition.type_, condition.status, condition.reason
+        ));
+    }
+    line
 }
 
 /// A sentence for the results whose sections differ from a plain verdict.

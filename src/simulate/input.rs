@@ -26,6 +26,7 @@ use k8s_openapi::api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::scheduling::v1beta1::{PodGroup as SchedulingPodGroup, Workload};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -38,7 +39,7 @@ use crate::files;
 use crate::framework::FieldError;
 use crate::simulate::validation;
 
-use super::controllers::{self, WorkloadRef};
+use super::controllers::{self, ControllerOptions, WorkloadRef};
 
 mod defaults;
 mod documents;
@@ -48,7 +49,8 @@ mod loader;
 pub(crate) use defaults::default_claim_spec;
 use defaults::{
     PREEMPT_LOWER_PRIORITY, add_missing_namespaces, add_system_priority_classes, default_claim,
-    default_node, default_pod, default_storage_classes, label_namespace, resolve_priority,
+    default_node, default_pod, default_scheduling_pod_group, default_storage_classes,
+    label_namespace, resolve_pod_group_priority, resolve_priority,
 };
 pub(crate) use documents::{RawDocument, parse_document, split_documents};
 pub(crate) use identity::{deterministic_uid, name_suffix};
@@ -149,7 +151,19 @@ impl ProfileDocument {
 pub struct ClusterInput {
     pub nodes: Vec<Node>,
     pub pods: Vec<Pod>,
+    /// berth's own `berth.dev/v1alpha1` PodGroups (Coscheduling).
     pub pod_groups: Vec<PodGroup>,
+    /// The Workload API's `scheduling.k8s.io/v1beta1` PodGroups: the pods naming one in
+    /// `spec.schedulingGroup` are placed together by the pod-group cycle.
+    pub scheduling_pod_groups: Vec<SchedulingPodGroup>,
+    /// The Workload API's `scheduling.k8s.io/v1beta1` Workloads. The scheduler reads
+    /// only PodGroups; a Workload is where a controller's PodGroups come from.
+    pub scheduling_workloads: Vec<Workload>,
+    /// Set when the cluster was read from an API server that does not serve
+    /// `scheduling.k8s.io/v1beta1` PodGroups (the GenericWorkload gate is off by default
+    /// in 1.37): members of pod groups are then refused, as the live scheduler would
+    /// refuse them, instead of waiting for a PodGroup that cannot exist.
+    pub pod_groups_not_served: bool,
     /// SchedulerProfile documents as written (metadata admitted), validated later with
     /// [`validate_profile`](crate::schema::validate_profile), as the API server would.
     pub profiles: Vec<ProfileDocument>,
@@ -291,7 +305,16 @@ impl InputError {
 /// Reads every file (`-` is stdin) in order and returns the cluster they describe, plus
 /// warnings about documents that were skipped.
 pub fn load_files(paths: &[PathBuf]) -> Result<(ClusterInput, Vec<InputWarning>), InputError> {
+    load_files_with(paths, ControllerOptions::default())
+}
+
+/// [`load_files`] with the simulated controllers' feature gates `controllers`.
+pub fn load_files_with(
+    paths: &[PathBuf],
+    controllers: ControllerOptions,
+) -> Result<(ClusterInput, Vec<InputWarning>), InputError> {
     let mut loader = Loader::default();
+    loader.controllers = controllers;
     for path in paths {
         let text = read_file(path)?;
         loader.load_text(path, &text)?;
@@ -301,7 +324,17 @@ pub fn load_files(paths: &[PathBuf]) -> Result<(ClusterInput, Vec<InputWarning>)
 
 /// Like [`load_files`], for text already in memory; `file` only names it in messages.
 pub fn load_str(file: &Path, text: &str) -> Result<(ClusterInput, Vec<InputWarning>), InputError> {
+    load_str_with(file, text, ControllerOptions::default())
+}
+
+/// [`load_str`] with the simulated controllers' feature gates `controllers`.
+pub fn load_str_with(
+    file: &Path,
+    text: &str,
+    controllers: ControllerOptions,
+) -> Result<(ClusterInput, Vec<InputWarning>), InputError> {
     let mut loader = Loader::default();
+    loader.controllers = controllers;
     loader.load_text(file, text)?;
     loader.finish()
 }
@@ -395,12 +428,22 @@ fn list_items(value: Value) -> Vec<(String, Value)> {
     }
 }
 
-/// (kind, namespace, name) of an object as the loader admits it: a namespaced kind
-/// without a namespace is in `default`. `None` for objects without a name.
+/// (group/kind, namespace, name) of an object as the loader admits it: a namespaced kind
+/// without a namespace is in `default`. `None` for objects without a name. The API group
+/// keeps apart kinds of one name (berth's PodGroup and the Workload API's).
 fn object_key(value: &Value) -> Option<(String, String, String)> {
-    let kind = value.get("kind")?.as_str()?.to_string();
+    let kind = value.get("kind")?.as_str()?;
+    let api_version = value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
     let name = value.pointer("/metadata/name")?.as_str()?.to_string();
-    let namespaced = loader::Kind::from_kind(&kind).is_some_and(loader::Kind::namespaced);
+    let namespaced = loader::Kind::lookup(api_version, kind)
+        .ok()
+        .or_else(|| loader::Kind::from_kind(kind))
+        .is_some_and(loader::Kind::namespaced);
+    let kind = format!("{group}/{kind}");
     let namespace = match value.pointer("/metadata/namespace").and_then(Value::as_str) {
         _ if !namespaced => String::new(),
         Some(namespace) if !namespace.is_empty() => namespace.to_string(),

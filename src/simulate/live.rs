@@ -7,7 +7,9 @@
 //! `continue`, the continue token holding the first page's resourceVersion, so a kind
 //! is one consistent read); a kind the user may not list, or that the server does not
 //! serve (berth's CRDs not installed), is a [`KindGap`] saying what its absence means
-//! for the result, not a failure. Nothing is written to the cluster.
+//! for the result, not a failure. The Workload API's kinds, which most 1.37 clusters do
+//! not serve (a beta API off by default), are read where served and otherwise only
+//! noted ([`ClusterRead::not_served`]). Nothing is written to the cluster.
 //!
 //! [`scrub`] removes what a snapshot shared in a bug report should not carry, and
 //! [`to_yaml`] writes the documents as the multi-document YAML `berth simulate -f` reads.
@@ -67,6 +69,15 @@ pub struct KindSpec {
     /// One sentence: what the result means when this kind could not be read.
     pub consequence: &'static str,
 }
+
+/// The Workload API's group version: served from 1.37 with the GenericWorkload gate on
+/// (beta, off by default), so most clusters answer 404 for its kinds. Such a 404 is not
+/// a gap: the cluster has no such objects, and its scheduler refuses the members of pod
+/// groups (see [`ClusterRead::serves_scheduling_pod_groups`]).
+pub const SCHEDULING_V1BETA1: &str = "scheduling.k8s.io/v1beta1";
+
+/// Group versions a cluster may not serve without anything missing from the read.
+const OPTIONAL_API_VERSIONS: [&str; 1] = [SCHEDULING_V1BETA1];
 
 /// The kinds read, in the order their documents are written.
 pub const KINDS: &[KindSpec] = &[
@@ -185,12 +196,43 @@ pub const KINDS: &[KindSpec] = &[
         consequence: "pods that name a PodGroup find none (only berth.dev/min-member annotations make implicit groups)",
     },
     KindSpec {
+        kind: "PodGroup",
+        api_version: SCHEDULING_V1BETA1,
+        path: "/apis/scheduling.k8s.io/v1beta1/podgroups",
+        consequence: "pods in Workload API pod groups (spec.schedulingGroup) are held as if their PodGroup did not exist",
+    },
+    KindSpec {
+        kind: "Workload",
+        api_version: SCHEDULING_V1BETA1,
+        path: "/apis/scheduling.k8s.io/v1beta1/workloads",
+        consequence: "Workloads are left out (the scheduler reads only their PodGroups)",
+    },
+    KindSpec {
         kind: "SchedulerProfile",
         api_version: "berth.dev/v1alpha1",
         path: "/apis/berth.dev/v1alpha1/schedulerprofiles",
         consequence: "only the built-in default-scheduler profile is simulated, so pods of other scheduler names stay pending",
     },
 ];
+
+impl KindSpec {
+    /// The kind's name, with its apiVersion when another kind of [`KINDS`] has the same
+    /// name (`PodGroup (scheduling.k8s.io/v1beta1)`).
+    pub fn label(&self) -> String {
+        label(self.kind, self.api_version)
+    }
+}
+
+fn label(kind: &str, api_version: &str) -> String {
+    let shared = KINDS
+        .iter()
+        .any(|other| other.kind == kind && other.api_version != api_version);
+    if shared {
+        format!("{kind} ({api_version})")
+    } else {
+        kind.to_string()
+    }
+}
 
 /// The cluster as read: one document per object, plus what could not be read.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -200,14 +242,29 @@ pub struct ClusterRead {
     pub documents: Vec<Value>,
     /// The kinds that could not be listed, in [`KINDS`] order.
     pub gaps: Vec<KindGap>,
-    /// The resourceVersion each read kind was listed at.
-    pub resource_versions: BTreeMap<&'static str, String>,
+    /// The resourceVersion each read kind was listed at, by [`KindSpec::label`].
+    pub resource_versions: BTreeMap<String, String>,
+    /// The kinds of an optional API version the server does not serve (a 404), in
+    /// [`KINDS`] order; not gaps.
+    pub not_served: Vec<&'static KindSpec>,
+}
+
+impl ClusterRead {
+    /// Whether the server serves the Workload API's PodGroups (a 403 means served but
+    /// not readable).
+    pub fn serves_scheduling_pod_groups(&self) -> bool {
+        !self
+            .not_served
+            .iter()
+            .any(|spec| spec.kind == "PodGroup" && spec.api_version == SCHEDULING_V1BETA1)
+    }
 }
 
 /// A kind the server refused to list (403) or does not serve (404).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KindGap {
     pub kind: &'static str,
+    pub api_version: &'static str,
     /// The HTTP status of the refused list.
     pub status: u16,
     /// The server's message.
@@ -217,9 +274,11 @@ pub struct KindGap {
 }
 
 impl fmt::Display for KindGap {
-    /// `<kind>: <message>; <consequence>`, the `berth snapshot` warning.
+    /// `<kind>: <message>; <consequence>`, the `berth snapshot` warning (the kind with
+    /// its apiVersion where the name is shared, see [`KindSpec::label`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}; {}", self.kind, self.message, self.consequence)
+        let kind = label(self.kind, self.api_version);
+        write!(f, "{kind}: {}; {}", self.message, self.consequence)
     }
 }
 
@@ -234,7 +293,7 @@ pub enum LiveError {
     /// errors after retries, a response that is not a list).
     #[error("cannot list {kind} from {server}: {message}")]
     List {
-        kind: &'static str,
+        kind: String,
         server: String,
         message: String,
     },
@@ -243,7 +302,7 @@ pub enum LiveError {
         "{server} holds more than {limit} objects of the kinds berth reads (at {kind}); the read was stopped"
     )]
     TooManyObjects {
-        kind: &'static str,
+        kind: String,
         server: String,
         limit: usize,
     },
@@ -301,7 +360,13 @@ pub async fn read_cluster(
             } => {
                 documents.sort_by(|a, b| object_key(a).cmp(&object_key(b)));
                 read.documents.append(&mut documents);
-                read.resource_versions.insert(spec.kind, resource_version);
+                read.resource_versions
+                    .insert(spec.label(), resource_version);
+            }
+            Listed::Gap(gap)
+                if gap.status == 404 && OPTIONAL_API_VERSIONS.contains(&spec.api_version) =>
+            {
+                read.not_served.push(spec);
             }
             Listed::Gap(gap) => read.gaps.push(gap),
         }
@@ -346,6 +411,7 @@ async fn list_kind(
                     403 | 404 => {
                         return Ok(Listed::Gap(KindGap {
                             kind: spec.kind,
+                            api_version: spec.api_version,
                             status: status.code,
                             message: status_message(&status),
                             consequence: spec.consequence,
@@ -366,7 +432,7 @@ async fn list_kind(
             } = Page::read(page).map_err(|message| list_error(spec, options, message))?;
             if documents.len() + items.len() > budget {
                 return Err(LiveError::TooManyObjects {
-                    kind: spec.kind,
+                    kind: spec.label(),
                     server: options.server.clone(),
                     limit: options.max_objects,
                 });
@@ -388,7 +454,7 @@ async fn list_kind(
 
 fn list_error(spec: &KindSpec, options: &ReadOptions, message: String) -> LiveError {
     LiveError::List {
-        kind: spec.kind,
+        kind: spec.label(),
         server: options.server.clone(),
         message,
     }

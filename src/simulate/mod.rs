@@ -10,6 +10,7 @@ pub mod input;
 mod listers;
 pub mod live;
 mod outcomes;
+pub mod pod_groups;
 pub mod preemption;
 pub mod render;
 pub mod report;

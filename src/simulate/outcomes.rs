@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::cluster::pod_key;
+use crate::cluster::{GroupKey, pod_key};
 use crate::scheduler::{AttemptReport, Outcome};
 
 use super::preemption::Preemptions;
@@ -23,7 +23,7 @@ pub(super) fn build_report(
     preemptions: &Preemptions,
     explain: bool,
 ) -> Report {
-    let pods = pending
+    let mut pods: Vec<PodReport> = pending
         .iter()
         .map(|pod| {
             let scheduler_name = pod
@@ -43,6 +43,7 @@ pub(super) fn build_report(
                     name,
                     message: format!("no profile serves schedulerName {scheduler_name:?}"),
                     scheduler_name,
+                    pod_group: None,
                     result: PodResult::NotServed,
                     node: None,
                     attempts: 0,
@@ -72,6 +73,7 @@ pub(super) fn build_report(
                     namespace,
                     name,
                     scheduler_name,
+                    pod_group: None,
                     result: PodResult::Unschedulable,
                     node: None,
                     message: gated_message(pod),
@@ -84,6 +86,9 @@ pub(super) fn build_report(
             }
         })
         .collect();
+    for (row, pod) in pods.iter_mut().zip(pending) {
+        row.pod_group = GroupKey::of_pod(pod).map(|key| key.name);
+    }
     let evicted = preemptions
         .evictions
         .iter()
@@ -98,6 +103,7 @@ pub(super) fn build_report(
         degraded: Vec::new(),
         evicted,
         moved: Vec::new(),
+        pod_groups: Vec::new(),
     }
 }
 
@@ -169,6 +175,7 @@ fn pod_report(
         namespace,
         name,
         scheduler_name,
+        pod_group: None,
         result,
         node,
         message,

@@ -1,15 +1,18 @@
 //! Rendering a [`Report`] for people (`-o table`, aligned like `kubectl get`) and for
 //! programs (`-o json`, the stable interface documented in `docs/simulate.md`).
 
-use super::report::{NodeReport, PodReport, Report};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+use super::report::{NodeReport, PodGroupResult, PodReport, Report};
 
 /// Columns are separated by three spaces, as kubectl's tabwriter does.
 const COLUMN_GAP: usize = 3;
 
 /// One line per pod: POD (namespace/name), PROFILE, RESULT, NODE (`-` when none),
-/// MESSAGE. Degraded plugins, if any, follow in a second table (PROFILE, DEGRADED PLUGIN,
-/// REASON, MESSAGE). When the report carries per-node detail (`--explain`), a block per
-/// pod follows.
+/// MESSAGE. The Workload API pod groups, if any, follow in a second table (POD GROUP,
+/// POLICY, BOUND, SCHEDULED, REASON, MESSAGE: the PodGroup's `PodGroupInitiallyScheduled`
+/// condition), then degraded plugins (PROFILE, DEGRADED PLUGIN, REASON, MESSAGE). When
+/// the report carries per-node detail (`--explain`), a block per pod follows.
 pub fn render_table(report: &Report) -> String {
     let header = ["POD", "PROFILE", "RESULT", "NODE", "MESSAGE"].map(String::from);
     let rows: Vec<[String; 5]> = report
@@ -44,6 +47,10 @@ pub fn render_table(report: &Report) -> String {
         out.push('\n');
         out.push_str(&align(std::iter::once(header).chain(rows), ""));
     }
+    if !report.pod_groups.is_empty() {
+        out.push('\n');
+        out.push_str(&render_pod_groups(&report.pod_groups));
+    }
     if !report.degraded.is_empty() {
         let header = ["PROFILE", "DEGRADED PLUGIN", "REASON", "MESSAGE"].map(String::from);
         let rows = report.degraded.iter().map(|d| {
@@ -73,6 +80,39 @@ pub fn render_table(report: &Report) -> String {
         }
     }
     out
+}
+
+/// One line per pod group: its policy, members bound out of all, and its condition
+/// (`-` where no pod-group cycle set one).
+fn render_pod_groups(groups: &[PodGroupResult]) -> String {
+    let header = [
+        "POD GROUP",
+        "POLICY",
+        "BOUND",
+        "SCHEDULED",
+        "REASON",
+        "MESSAGE",
+    ]
+    .map(String::from);
+    let rows = groups.iter().map(|group| {
+        let condition = group.condition.as_ref();
+        let field = |f: fn(&Condition) -> &String| {
+            condition
+                .map(f)
+                .filter(|v| !v.is_empty())
+                .cloned()
+                .unwrap_or_else(|| "-".to_string())
+        };
+        [
+            format!("{}/{}", group.namespace, group.name),
+            group.policy_text(),
+            format!("{}/{}", group.bound, group.members),
+            field(|c| &c.status),
+            field(|c| &c.reason),
+            condition.map(|c| c.message.clone()).unwrap_or_default(),
+        ]
+    });
+    align(std::iter::once(header).chain(rows), "")
 }
 
 /// The pod's message, followed by the pods its preemptions evicted, e.g.
@@ -173,6 +213,7 @@ mod tests {
             namespace: "default".to_string(),
             name: name.to_string(),
             scheduler_name: "default-scheduler".to_string(),
+            pod_group: None,
             result,
             node: node.map(String::from),
             message: message.to_string(),
@@ -400,6 +441,80 @@ PROFILE         DEGRADED PLUGIN   REASON               MESSAGE
 network-aware   NetworkTraffic    MetricsUnavailable   NetworkTraffic: cannot reach Prometheus at http://127.0.0.1:9: connection refused
 ";
         pretty_assertions::assert_eq!(render_table(&degraded_report()), want);
+    }
+
+    #[test]
+    fn pod_groups_follow_the_pod_table_with_their_condition() {
+        use crate::simulate::report::{GroupPolicy, PodGroupResult};
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let condition = |status: &str, reason: &str, message: &str| Condition {
+            type_: "PodGroupInitiallyScheduled".to_string(),
+            status: status.to_string(),
+            reason: reason.to_string(),
+            message: message.to_string(),
+            observed_generation: None,
+            last_transition_time: Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
+        };
+        let group = |name: &str, min_count: Option<i32>, bound, condition| PodGroupResult {
+            namespace: "default".to_string(),
+            name: name.to_string(),
+            policy: if min_count.is_some() {
+                GroupPolicy::Gang
+            } else {
+                GroupPolicy::Basic
+            },
+            min_count,
+            members: 4,
+            bound,
+            condition,
+        };
+        let report = Report {
+            pods: vec![pod(
+                "big-0",
+                PodResult::Unschedulable,
+                None,
+                "pod group is unschedulable",
+            )],
+            pod_groups: vec![
+                group(
+                    "big",
+                    Some(4),
+                    0,
+                    Some(condition(
+                        "False",
+                        "Unschedulable",
+                        "minCount (4) cannot be satisfied",
+                    )),
+                ),
+                group("web", None, 4, Some(condition("True", "Scheduled", ""))),
+                group("held", Some(2), 0, None),
+            ],
+            ..Report::default()
+        };
+        let want = "\
+POD             PROFILE             RESULT          NODE   MESSAGE
+default/big-0   default-scheduler   Unschedulable   -      pod group is unschedulable
+
+POD GROUP      POLICY         BOUND   SCHEDULED   REASON          MESSAGE
+default/big    gang (min 4)   0/4     False       Unschedulable   minCount (4) cannot be satisfied
+default/web    basic          4/4     True        Scheduled
+default/held   gang (min 2)   0/4     -           -
+";
+        pretty_assertions::assert_eq!(render_table(&report), want);
+        let json: serde_json::Value = render_json(&report)
+            .ok()
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default();
+        assert_eq!(
+            json["podGroups"][0],
+            serde_json::json!({"namespace": "default", "name": "big", "policy": "Gang",
+                "minCount": 4, "members": 4, "bound": 0,
+                "condition": {"type": "PodGroupInitiallyScheduled", "status": "False",
+                    "reason": "Unschedulable", "message": "minCount (4) cannot be satisfied",
+                    "lastTransitionTime": "1970-01-01T00:00:00Z"}})
+        );
+        assert!(json["podGroups"][1].get("minCount").is_none(), "{json}");
+        assert!(json["podGroups"][2].get("condition").is_none(), "{json}");
     }
 
     #[test]

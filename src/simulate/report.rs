@@ -3,6 +3,7 @@
 //! Field names and meanings are stable (documented in `docs/simulate.md`); new fields
 //! may be added, none removed or renamed.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use serde::Serialize;
 
 /// The whole simulation result.
@@ -21,6 +22,53 @@ pub struct Report {
     /// without it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub moved: Vec<MovedPod>,
+    /// The Workload API pod groups (`scheduling.k8s.io/v1beta1` PodGroups) of the input,
+    /// in input order; omitted when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pod_groups: Vec<PodGroupResult>,
+}
+
+/// How a Workload API pod group fared: its policy, its members bound, and the
+/// `PodGroupInitiallyScheduled` condition its PodGroup carries when the simulation ends
+/// (the scheduler writes it after each pod-group cycle).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodGroupResult {
+    pub namespace: String,
+    pub name: String,
+    pub policy: GroupPolicy,
+    /// The gang's `minCount`; absent for a basic group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_count: Option<i32>,
+    /// The pods naming the group in `spec.schedulingGroup`, pending or running (finished
+    /// pods are not members).
+    pub members: usize,
+    /// Members bound to a node when the simulation ended (running ones included).
+    pub bound: usize,
+    /// The PodGroup's `PodGroupInitiallyScheduled` condition as the API would show it;
+    /// absent when no pod-group cycle ran and the input set none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub condition: Option<Condition>,
+}
+
+/// A PodGroup's `spec.schedulingPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum GroupPolicy {
+    /// Placed all-or-nothing, at least `minCount` members at once.
+    Gang,
+    /// Members placed as they fit, each on its own.
+    Basic,
+}
+
+impl PodGroupResult {
+    /// `gang (min 3)` or `basic`.
+    pub fn policy_text(&self) -> String {
+        match (self.policy, self.min_count) {
+            (GroupPolicy::Gang, Some(min)) => format!("gang (min {min})"),
+            (GroupPolicy::Gang, None) => "gang".to_string(),
+            (GroupPolicy::Basic, _) => "basic".to_string(),
+        }
+    }
 }
 
 /// A pod the what-if profile places differently: `from` and `to` are a node name or,
@@ -145,6 +193,10 @@ pub struct PodReport {
     pub namespace: String,
     pub name: String,
     pub scheduler_name: String,
+    /// The Workload API pod group the pod names (`spec.schedulingGroup.podGroupName`, in
+    /// the pod's namespace); see [`Report::pod_groups`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_group: Option<String>,
     pub result: PodResult,
     /// The node the pod was bound to (Scheduled) or is waiting on (Waiting).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,6 +1,7 @@
 //! The simulation driver: builds profiles from the input, feeds the cluster to the
 //! scheduler core, runs scheduling and binding cycles until no pod can make progress, and
-//! reports every pending pod's fate.
+//! reports every pending pod's fate and every Workload API pod group's
+//! ([`super::pod_groups`]).
 //!
 //! Time is the simulator's [`VirtualClock`]: when nothing can run but a wait, the driver
 //! moves the clock to the next deadline, so backoff and Permit timeouts elapse virtually
@@ -8,7 +9,7 @@
 //! holds a pod, no binding cycle is in flight and no pod is backing off. Unschedulable
 //! pods are not flushed after 5 minutes (the cluster is static: nothing would change).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,13 +21,13 @@ use k8s_openapi::api::core::v1::Pod;
 use tokio::task::JoinSet;
 
 use crate::api::SchedulerProfile;
-use crate::cluster::{PodGroups, Volumes, pod_key};
+use crate::cluster::{GroupKey, PodGroups, Volumes, pod_key};
 use crate::framework::{
     BindError, Binder, Clock, FieldError, Parallelizer, PluginHealth, Registry, ResolvedProfile,
 };
 use crate::scheduler::{
-    AttemptReport, BindingCycle, BindingResult, CycleOutput, Outcome, ProfileServices, Scheduler,
-    SchedulerOptions,
+    AttemptReport, BindingCycle, BindingResult, CycleOutput, Outcome, PodGroupReport,
+    ProfileServices, Scheduler, SchedulerOptions,
 };
 use crate::schema::ProfileValidator;
 
@@ -36,6 +37,7 @@ use super::clock::VirtualClock;
 use super::input::{ClusterInput, InputWarning, ProfileDocument, Source};
 use super::listers::{node_labels, volumes, workloads};
 use super::outcomes::build_report;
+use super::pod_groups::{self, SimulatedTime, WantedConditions};
 use super::preemption::Preemptions;
 use super::report::{DegradedPlugin, Report};
 use super::storage::{InMemoryVolumeWriter, StorageEvents};
@@ -313,7 +315,14 @@ async fn simulate_on(
         parallelizer,
         clock: Arc::new(clock.clone()),
         nominator: Default::default(),
+        pod_group_states: Default::default(),
     });
+    // Before any profile and pod: members of pod groups are then queued as groups.
+    if !input.pod_groups_not_served {
+        scheduler
+            .serve_pod_groups()
+            .map_err(|e| SimulateError::Internal(e.to_string()))?;
+    }
     let volumes = Arc::new(volumes(&input));
     let budgets = SimulatedBudgets::new(&input.pdbs, input.running_pods());
     let volume_writer = InMemoryVolumeWriter::new(volumes.clone(), node_labels(&input));
@@ -330,6 +339,7 @@ async fn simulate_on(
         nominator: scheduler.nominator().clone(),
         workloads: Arc::new(workloads(&input)),
         pod_groups,
+        pod_group_states: scheduler.pod_group_states().clone(),
         volumes: volumes.clone(),
         disruption_budgets: budgets.lister(),
         device_resources: device_resources.clone(),
@@ -356,6 +366,11 @@ async fn simulate_on(
                 message: e.to_string(),
             })?;
     }
+    if !input.pod_groups_not_served {
+        for group in &input.scheduling_pod_groups {
+            scheduler.on_scheduling_group_apply(group.clone());
+        }
+    }
     // Finished pods are left out altogether, as `berth run` drops them from its cache.
     let running: Vec<&Pod> = input.running_pods().collect();
     let pending: Vec<&Pod> = input.pending_pods().collect();
@@ -369,6 +384,7 @@ async fn simulate_on(
             })?;
     }
 
+    let time = SimulatedTime::after_input(&input, clock.now());
     let simulated =
         run_with_storage(&mut scheduler, &clock, &mut (), &storage_events, budgets).await?;
     let mut report = build_report(
@@ -379,6 +395,9 @@ async fn simulate_on(
         options.explain,
     );
     report.degraded = degraded_plugins(&health);
+    pod_groups::explain_held_members(&mut report, &pending, scheduler.pod_group_states());
+    report.pod_groups =
+        pod_groups::group_results(&input, &report, &simulated.pod_group_conditions, &time);
     let by_key: HashMap<String, &Pod> = pending
         .iter()
         .map(|p| {
@@ -480,6 +499,10 @@ pub async fn run_to_completion(
 #[derive(Default)]
 pub struct Simulated {
     pub reports: HashMap<String, AttemptReport>,
+    /// The last pod-group cycle of each Workload API pod group.
+    pub pod_groups: BTreeMap<GroupKey, PodGroupReport>,
+    /// The condition each pod-group cycle wanted for its PodGroup, in order, with when.
+    pub pod_group_conditions: WantedConditions,
     pub preemptions: Preemptions,
     /// The PodDisruptionBudgets the preemptions read, kept current.
     budgets: SimulatedBudgets,
@@ -532,6 +555,19 @@ async fn drive(
             observer.scheduling_cycle(started.elapsed(), &output);
             match output {
                 CycleOutput::Done(report) => record(scheduler, report, &mut simulated),
+                CycleOutput::PodGroup(report) => {
+                    if let Some(condition) = &report.condition {
+                        simulated
+                            .pod_group_conditions
+                            .entry(report.group.clone())
+                            .or_default()
+                            .push((clock.now(), condition.clone()));
+                    }
+                    simulated.pod_groups.insert(report.group.clone(), report);
+                    // The members held at Permit were allowed in the group's cycle: their
+                    // binding cycles run now, not when the queues run dry.
+                    tokio::task::yield_now().await;
+                }
                 CycleOutput::Binding(cycle) if cycle.is_waiting() => bindings.spawn(cycle),
                 CycleOutput::Binding(cycle) => {
                     // A cycle that waits (PreBind polling a volume binding on the clock)

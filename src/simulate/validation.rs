@@ -51,10 +51,12 @@ use crate::framework::FieldError;
 mod names;
 mod placement;
 mod resources;
+mod workload_api;
 
 pub use names::*;
 pub use placement::*;
 pub use resources::*;
+pub use workload_api::*;
 
 /// `errors`, if any, as an input error at `at` naming every field, as the API server
 /// lists them all; `prefix` is the object's path in its document (`items[3].` in a List,
@@ -198,6 +200,18 @@ pub fn pod_spec(spec: &PodSpec, path: &str) -> Vec<FieldError> {
         ));
         if !seen.insert(gate.name.as_str()) {
             errors.push(FieldError::duplicate(&at, &string(&gate.name), ""));
+        }
+    }
+    if let Some(group) = &spec.scheduling_group {
+        let at = child(&child(path, "schedulingGroup"), "podGroupName");
+        match group.pod_group_name.as_deref() {
+            // A one-of with a single member so far.
+            None => errors.push(FieldError::invalid(
+                at,
+                &Value::Null,
+                "must specify one of: `podGroupName`",
+            )),
+            Some(name) => errors.extend(invalid_each(&at, name, dns1123_subdomain(name))),
         }
     }
     // Names of other objects the pod refers to: a node, its scheduler (the report's

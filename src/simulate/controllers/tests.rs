@@ -713,3 +713,258 @@ spec: {accessModes: [ReadWriteMany], storageClassName: kept, resources: {request
         "created claims get a uid, as the API server gives one"
     );
 }
+
+/// The input loaded with the WorkloadWithJob gate on.
+fn load_with_workloads(text: &str) -> Result<ClusterInput, String> {
+    let gates = ControllerOptions {
+        workload_with_job: true,
+    };
+    crate::simulate::input::load_str_with(Path::new("test.yaml"), text, gates)
+        .map(|(input, _)| input)
+        .map_err(|e| e.to_string())
+}
+
+/// A Job `train` (uid fixed, so that the names are upstream's) with `extra` spec fields.
+fn gang_job(extra: &str, status: &str) -> String {
+    format!(
+        "apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {{name: training}}
+value: 1000
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: train, namespace: ml, uid: 6a1f2c3e-0000-4000-8000-000000000001}}
+spec:
+  parallelism: 3
+{extra}  template:
+    spec:
+      priorityClassName: training
+      restartPolicy: Never
+      containers: [{{name: c, image: i}}]
+{status}"
+    )
+}
+
+#[test]
+fn with_workload_with_job_a_new_job_gets_a_workload_and_a_pod_group() {
+    let text = gang_job("  scheduling: {schedulingPolicy: {gang: {}}}\n", "");
+    let input = load_with_workloads(&text).expect("valid input");
+    // Names as upstream computes them for this uid (checked against its Go code).
+    let workload_name = "train-7fccd77f65";
+    let group_name = "train-7fccd77f65-train-pgt-0-844f74f67";
+
+    let [workload] = &input.scheduling_workloads[..] else {
+        panic!("one Workload: {:#?}", input.scheduling_workloads);
+    };
+    assert_eq!(workload.metadata.name.as_deref(), Some(workload_name));
+    assert_eq!(workload.metadata.namespace.as_deref(), Some("ml"));
+    let reference = workload.spec.controller_ref.clone().unwrap_or_default();
+    assert_eq!(
+        (
+            reference.api_group.as_deref(),
+            reference.kind.as_str(),
+            reference.name.as_str()
+        ),
+        (Some("batch"), "Job", "train")
+    );
+    let templates = workload
+        .spec
+        .pod_group_templates
+        .clone()
+        .unwrap_or_default();
+    let [template] = &templates[..] else {
+        panic!("one template: {templates:#?}");
+    };
+    assert_eq!(template.name, "train-pgt-0");
+    assert_eq!(template.priority_class_name.as_deref(), Some("training"));
+    // A gang without minCount takes the Job's parallelism.
+    assert_eq!(
+        template
+            .scheduling_policy
+            .gang
+            .as_ref()
+            .map(|g| g.min_count),
+        Some(3)
+    );
+
+    let [group] = &input.scheduling_pod_groups[..] else {
+        panic!("one PodGroup: {:#?}", input.scheduling_pod_groups);
+    };
+    assert_eq!(group.metadata.name.as_deref(), Some(group_name));
+    let reference = group.spec.workload_ref.clone().unwrap_or_default();
+    assert_eq!(
+        (
+            reference.workload_name.as_str(),
+            reference.template_name.as_str()
+        ),
+        (workload_name, "train-pgt-0")
+    );
+    // Priority admission resolved the template's class on the PodGroup.
+    assert_eq!(group.spec.priority, Some(1000));
+    let owners: Vec<(String, String, Option<bool>)> = group
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .map(|o| (o.kind.clone(), o.name.clone(), o.controller))
+        .collect();
+    assert_eq!(
+        owners,
+        [
+            ("Job".to_string(), "train".to_string(), Some(true)),
+            ("Workload".to_string(), workload_name.to_string(), None),
+        ]
+    );
+
+    assert_eq!(input.pods.len(), 3);
+    for pod in &input.pods {
+        let named = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.scheduling_group.as_ref())
+            .and_then(|g| g.pod_group_name.as_deref());
+        assert_eq!(named, Some(group_name));
+        assert_eq!(controller_of(pod), ("Job".to_string(), "train".to_string()));
+        let group_owner = pod
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.kind == "PodGroup")
+            .map(|o| (o.name.as_str(), o.uid.as_str(), o.controller));
+        assert_eq!(
+            group_owner,
+            Some((
+                group_name,
+                group.metadata.uid.as_deref().unwrap_or_default(),
+                None
+            ))
+        );
+    }
+}
+
+#[test]
+fn without_spec_scheduling_the_job_gets_a_basic_group() {
+    let input = load_with_workloads(&gang_job("", "")).expect("valid input");
+    let [group] = &input.scheduling_pod_groups[..] else {
+        panic!("one PodGroup: {:#?}", input.scheduling_pod_groups);
+    };
+    assert!(group.spec.scheduling_policy.basic.is_some());
+    assert!(group.spec.scheduling_policy.gang.is_none());
+}
+
+#[test]
+fn the_job_controller_leaves_some_jobs_ungrouped() {
+    let gang = "  scheduling: {schedulingPolicy: {gang: {minCount: 2}}}\n";
+    let cases = [
+        ("the gate off", gang_job(gang, ""), false),
+        (
+            "a Job that started already",
+            gang_job(gang, "status: {startTime: \"2024-01-01T00:00:00Z\"}\n"),
+            true,
+        ),
+        (
+            "a Job that names its group in its template",
+            gang_job(gang, "").replace(
+                "      priorityClassName: training\n",
+                "      priorityClassName: training\n      schedulingGroup: {podGroupName: mine}\n",
+            ),
+            true,
+        ),
+        (
+            "a Job with a controller that did not delegate its group",
+            gang_job(gang, "").replace(
+                "uid: 6a1f2c3e-0000-4000-8000-000000000001}",
+                "uid: 6a1f2c3e-0000-4000-8000-000000000001, ownerReferences: [{apiVersion: jobset.x-k8s.io/v1alpha2, kind: JobSet, name: js, uid: u1, controller: true}]}",
+            ),
+            true,
+        ),
+    ];
+    for (name, text, gate) in cases {
+        let input = if gate {
+            load_with_workloads(&text)
+        } else {
+            load(&text)
+        }
+        .expect(name);
+        assert!(input.scheduling_workloads.is_empty(), "{name}");
+        assert!(input.scheduling_pod_groups.is_empty(), "{name}");
+        let named = input
+            .pods
+            .iter()
+            .filter(|p| {
+                p.spec
+                    .as_ref()
+                    .and_then(|s| s.scheduling_group.as_ref())
+                    .is_some()
+            })
+            .count();
+        let by_template = name.contains("template");
+        assert_eq!(
+            named,
+            if by_template { input.pods.len() } else { 0 },
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_started_job_reuses_its_pod_group_and_follows_its_gang_size() {
+    // The Job's objects from an earlier sync, with minCount 2; the Job now asks for 3.
+    let existing = "---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: Workload
+metadata:
+  name: train-7fccd77f65
+  namespace: ml
+  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: train, uid: 6a1f2c3e-0000-4000-8000-000000000001, controller: true}]
+spec:
+  controllerRef: {apiGroup: batch, kind: Job, name: train}
+  podGroupTemplates: [{name: train-pgt-0, priorityClassName: training, schedulingPolicy: {gang: {minCount: 2}}}]
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata:
+  name: earlier
+  namespace: ml
+  uid: pg-uid
+  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: train, uid: 6a1f2c3e-0000-4000-8000-000000000001, controller: true}]
+spec:
+  workloadRef: {workloadName: train-7fccd77f65, templateName: train-pgt-0}
+  priorityClassName: training
+  schedulingPolicy: {gang: {minCount: 2}}
+";
+    let text = gang_job(
+        "  scheduling: {schedulingPolicy: {gang: {minCount: 3}}}\n",
+        "status: {startTime: \"2024-01-01T00:00:00Z\"}\n",
+    ) + existing;
+    let input = load_with_workloads(&text).expect("valid input");
+    assert_eq!(input.scheduling_workloads.len(), 1, "nothing new");
+    assert_eq!(input.scheduling_pod_groups.len(), 1, "nothing new");
+    let min_counts = (
+        input.scheduling_workloads[0]
+            .spec
+            .pod_group_templates
+            .iter()
+            .flatten()
+            .filter_map(|t| t.scheduling_policy.gang.as_ref())
+            .map(|g| g.min_count)
+            .next(),
+        input.scheduling_pod_groups[0]
+            .spec
+            .scheduling_policy
+            .gang
+            .as_ref()
+            .map(|g| g.min_count),
+    );
+    assert_eq!(min_counts, (Some(3), Some(3)));
+    for pod in &input.pods {
+        let named = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.scheduling_group.as_ref())
+            .and_then(|g| g.pod_group_name.as_deref());
+        assert_eq!(named, Some("earlier"));
+    }
+}

@@ -348,6 +348,7 @@ fn pod_report(name: &str, result: PodResult) -> PodReport {
         namespace: "default".to_string(),
         name: name.to_string(),
         scheduler_name: "default-scheduler".to_string(),
+        pod_group: None,
         result,
         node: None,
         message: String::new(),

@@ -128,6 +128,26 @@ pub(super) fn add_system_priority_classes(classes: &mut Vec<PriorityClass>) {
     }
 }
 
+/// Priority admission's `establishPriority`: the class named `name`, else the
+/// globalDefault class with the lowest value, else none (priority 0). `Err` when the
+/// named class does not exist.
+fn priority_class<'a>(
+    name: Option<&str>,
+    classes: &'a [PriorityClass],
+) -> Result<Option<&'a PriorityClass>, ()> {
+    match name.filter(|n| !n.is_empty()) {
+        Some(name) => classes
+            .iter()
+            .find(|c| c.metadata.name.as_deref() == Some(name))
+            .map(Some)
+            .ok_or(()),
+        None => Ok(classes
+            .iter()
+            .filter(|c| c.global_default == Some(true))
+            .min_by_key(|c| c.value.unwrap_or(0))),
+    }
+}
+
 /// The Priority admission plugin: `spec.priority` and `spec.preemptionPolicy` come from
 /// the named PriorityClass, or from the globalDefault class with the lowest value, or are
 /// 0 and PreemptLowerPriority. An unknown class or a conflicting explicit priority is
@@ -139,40 +159,23 @@ pub(super) fn resolve_priority(pod: &mut Pod, classes: &[PriorityClass]) -> Resu
         pod.metadata.name.as_deref().unwrap_or_default()
     );
     let spec = pod.spec.get_or_insert_with(Default::default);
-    let (value, policy) = match spec
-        .priority_class_name
-        .as_deref()
-        .filter(|n| !n.is_empty())
-    {
-        Some(name) => {
-            let class = classes
-                .iter()
-                .find(|c| c.metadata.name.as_deref() == Some(name))
-                .ok_or_else(|| {
-                    FieldError::new(
-                        "spec.priorityClassName",
-                        format!("\"{name}\""),
-                        format!("pod {pod_name} is forbidden: no PriorityClass with name {name} was found"),
-                    )
-                })?;
-            // A class without a value has Go's zero value.
-            (class.value.unwrap_or(0), class.preemption_policy.clone())
-        }
-        None => {
-            let default = classes
-                .iter()
-                .filter(|c| c.global_default == Some(true))
-                .min_by_key(|c| c.value.unwrap_or(0));
-            if let Some(class) = default {
-                spec.priority_class_name = class.metadata.name.clone();
-            }
-            (
-                default.map_or(0, |c| c.value.unwrap_or(0)),
-                default.and_then(|c| c.preemption_policy.clone()),
-            )
-        }
-    };
-    let policy = policy.unwrap_or_else(|| PREEMPT_LOWER_PRIORITY.to_string());
+    let named = spec.priority_class_name.clone();
+    let class = priority_class(named.as_deref(), classes).map_err(|()| {
+        let name = named.as_deref().unwrap_or_default();
+        FieldError::new(
+            "spec.priorityClassName",
+            format!("\"{name}\""),
+            format!("pod {pod_name} is forbidden: no PriorityClass with name {name} was found"),
+        )
+    })?;
+    if let Some(class) = class {
+        spec.priority_class_name = class.metadata.name.clone();
+    }
+    // A class without a value has Go's zero value.
+    let value = class.map_or(0, |c| c.value.unwrap_or(0));
+    let policy = class
+        .and_then(|c| c.preemption_policy.clone())
+        .unwrap_or_else(|| PREEMPT_LOWER_PRIORITY.to_string());
     if let Some(given) = spec.priority
         && given != value
     {
@@ -198,6 +201,64 @@ pub(super) fn resolve_priority(pod: &mut Pod, classes: &[PriorityClass]) -> Resu
     spec.priority = Some(value);
     spec.preemption_policy = Some(policy);
     Ok(())
+}
+
+/// The Priority admission plugin for a Workload API PodGroup (upstream `admitPodGroup`):
+/// `spec.priority` from the class `spec.priorityClassName` names, else from the
+/// globalDefault class (whose name it takes), else 0. An unknown class or a different
+/// explicit priority is rejected. `spec.preemptionPolicy` is left alone: admission sets
+/// it only with the PodGroupPreemptionPolicy gate (alpha, off).
+pub(super) fn resolve_pod_group_priority(
+    group: &mut SchedulingPodGroup,
+    classes: &[PriorityClass],
+) -> Result<(), FieldError> {
+    let group_name = format!(
+        "{}/{}",
+        group.metadata.namespace.as_deref().unwrap_or_default(),
+        group.metadata.name.as_deref().unwrap_or_default()
+    );
+    let spec = &mut group.spec;
+    let named = spec.priority_class_name.clone();
+    let class = priority_class(named.as_deref(), classes).map_err(|()| {
+        let name = named.as_deref().unwrap_or_default();
+        FieldError::new(
+            "spec.priorityClassName",
+            format!("\"{name}\""),
+            format!(
+                "PodGroup {group_name} is forbidden: no PriorityClass with name {name} was found"
+            ),
+        )
+    })?;
+    if let Some(class) = class {
+        spec.priority_class_name = class.metadata.name.clone();
+    }
+    let value = class.map_or(0, |c| c.value.unwrap_or(0));
+    if let Some(given) = spec.priority
+        && given != value
+    {
+        return Err(FieldError::new(
+            "spec.priority",
+            given,
+            format!(
+                "PodGroup {group_name} is forbidden: priority set in the pod group ({given}) must match the priority computed ({value}) based on the priority class set in the spec"
+            ),
+        ));
+    }
+    spec.priority = Some(value);
+    Ok(())
+}
+
+/// The API server's PodGroup default (`SetObjectDefaults_PodGroup`):
+/// `spec.disruptionMode: {single: {}}`.
+pub(super) fn default_scheduling_pod_group(group: &mut SchedulingPodGroup) {
+    group.spec.disruption_mode.get_or_insert_with(|| {
+        k8s_openapi::api::scheduling::v1beta1::DisruptionMode {
+            single: Some(k8s_openapi::api::scheduling::v1beta1::SingleDisruptionMode(
+                serde_json::json!({}),
+            )),
+            all: None,
+        }
+    });
 }
 
 pub(super) const DEFAULT_CLASS_ANNOTATIONS: [&str; 2] = [
@@ -267,6 +328,12 @@ pub(super) fn add_missing_namespaces(input: &mut ClusterInput) {
         .chain(
             input
                 .pod_groups
+                .iter()
+                .filter_map(|o| o.metadata.namespace.clone()),
+        )
+        .chain(
+            input
+                .scheduling_pod_groups
                 .iter()
                 .filter_map(|o| o.metadata.namespace.clone()),
         )

@@ -9,7 +9,13 @@ use super::*;
 pub(super) enum Kind {
     Node,
     Pod,
+    /// berth's own `berth.dev/v1alpha1` PodGroup (Coscheduling).
     PodGroup,
+    /// The Workload API's `scheduling.k8s.io/v1beta1` PodGroup (GangScheduling and the
+    /// pod-group cycle).
+    SchedulingPodGroup,
+    /// The Workload API's `scheduling.k8s.io/v1beta1` Workload.
+    Workload,
     SchedulerProfile,
     PersistentVolumeClaim,
     PersistentVolume,
@@ -33,10 +39,12 @@ pub(super) enum Kind {
 }
 
 impl Kind {
-    pub(super) const ALL: [Kind; 23] = [
+    pub(super) const ALL: [Kind; 25] = [
         Kind::Node,
         Kind::Pod,
         Kind::PodGroup,
+        Kind::SchedulingPodGroup,
+        Kind::Workload,
         Kind::SchedulerProfile,
         Kind::PersistentVolumeClaim,
         Kind::PersistentVolume,
@@ -63,7 +71,8 @@ impl Kind {
         match self {
             Kind::Node => "Node",
             Kind::Pod => "Pod",
-            Kind::PodGroup => "PodGroup",
+            Kind::PodGroup | Kind::SchedulingPodGroup => "PodGroup",
+            Kind::Workload => "Workload",
             Kind::SchedulerProfile => "SchedulerProfile",
             Kind::PersistentVolumeClaim => "PersistentVolumeClaim",
             Kind::PersistentVolume => "PersistentVolume",
@@ -101,6 +110,7 @@ impl Kind {
             Kind::PodGroup | Kind::SchedulerProfile => "berth.dev/v1alpha1",
             Kind::StorageClass | Kind::CSINode => "storage.k8s.io/v1",
             Kind::PriorityClass => "scheduling.k8s.io/v1",
+            Kind::SchedulingPodGroup | Kind::Workload => "scheduling.k8s.io/v1beta1",
             Kind::PodDisruptionBudget => "policy/v1",
             Kind::ResourceSlice
             | Kind::DeviceClass
@@ -115,6 +125,8 @@ impl Kind {
             self,
             Kind::Pod
                 | Kind::PodGroup
+                | Kind::SchedulingPodGroup
+                | Kind::Workload
                 | Kind::PersistentVolumeClaim
                 | Kind::PodDisruptionBudget
                 | Kind::Service
@@ -129,8 +141,24 @@ impl Kind {
         )
     }
 
+    /// The first kind named `kind`; for the workload kinds, whose names are unique.
     pub(super) fn from_kind(kind: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.name() == kind)
+    }
+
+    /// The kind a document's `apiVersion` and `kind` name: `Err` with the apiVersions
+    /// berth reads that kind at when only the version is unknown (a name such as
+    /// `PodGroup` is read at more than one), `Err` with none for an unknown kind.
+    pub(super) fn lookup(api_version: &str, kind: &str) -> Result<Kind, Vec<&'static str>> {
+        let named = Kind::ALL.into_iter().filter(|k| k.name() == kind);
+        let mut versions = Vec::new();
+        for known in named {
+            if known.api_version() == api_version {
+                return Ok(known);
+            }
+            versions.push(known.api_version());
+        }
+        Err(versions)
     }
 }
 
@@ -142,6 +170,8 @@ pub(super) struct Loader {
     seen: HashMap<(Kind, String, String), Source>,
     /// Where each pod and PVC came from, for errors raised after all files are read.
     pod_sources: Vec<Source>,
+    /// Where each Workload API PodGroup came from, likewise.
+    scheduling_pod_group_sources: Vec<Source>,
     /// Objects read so far; drives the deterministic `creationTimestamp`.
     objects: i64,
     /// The path of each workload read as a `List` item (`items[3].`), for errors found
@@ -153,6 +183,8 @@ pub(super) struct Loader {
     /// Pods that have `spec.priority` keep it (they were admitted by a live API server);
     /// otherwise it is derived from the PriorityClass, as Priority admission does.
     keep_admitted_priorities: bool,
+    /// The simulated controllers' feature gates.
+    pub(super) controllers: ControllerOptions,
 }
 
 impl Default for Loader {
@@ -162,10 +194,12 @@ impl Default for Loader {
             warnings: Vec::new(),
             seen: HashMap::new(),
             pod_sources: Vec::new(),
+            scheduling_pod_group_sources: Vec::new(),
             objects: 0,
             workload_paths: HashMap::new(),
             epoch_seconds: CREATION_EPOCH_SECONDS,
             keep_admitted_priorities: false,
+            controllers: ControllerOptions::default(),
         }
     }
 }
@@ -213,24 +247,28 @@ impl Loader {
         if kind == "List" || (kind.ends_with("List") && object.contains_key("items")) {
             return self.load_list(object, at, prefix);
         }
-        let Some(known) = Kind::from_kind(&kind) else {
-            self.warn(
-                at,
-                format!("skipping {kind} ({api_version}): berth simulate does not model this kind"),
-            );
-            return Ok(());
-        };
-        if api_version != known.api_version() {
-            self.warn(
-                at,
-                format!(
-                    "skipping {kind} ({api_version}): unsupported apiVersion, berth simulate reads {kind} as {}",
-                    known.api_version()
-                ),
-            );
-            return Ok(());
+        match Kind::lookup(&api_version, &kind) {
+            Ok(known) => self.load_object(known, Value::Object(object), at, prefix),
+            Err(versions) if versions.is_empty() => {
+                self.warn(
+                    at,
+                    format!(
+                        "skipping {kind} ({api_version}): berth simulate does not model this kind"
+                    ),
+                );
+                Ok(())
+            }
+            Err(versions) => {
+                self.warn(
+                    at,
+                    format!(
+                        "skipping {kind} ({api_version}): unsupported apiVersion, berth simulate reads {kind} as {}",
+                        versions.join(" or ")
+                    ),
+                );
+                Ok(())
+            }
         }
-        self.load_object(known, Value::Object(object), at, prefix)
     }
 
     pub(super) fn load_list(
@@ -313,6 +351,20 @@ impl Loader {
                 self.admit(kind, &mut group.metadata, created, at, prefix)?;
                 validation::check(validation::pod_group(&group), at, prefix)?;
                 self.input.pod_groups.push(group);
+            }
+            Kind::SchedulingPodGroup => {
+                let mut group: SchedulingPodGroup = decode(value, at, prefix)?;
+                self.admit(kind, &mut group.metadata, created, at, prefix)?;
+                default_scheduling_pod_group(&mut group);
+                validation::check(validation::scheduling_pod_group(&group), at, prefix)?;
+                self.input.scheduling_pod_groups.push(group);
+                self.scheduling_pod_group_sources.push(at.clone());
+            }
+            Kind::Workload => {
+                let mut workload: Workload = decode(value, at, prefix)?;
+                self.admit(kind, &mut workload.metadata, created, at, prefix)?;
+                validation::check(validation::workload(&workload), at, prefix)?;
+                self.input.scheduling_workloads.push(workload);
             }
             Kind::SchedulerProfile => {
                 let raw = self.admit_raw(kind, value, created, at, prefix)?;
@@ -583,6 +635,17 @@ impl Loader {
             }
             resolve_priority(pod, classes).map_err(|error| InputError::field(at, error))?;
         }
+        let groups = self.input.scheduling_pod_groups.iter_mut();
+        for (group, at) in groups.zip(&self.scheduling_pod_group_sources) {
+            // As for pods: a stored PodGroup went through Priority admission already.
+            let has_priority = group.spec.priority.is_some();
+            let stored = group.metadata.resource_version.is_some();
+            if has_priority && (stored || self.keep_admitted_priorities) {
+                continue;
+            }
+            resolve_pod_group_priority(group, classes)
+                .map_err(|error| InputError::field(at, error))?;
+        }
         default_storage_classes(&mut self.input);
         add_missing_namespaces(&mut self.input);
         Ok((self.input, self.warnings))
@@ -626,12 +689,27 @@ impl Loader {
         InputError::field(&self.workload_source(workload), error)
     }
 
-    /// The ReplicaSets, Pods and PVCs the workload controllers would create
+    /// The ReplicaSets, Pods, PVCs (and, with WorkloadWithJob, the Workloads and
+    /// PodGroups) the workload controllers would create
     /// ([`controllers::expand`]), admitted and defaulted as if read from the workload's
     /// document; after every object is read, so existing pods and nodes are known.
     pub(super) fn create_controlled_objects(&mut self) -> Result<(), InputError> {
-        let expansion = controllers::expand(&mut self.input)
+        let expansion = controllers::expand(&mut self.input, &self.controllers)
             .map_err(|failure| self.workload_error(&failure.workload, *failure.error))?;
+        for (owner, mut workload) in expansion.workloads {
+            let at = self.workload_source(&owner);
+            self.admit_created(Kind::Workload, &mut workload.metadata, &at)?;
+            validation::check(validation::workload(&workload), &at, "")?;
+            self.input.scheduling_workloads.push(workload);
+        }
+        for (owner, mut group) in expansion.scheduling_pod_groups {
+            let at = self.workload_source(&owner);
+            self.admit_created(Kind::SchedulingPodGroup, &mut group.metadata, &at)?;
+            default_scheduling_pod_group(&mut group);
+            validation::check(validation::scheduling_pod_group(&group), &at, "")?;
+            self.input.scheduling_pod_groups.push(group);
+            self.scheduling_pod_group_sources.push(at);
+        }
         for (owner, mut replica_set) in expansion.replica_sets {
             let at = self.workload_source(&owner);
             self.admit_created(Kind::ReplicaSet, &mut replica_set.metadata, &at)?;

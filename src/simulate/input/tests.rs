@@ -243,3 +243,176 @@ fn cluster_objects_take_overlays_by_kind_namespace_and_name() {
     let newest: Timestamp = "2026-01-01T00:00:10Z".parse().expect("timestamp");
     assert!(created > Some(newest.as_second()), "{created:?}");
 }
+
+/// A `scheduling.k8s.io/v1beta1` PodGroup document named `name` with `spec`.
+fn workload_pod_group(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {{name: {name}}}\nspec:\n{spec}"
+    )
+}
+
+#[test]
+fn pod_group_kinds_are_told_apart_by_api_version() {
+    let text = [
+        workload_pod_group("gang", "  schedulingPolicy: {gang: {minCount: 2}}\n"),
+        "apiVersion: berth.dev/v1alpha1\nkind: PodGroup\nmetadata: {name: gang}\nspec: {minMember: 2}\n".to_string(),
+        "apiVersion: scheduling.k8s.io/v1beta1\nkind: Workload\nmetadata: {name: w}\nspec:\n  podGroupTemplates:\n  - {name: t, schedulingPolicy: {basic: {}}}\n".to_string(),
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: legacy}\nspec: {minMember: 2}\n".to_string(),
+    ]
+    .join("---\n");
+    let (input, warnings) = load(&text).expect("valid input");
+    // Same namespace and name, different kinds: no duplicate.
+    assert_eq!(input.scheduling_pod_groups.len(), 1);
+    assert_eq!(input.pod_groups.len(), 1);
+    assert_eq!(input.scheduling_workloads.len(), 1);
+    let warnings: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        warnings,
+        [
+            "test.yaml: document 3: skipping PodGroup (scheduling.x-k8s.io/v1alpha1): unsupported apiVersion, berth simulate reads PodGroup as berth.dev/v1alpha1 or scheduling.k8s.io/v1beta1"
+        ]
+    );
+}
+
+#[test]
+fn workload_pod_groups_get_priority_and_disruption_mode_as_admitted() {
+    let classes = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: base}\nvalue: 10\nglobalDefault: true\n";
+    let text = [
+        workload_pod_group(
+            "named",
+            "  priorityClassName: high\n  schedulingPolicy: {basic: {}}\n",
+        ),
+        workload_pod_group("defaulted", "  schedulingPolicy: {basic: {}}\n"),
+        classes.to_string(),
+    ]
+    .join("---\n");
+    let (input, _) = load(&text).expect("valid input");
+    let got: Vec<_> = input
+        .scheduling_pod_groups
+        .iter()
+        .map(|g| (g.spec.priority, g.spec.priority_class_name.as_deref()))
+        .collect();
+    assert_eq!(got, [(Some(1000), Some("high")), (Some(10), Some("base"))]);
+    let mode = serde_json::to_value(&input.scheduling_pod_groups[0].spec.disruption_mode)
+        .expect("serializes");
+    assert_eq!(mode, serde_json::json!({"single": {}}));
+
+    let (input, _) = load(&workload_pod_group(
+        "none",
+        "  schedulingPolicy: {basic: {}}\n",
+    ))
+    .expect("valid input");
+    assert_eq!(input.scheduling_pod_groups[0].spec.priority, Some(0));
+}
+
+#[test]
+fn workload_pod_groups_are_refused_as_admission_and_validation_refuse_them() {
+    let cases = [
+        (
+            "unknown class",
+            "  priorityClassName: nope\n  schedulingPolicy: {basic: {}}\n",
+            "test.yaml: document 0: spec.priorityClassName: Invalid value: \"nope\": PodGroup default/g is forbidden: no PriorityClass with name nope was found",
+        ),
+        (
+            "explicit priority other than the class's",
+            "  priority: 5\n  schedulingPolicy: {basic: {}}\n",
+            "test.yaml: document 0: spec.priority: Invalid value: 5: PodGroup default/g is forbidden: priority set in the pod group (5) must match the priority computed (0) based on the priority class set in the spec",
+        ),
+        (
+            "no policy",
+            "  priority: 0\n",
+            "test.yaml: document 0: spec.schedulingPolicy: Invalid value: \"\": must specify one of: `basic`, `gang`",
+        ),
+        (
+            "both policies",
+            "  schedulingPolicy: {basic: {}, gang: {minCount: 2}}\n",
+            "test.yaml: document 0: spec.schedulingPolicy: Invalid value: \"{basic, gang}\": must specify exactly one of: `basic`, `gang`",
+        ),
+        (
+            "minCount 0 reads as missing",
+            "  schedulingPolicy: {gang: {minCount: 0}}\n",
+            "test.yaml: document 0: spec.schedulingPolicy.gang.minCount: Required value",
+        ),
+        (
+            "negative minCount",
+            "  schedulingPolicy: {gang: {minCount: -1}}\n",
+            "test.yaml: document 0: spec.schedulingPolicy.gang.minCount: Invalid value: -1: must be greater than or equal to 1",
+        ),
+        (
+            "a field of an alpha gate",
+            "  schedulingPolicy: {basic: {}}\n  schedulingConstraints: {topology: [{key: zone}]}\n",
+            "test.yaml: document 0: spec.schedulingConstraints: Forbidden: requires the TopologyAwareWorkloadScheduling feature gate (alpha, off in Kubernetes 1.37)",
+        ),
+    ];
+    for (name, spec, want) in cases {
+        let error = load(&workload_pod_group("g", spec))
+            .expect_err(name)
+            .to_string();
+        assert_eq!(error, want, "{name}");
+    }
+    let unnamed = "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {}\nspec: {schedulingPolicy: {basic: {}}}\n";
+    let error = load(unnamed).expect_err("no name").to_string();
+    assert!(
+        error.starts_with("test.yaml: document 0: metadata.name: Required value"),
+        "{error}"
+    );
+}
+
+#[test]
+fn workloads_are_validated_as_the_api_server_does() {
+    let workload = |spec: &str| {
+        format!(
+            "apiVersion: scheduling.k8s.io/v1beta1\nkind: Workload\nmetadata: {{name: w}}\nspec:\n{spec}"
+        )
+    };
+    let cases = [
+        (
+            "no templates",
+            "  controllerRef: {kind: Job, name: j}\n",
+            "test.yaml: document 0: spec: Invalid value: \"\": must specify one of: `podGroupTemplates`, `compositePodGroupTemplates`",
+        ),
+        (
+            "a template without a name",
+            "  podGroupTemplates:\n  - {schedulingPolicy: {basic: {}}}\n",
+            "test.yaml: document 0: spec.podGroupTemplates[0].name: Required value",
+        ),
+        (
+            "two templates of one name",
+            "  podGroupTemplates:\n  - {name: t, schedulingPolicy: {basic: {}}}\n  - {name: t, schedulingPolicy: {basic: {}}}\n",
+            "test.yaml: document 0: spec.podGroupTemplates[1]: Duplicate value: \"t\"",
+        ),
+        (
+            "templates of different priorities",
+            "  podGroupTemplates:\n  - {name: a, priorityClassName: x, schedulingPolicy: {basic: {}}}\n  - {name: b, schedulingPolicy: {basic: {}}}\n",
+            "test.yaml: document 0: spec: Invalid value: null: detected multiple priority configurations",
+        ),
+    ];
+    for (name, spec, want) in cases {
+        let error = load(&workload(spec)).expect_err(name).to_string();
+        assert_eq!(error, want, "{name}");
+    }
+}
+
+#[test]
+fn a_pod_names_its_pod_group_as_a_dns_subdomain() {
+    let pod = |group: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  schedulingGroup: {group}\n  containers: []\n"
+        )
+    };
+    assert!(load(&pod("{podGroupName: train}")).is_ok());
+    let error = load(&pod("{podGroupName: Train}"))
+        .expect_err("upper case")
+        .to_string();
+    assert!(
+        error.starts_with(
+            "test.yaml: document 0: spec.schedulingGroup.podGroupName: Invalid value: \"Train\": a lowercase RFC 1123 subdomain"
+        ),
+        "{error}"
+    );
+    let error = load(&pod("{}")).expect_err("no member").to_string();
+    assert_eq!(
+        error,
+        "test.yaml: document 0: spec.schedulingGroup.podGroupName: Invalid value: null: must specify one of: `podGroupName`"
+    );
+}

@@ -70,6 +70,8 @@ fn kinds_are_the_ones_the_simulation_reads_in_a_stable_order() {
             "StatefulSet",
             "ReplicationController",
             "PodGroup",
+            "PodGroup",
+            "Workload",
             "SchedulerProfile",
         ]
     );
@@ -96,6 +98,7 @@ fn kinds_are_the_ones_the_simulation_reads_in_a_stable_order() {
 fn a_gap_reads_as_one_warning_line() {
     let gap = KindGap {
         kind: "PodDisruptionBudget",
+        api_version: "policy/v1",
         status: 403,
         message: "poddisruptionbudgets.policy is forbidden".to_string(),
         consequence: "preemption ignores disruption budgets",
@@ -227,4 +230,75 @@ async fn a_server_error_fails_the_read_naming_the_kind_and_the_server() {
         "cannot list StorageClass from https://cluster.example:6443: etcdserver: request timed out"
     );
     assert!(!error.is_invalid_input());
+}
+
+#[tokio::test]
+async fn the_workload_api_is_read_where_served_and_else_noted_without_a_gap() {
+    let group = json!({"metadata": {"name": "train", "namespace": "ml"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}});
+    for (name, serves, forbidden) in [
+        ("a 1.37 cluster with GenericWorkload on", true, false),
+        ("the 1.37 default: the API is not served", false, false),
+        ("served but not readable: a gap", true, true),
+    ] {
+        let group = group.clone();
+        let client = scripted_client(move |path, _| {
+            let empty = json!({"metadata": {"resourceVersion": "1"}, "items": []});
+            match path {
+                "/apis/scheduling.k8s.io/v1beta1/podgroups" if forbidden => (
+                    403,
+                    json!({"kind": "Status", "code": 403, "message": "podgroups is forbidden"}),
+                ),
+                "/apis/scheduling.k8s.io/v1beta1/podgroups" if serves => (
+                    200,
+                    json!({"metadata": {"resourceVersion": "3"}, "items": [group.clone()]}),
+                ),
+                p if p.starts_with("/apis/scheduling.k8s.io/v1beta1/") && !serves => (
+                    404,
+                    json!({"kind": "Status", "code": 404, "message": "the server could not find the requested resource"}),
+                ),
+                _ => (200, empty),
+            }
+        });
+        let read = read_cluster(&client, &ReadOptions::default())
+            .await
+            .expect("read");
+        let groups: Vec<&Value> = read
+            .documents
+            .iter()
+            .filter(|d| d["apiVersion"] == SCHEDULING_V1BETA1)
+            .collect();
+        let gaps: Vec<String> = read.gaps.iter().map(ToString::to_string).collect();
+        let not_served: Vec<String> = read.not_served.iter().map(|k| k.label()).collect();
+        match (serves, forbidden) {
+            (true, false) => {
+                assert_eq!(groups.len(), 1, "{name}");
+                assert_eq!(groups[0]["kind"], "PodGroup", "{name}");
+                assert!(gaps.is_empty() && not_served.is_empty(), "{name}: {gaps:?}");
+                assert_eq!(
+                    read.resource_versions
+                        .get("PodGroup (scheduling.k8s.io/v1beta1)")
+                        .map(String::as_str),
+                    Some("3"),
+                    "{name}"
+                );
+            }
+            (false, _) => {
+                assert!(groups.is_empty() && gaps.is_empty(), "{name}: {gaps:?}");
+                assert_eq!(
+                    not_served,
+                    ["PodGroup (scheduling.k8s.io/v1beta1)", "Workload"],
+                    "{name}"
+                );
+            }
+            (true, true) => assert_eq!(
+                gaps,
+                [
+                    "PodGroup (scheduling.k8s.io/v1beta1): podgroups is forbidden; pods in Workload API pod groups (spec.schedulingGroup) are held as if their PodGroup did not exist"
+                ],
+                "{name}"
+            ),
+        }
+        assert_eq!(read.serves_scheduling_pod_groups(), serves, "{name}");
+    }
 }

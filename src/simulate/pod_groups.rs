@@ -1,0 +1,202 @@
+//! The Workload API's pod groups (`scheduling.k8s.io/v1beta1` PodGroups) in the
+//! simulation: the condition each PodGroup ends with, and its row in the report.
+//!
+//! After every pod-group cycle the live scheduler writes the cycle's
+//! `PodGroupInitiallyScheduled` condition into the PodGroup's status
+//! ([`merge_condition`]: a True condition is never turned back, the transition time
+//! moves only with the status). The simulation merges each cycle's condition the same
+//! way, in order, into the conditions the input's PodGroup already carries. Times are
+//! those of a simulated cluster whose scheduler starts one second after its newest
+//! object was created and whose clock is the driver's virtual one, so that the same
+//! input always gives the same report.
+//!
+//! The status write is not replayed to the scheduler as a PodGroup update: upstream's
+//! GangScheduling skips such an update (its queueing hint requeues only for a lower
+//! `minCount`), and berth, without hints, would retry the members for nothing.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::jiff::Timestamp;
+
+use crate::cluster::{GroupKey, PodGroupStates};
+use crate::framework::clock::Instant;
+use crate::scheduler::{INITIALLY_SCHEDULED, merge_condition};
+
+use super::input::{CREATION_EPOCH_SECONDS, ClusterInput};
+use super::report::{GroupPolicy, PodGroupResult, PodResult, Report};
+
+/// The condition each pod-group cycle wanted for its group, in cycle order, with the
+/// virtual instant the cycle ended.
+pub type WantedConditions = BTreeMap<GroupKey, Vec<(Instant, Condition)>>;
+
+/// The simulated cluster's time at one virtual instant.
+#[derive(Debug, Clone, Copy)]
+pub struct SimulatedTime {
+    /// The driver's clock when the scheduler started.
+    pub started: Instant,
+    /// The wall time that instant stands for.
+    pub at: Timestamp,
+}
+
+impl SimulatedTime {
+    /// The scheduler starts one second after the newest object of `input` the scheduler
+    /// reads was created (the loader gives every object a creation time).
+    pub fn after_input(input: &ClusterInput, started: Instant) -> Self {
+        let created = input
+            .nodes
+            .iter()
+            .map(|n| &n.metadata)
+            .chain(input.pods.iter().map(|p| &p.metadata))
+            .chain(input.scheduling_pod_groups.iter().map(|g| &g.metadata))
+            .filter_map(|meta| meta.creation_timestamp.as_ref())
+            .map(|time| time.0.as_second())
+            .max()
+            .unwrap_or(CREATION_EPOCH_SECONDS);
+        let at = Timestamp::from_second(created.saturating_add(1)).unwrap_or(Timestamp::UNIX_EPOCH);
+        SimulatedTime { started, at }
+    }
+
+    /// The wall time of virtual instant `instant`, in whole seconds as the API stores
+    /// condition times.
+    fn wall(&self, instant: Instant) -> Timestamp {
+        let elapsed = instant.saturating_duration_since(self.started).as_secs();
+        let elapsed = i64::try_from(elapsed).unwrap_or(i64::MAX);
+        Timestamp::from_second(self.at.as_second().saturating_add(elapsed)).unwrap_or(self.at)
+    }
+}
+
+/// The gang's `minCount`, `None` for a basic group.
+fn min_count(group: &PodGroup) -> Option<i32> {
+    group
+        .spec
+        .scheduling_policy
+        .gang
+        .as_ref()
+        .map(|gang| gang.min_count)
+}
+
+/// The `PodGroupInitiallyScheduled` condition `group` ends with: its own conditions with
+/// each wanted one merged in, in order.
+fn final_condition(
+    group: &PodGroup,
+    wanted: &[(Instant, Condition)],
+    time: &SimulatedTime,
+) -> Option<Condition> {
+    let mut conditions = group
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default();
+    for (instant, condition) in wanted {
+        if let Some(merged) = merge_condition(&conditions, condition, time.wall(*instant)) {
+            conditions = merged;
+        }
+    }
+    conditions
+        .into_iter()
+        .find(|c| c.type_ == INITIALLY_SCHEDULED)
+}
+
+/// One row per PodGroup of `input`, in input order. Members are the pods of the input
+/// naming the group (finished ones excepted); bound are the running ones no preemption
+/// evicted and the pending ones `report` says were scheduled.
+pub fn group_results(
+    input: &ClusterInput,
+    report: &Report,
+    wanted: &WantedConditions,
+    time: &SimulatedTime,
+) -> Vec<PodGroupResult> {
+    let evicted: Vec<&str> = report.evicted.iter().map(|e| e.pod.as_str()).collect();
+    let mut members: BTreeMap<GroupKey, (usize, usize)> = BTreeMap::new();
+    for pod in input.running_pods() {
+        if let Some(key) = GroupKey::of_pod(pod) {
+            let entry = members.entry(key).or_default();
+            entry.0 += 1;
+            if !evicted.contains(&qualified(pod).as_str()) {
+                entry.1 += 1;
+            }
+        }
+    }
+    for row in &report.pods {
+        if let Some(name) = &row.pod_group {
+            let entry = members
+                .entry(GroupKey::new(row.namespace.clone(), name.clone()))
+                .or_default();
+            entry.0 += 1;
+            if row.result == PodResult::Scheduled {
+                entry.1 += 1;
+            }
+        }
+    }
+    input
+        .scheduling_pod_groups
+        .iter()
+        .map(|group| {
+            let key = GroupKey::of_group(group);
+            let (total, bound) = members.get(&key).copied().unwrap_or_default();
+            let min_count = min_count(group);
+            let wanted = wanted.get(&key).map(Vec::as_slice).unwrap_or_default();
+            PodGroupResult {
+                condition: final_condition(group, wanted, time),
+                namespace: key.namespace,
+                name: key.name,
+                policy: if min_count.is_some() {
+                    GroupPolicy::Gang
+                } else {
+                    GroupPolicy::Basic
+                },
+                min_count,
+                members: total,
+                bound,
+            }
+        })
+        .collect()
+}
+
+fn qualified(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// Says why a member of a pod group never reached a scheduling cycle, from the group
+/// state GangScheduling's PreEnqueue reads when the simulation ends: its PodGroup does
+/// not exist, or its gang has fewer members than `minCount`. Other rows, and members
+/// held by scheduling gates (SchedulingGates runs first), keep their message.
+pub fn explain_held_members(report: &mut Report, pending: &[&Pod], states: &PodGroupStates) {
+    for (row, pod) in report.pods.iter_mut().zip(pending) {
+        let held = row.attempts == 0 && row.result == PodResult::Unschedulable;
+        let gated = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.scheduling_gates.as_ref())
+            .is_some_and(|g| !g.is_empty());
+        let Some(key) = GroupKey::of_pod(pod).filter(|_| held && !gated) else {
+            continue;
+        };
+        let state = states.with_state(&key, |s| {
+            s.pod_group()
+                .map(|group| (min_count(group), s.all_pods_count()))
+        });
+        match state.flatten() {
+            None => {
+                row.message = format!(
+                    "waiting for PodGroup {key} (spec.schedulingGroup), which does not exist: \
+                     the scheduler does not try the members of a group it does not know"
+                );
+            }
+            Some((Some(min), count)) if usize::try_from(min).is_ok_and(|min| count < min) => {
+                row.message = format!(
+                    "waiting for the gang of PodGroup {key} to have minCount members: \
+                     {count} of {min} exist"
+                );
+            }
+            Some(_) => {}
+        }
+    }
+}
