@@ -75,6 +75,7 @@ impl Measured {
                 PodTemplate::HighPriority => "high-priority",
                 PodTemplate::ClaimTemplate => "claim-template",
                 PodTemplate::ExtendedResource => "extended-resource",
+                PodTemplate::GroupMember { .. } => "group-member",
             },
         }
     }

@@ -1,6 +1,7 @@
 //! `berth bench` as a user runs it: every scheduler_perf workload at a small size, the
-//! JSON report's fields, checks that fail under a profile that breaks their constraint,
-//! and exit code 2 for bad input. Nothing here asserts a timing.
+//! gang workloads at upstream's smallest, the JSON report's fields, checks that fail under
+//! a profile that breaks their constraint, and exit code 2 for bad input. Nothing here
+//! asserts a timing.
 
 use std::process::Output;
 
@@ -212,6 +213,72 @@ fn a_profile_that_breaks_the_constraint_fails_the_check() {
 }
 
 #[test]
+fn the_smallest_gang_workload_binds_its_three_gangs() {
+    // podgroup/gangscheduling's 10Nodes_3Gangs: 10 nodes, gangs gang-0..gang-2 of
+    // minCount 3, pods test-gang-scheduling-0..8.
+    let output = bench(&["--workload", "GangScheduling/10Nodes_3Gangs", "-o", "json"]);
+    assert_exit(&output, 0);
+    let report = json(&output);
+    let run = &report["workloads"][0];
+    assert_eq!(run["workload"], "GangScheduling");
+    assert_eq!(run["size"], "10Nodes_3Gangs");
+    assert_eq!(run["nodes"], 10);
+    assert_eq!(run["podGroups"], 3);
+    assert_eq!(
+        (run["initPods"].as_u64(), run["measurePods"].as_u64()),
+        (Some(0), Some(9))
+    );
+    assert_eq!(run["check"]["scheduled"], 9, "{}", run["check"]);
+    assert_eq!(run["check"]["passed"], true, "{}", run["check"]);
+    // Upstream sets no threshold on the podgroup/ test cases.
+    assert_eq!(run["upstreamThreshold"], Value::Null);
+    assert_eq!(report["passed"], true);
+}
+
+#[test]
+fn a_gang_is_bound_whole_unless_gang_scheduling_is_off() {
+    // One node holds 40 pods of 100m: 13 gangs of three, and one pod of the 14th.
+    let args = [
+        "--workload",
+        "GangScheduling/10Nodes_3Gangs",
+        "--nodes",
+        "1",
+        "--pods",
+        "42",
+        "-o",
+        "json",
+    ];
+    let failures = |output: &Output| json(output)["workloads"][0]["check"]["failures"].clone();
+
+    // The 14th gang is left pending whole: pods not scheduled, but no gang split.
+    let output = bench(&args);
+    assert_exit(&output, 1);
+    assert_eq!(
+        failures(&output),
+        serde_json::json!(["3 of 42 measured pods were not scheduled"])
+    );
+
+    // Without GangScheduling nothing holds the quorum, and the check names the split.
+    let dir = profile_file(
+        "no-gang",
+        "apiVersion: berth.dev/v1alpha1\nkind: SchedulerProfile\nmetadata:\n  name: \
+         without-gangscheduling\nspec:\n  plugins:\n    multiPoint:\n      disabled:\n      \
+         - name: GangScheduling\n",
+    );
+    let path = dir.join("profile.yaml");
+    let path = path.to_string_lossy();
+    let mut with_profile = args.to_vec();
+    with_profile.extend(["--profile", &path]);
+    let output = bench(&with_profile);
+    assert_exit(&output, 1);
+    let failures = failures(&output).to_string();
+    assert!(
+        failures.contains("1 gangs have only some members bound") && failures.contains("(1 of 3)"),
+        "{failures}"
+    );
+}
+
+#[test]
 fn bad_input_exits_2_with_a_message() {
     let invalid_dir = profile_file(
         "invalid",
@@ -222,7 +289,7 @@ fn bad_input_exits_2_with_a_message() {
         .join("profile.yaml")
         .to_string_lossy()
         .into_owned();
-    let cases: [(&str, Vec<&str>, &str); 9] = [
+    let cases: [(&str, Vec<&str>, &str); 11] = [
         ("zero nodes", vec!["--nodes", "0"], "--nodes"),
         ("a billion pods", vec!["--pods", "1000000000"], "--pods"),
         ("unknown workload", vec!["--workload", "Nope"], "Nope"),
@@ -238,6 +305,21 @@ fn bad_input_exits_2_with_a_message() {
             "does not define SchedulingPodAffinity at this size",
         ),
         ("zero threads", vec!["--parallelism", "0"], "--parallelism"),
+        (
+            "a test case at a size it lacks",
+            vec!["--workload", "GangScheduling"],
+            "GangScheduling/10Nodes_3Gangs",
+        ),
+        (
+            "part of a gang",
+            vec![
+                "--workload",
+                "GangScheduling/10Nodes_3Gangs",
+                "--pods",
+                "10",
+            ],
+            "takes a multiple of 3",
+        ),
         ("unknown output", vec!["-o", "yaml"], "yaml"),
         (
             "missing profile file",

@@ -26,8 +26,9 @@
 //! The DRA workloads are not run this way yet ([`unsupported`]): they need the
 //! resource.k8s.io objects created and the init claims allocated through the API, and a
 //! resourceclaim controller making the pods' claims, which neither the test API server
-//! nor a cluster without controllers provides. SchedulingWithExtendedResource needs
-//! only nodes and pods and runs like the others.
+//! nor a cluster without controllers provides. Nor are GangScheduling and
+//! BasicScheduling, whose Workload API PodGroups this benchmark does not create.
+//! SchedulingWithExtendedResource needs only nodes and pods and runs like the others.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read};
@@ -179,11 +180,18 @@ impl CpuSeconds {
 /// Why `workload` cannot run through the API, if it cannot (see the module
 /// documentation).
 pub fn unsupported(workload: Workload) -> Option<String> {
-    workload.uses_claims().then(|| {
-        format!(
+    if workload.uses_claims() {
+        return Some(format!(
             "{workload} is not supported through the API yet: it needs ResourceSlices, a \
              DeviceClass, claims allocated before the run and a resourceclaim controller \
              (run it with `berth bench`)"
+        ));
+    }
+    workload.pod_groups().map(|_| {
+        format!(
+            "{workload} is not supported through the API yet: it needs scheduling.k8s.io/\
+             v1beta1 PodGroups created before its pods, which this benchmark does not \
+             create (run it with `berth bench`)"
         )
     })
 }

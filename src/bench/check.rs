@@ -1,6 +1,7 @@
 //! The check of a run's result: what the workload's constraints promise about where its
 //! pods end up. A profile that breaks a constraint (say, InterPodAffinity disabled for
-//! the anti-affinity workload) makes its check fail.
+//! the anti-affinity workload) makes its check fail. GangScheduling's promise is on its
+//! gangs: each is bound whole or not at all ([`partly_bound_gangs`]).
 //!
 //! The DRA workloads are checked on their claims as well ([`check_devices`]): no device
 //! is held by two claims at once, and a pod's claim is allocated, reserved for it and
@@ -275,12 +276,14 @@ pub fn check(
                 ));
             }
         }
+        Workload::GangScheduling(_) => failures.extend(partly_bound_gangs(&measured)),
         // Their promises are on claims: check_devices.
         Workload::SchedulingWithResourceClaimTemplate
         | Workload::SteadyStateClusterResourceClaimTemplate(_) => {}
         Workload::SchedulingBasic
         | Workload::SchedulingPreferredPodAffinity
-        | Workload::SchedulingPreferredPodAntiAffinity => {}
+        | Workload::SchedulingPreferredPodAntiAffinity
+        | Workload::BasicScheduling(_) => {}
     }
     Check {
         passed: failures.is_empty(),
@@ -288,6 +291,41 @@ pub fn check(
         measured: measured.len() as u64,
         failures,
     }
+}
+
+/// The gangs among `measured` of which some members were scheduled and others not, as
+/// one failure line naming a few of them; `None` when every gang is bound whole or not at
+/// all. (Members left pending fail the check anyway; this says a gang was split.)
+fn partly_bound_gangs(measured: &[&Placement]) -> Option<String> {
+    // Per gang, in index order: its name, members scheduled, members.
+    let mut gangs: BTreeMap<u64, (String, u64, u64)> = BTreeMap::new();
+    for placement in measured {
+        let PodTemplate::GroupMember { per_group, .. } = placement.template else {
+            continue;
+        };
+        let Some(name) = placement.template.group_of(placement.index) else {
+            continue;
+        };
+        let gang = gangs
+            .entry(placement.index / per_group.max(1))
+            .or_insert((name, 0, 0));
+        gang.2 += 1;
+        if placement.node.is_some() {
+            gang.1 += 1;
+        }
+    }
+    let split: Vec<String> = gangs
+        .values()
+        .filter(|(_, scheduled, members)| *scheduled > 0 && scheduled < members)
+        .map(|(name, scheduled, members)| format!("{name} ({scheduled} of {members})"))
+        .collect();
+    (!split.is_empty()).then(|| {
+        format!(
+            "a gang is bound whole or not at all; {} gangs have only some members bound: {}",
+            split.len(),
+            split.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+        )
+    })
 }
 
 impl Check {
@@ -478,6 +516,61 @@ mod tests {
             let got = check(workload, &placements, labels);
             assert_eq!(got.passed, passed, "{name}: {:?}", got.failures);
             assert_eq!(got.failures.is_empty(), passed, "{name}");
+        }
+    }
+
+    #[test]
+    fn gangs_are_bound_whole_or_not_at_all() {
+        use crate::bench::workload::{GroupPolicy, GroupScale};
+        // Two groups of three: `bound` says which of the six pods got a node.
+        let members = |policy: GroupPolicy, bound: [bool; 6]| -> Vec<Placement> {
+            let template = PodTemplate::GroupMember {
+                policy,
+                per_group: 3,
+            };
+            (0..6)
+                .map(|index| Placement {
+                    template,
+                    measured: true,
+                    index,
+                    node: bound[index as usize].then(|| "n0".to_string()),
+                })
+                .collect()
+        };
+        let gang = Workload::GangScheduling(GroupScale::Nodes10);
+        let basic = Workload::BasicScheduling(GroupScale::Nodes10);
+        let pending = |n: usize| format!("{n} of 6 measured pods were not scheduled");
+        let split = "a gang is bound whole or not at all; 1 gangs have only some members \
+                     bound: gang-1 (2 of 3)";
+        let cases = [
+            (
+                "both gangs bound whole",
+                gang,
+                members(GroupPolicy::Gang, [true; 6]),
+                vec![],
+            ),
+            (
+                "a gang left whole pending is only pending",
+                gang,
+                members(GroupPolicy::Gang, [true, true, true, false, false, false]),
+                vec![pending(3)],
+            ),
+            (
+                "a gang bound in part is split",
+                gang,
+                members(GroupPolicy::Gang, [true, true, true, true, false, true]),
+                vec![pending(1), split.to_string()],
+            ),
+            (
+                "a basic group bound in part is only pending",
+                basic,
+                members(GroupPolicy::Basic, [true, true, true, true, false, true]),
+                vec![pending(1)],
+            ),
+        ];
+        for (name, workload, placements, want) in cases {
+            let got = check(workload, &placements, &nodes(&["a"]));
+            assert_eq!(got.failures, want, "{name}");
         }
     }
 

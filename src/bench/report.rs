@@ -35,6 +35,9 @@ pub struct WorkloadReport {
     pub init_pods: u64,
     /// Claims allocated without a pod before the measurement (the DRA workloads).
     pub init_claims: u64,
+    /// Workload API PodGroups created before the measured pods (the `podgroup/`
+    /// workloads).
+    pub pod_groups: u64,
     /// Measured pods; in a steady-state run, the pods bound within the window.
     pub measure_pods: u64,
     /// `None` unless the run is a steady-state one.
@@ -224,12 +227,13 @@ pub fn render_table(report: &BenchReport) -> String {
     out
 }
 
-/// Init and measured pods, `init+measured`, with the init claims in place of the init
-/// pods where the run has them (`2500 claims+2500`).
+/// Init and measured pods, `init+measured`, with the init claims or the pod groups in
+/// place of the init pods where the run has them (`2500 claims+2500`, `3 groups+9`).
 fn pods_column(w: &WorkloadReport) -> String {
-    match w.init_claims {
-        0 => format!("{}+{}", w.init_pods, w.measure_pods),
-        claims => format!("{claims} claims+{}", w.measure_pods),
+    match (w.init_claims, w.pod_groups) {
+        (0, 0) => format!("{}+{}", w.init_pods, w.measure_pods),
+        (0, groups) => format!("{groups} groups+{}", w.measure_pods),
+        (claims, _) => format!("{claims} claims+{}", w.measure_pods),
     }
 }
 

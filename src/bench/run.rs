@@ -5,6 +5,12 @@
 //! A measured pod counts as scheduled when its binding cycle bound it (see
 //! [`Measurement`]); the measured duration runs until the last pod is bound.
 //!
+//! The `podgroup/` workloads run with GenericWorkload on, as upstream's test cases do: the
+//! scheduler serves Workload API PodGroups, which are created before their pods, and the
+//! core places each group's members in one pod-group cycle. A gang's members wait at
+//! Permit until the last is placed; the driver completes their binding cycles when the
+//! queue has run dry, as it completes every cycle held at Permit.
+//!
 //! The DRA workloads get the resource.k8s.io objects of [`super::dra`] and their init
 //! claims, allocated before the clock starts; the claims of the measured pods are made
 //! as `berth simulate`'s resourceclaim controller makes them, before a pod reaches the
@@ -35,8 +41,8 @@ use super::dra;
 use super::report::{SteadyState, UpstreamThreshold, WorkloadReport, percentiles, throughput};
 use super::workload::{Counts, INIT_NAMESPACE, Phase, Workload};
 use crate::cluster::{
-    DeviceResources, PodGroups, Volumes, Workloads, allocated_devices, is_allocated, pod_key,
-    reserved_for,
+    DeviceResources, GroupKey, PodGroups, Volumes, Workloads, allocated_devices, is_allocated,
+    pod_key, reserved_for,
 };
 use crate::dra::allocator::DeviceId;
 use crate::framework::{ActionType, EventResource, Parallelizer, Registry};
@@ -102,10 +108,19 @@ pub async fn run_workload(
         parallelizer: options.parallelizer.clone(),
         clock: Arc::new(clock.clone()),
         nominator: Default::default(),
+        pod_group_states: Default::default(),
     });
+    // The `podgroup/` test cases turn GenericWorkload on (beta, off by default in 1.37):
+    // their pods are then queued as groups. Before any pod is added.
+    let pod_groups = plan.workload.pod_groups();
+    if pod_groups.is_some() {
+        scheduler
+            .serve_pod_groups()
+            .map_err(|e| SimulateError::Internal(e.to_string()))?;
+    }
     // Upstream runs every workload with DynamicResourceAllocation on (GA in 1.37): the
     // lister is served, empty but for the DRA workloads. The generated cluster has no
-    // workload controllers, PodGroups or storage.
+    // workload controllers, scheduler-plugins PodGroups or storage.
     let resources = Arc::new(DeviceResources::new());
     if plan.workload.uses_claims() {
         dra::publish(&resources, plan.counts.nodes);
@@ -120,6 +135,7 @@ pub async fn run_workload(
         nominator: scheduler.nominator().clone(),
         workloads: Arc::new(Workloads::new()),
         pod_groups: Arc::new(PodGroups::new()),
+        pod_group_states: scheduler.pod_group_states().clone(),
         volumes: Arc::new(Volumes::new()),
         disruption_budgets: Default::default(),
         device_resources: resources.clone(),
@@ -174,6 +190,25 @@ pub async fn run_workload(
         )?;
         drop(claim_nodes);
     }
+
+    // createPodGroups: one per `per_group` measured pods, known to the scheduler before
+    // the pods (upstream waits for its informer to list them).
+    let groups = match pod_groups {
+        Some((policy, per_group)) => {
+            let count = plan.counts.measure_pods / per_group.max(1);
+            for index in 0..count {
+                let mut group = policy.pod_group(index, per_group);
+                group.metadata.uid = Some(deterministic_uid(&format!(
+                    "PodGroup/{}/{}",
+                    policy.namespace(),
+                    policy.group_name(index)
+                )));
+                scheduler.on_scheduling_group_apply(group);
+            }
+            count
+        }
+        None => 0,
+    };
 
     let (init, measure) = plan.workload.phases();
     let mut init_progress = Progress::new(
@@ -273,6 +308,7 @@ pub async fn run_workload(
         nodes: plan.counts.nodes,
         init_pods: plan.counts.init_pods,
         init_claims: plan.counts.init_claims,
+        pod_groups: groups,
         measure_pods: match steady_state {
             Some(_) => measurement.bound_at.len() as u64,
             None => plan.counts.measure_pods,
@@ -576,8 +612,12 @@ struct Measurement {
     started: Instant,
     /// When each measured pod was bound, since `started`.
     bound_at: Vec<Duration>,
-    /// Every scheduling cycle's wall time.
+    /// Every pod's scheduling cycle's wall time; a member of a pod group gets an equal
+    /// share of its group's cycle.
     cycles: Vec<Duration>,
+    /// The pod-group cycle under way: the member outputs handed out so far, and the wall
+    /// time of the calls that handed them out (the first ran the whole cycle).
+    group_cycle: (u32, Duration),
     progress: Progress,
 }
 
@@ -588,15 +628,35 @@ impl Measurement {
             started: Instant::now(),
             bound_at: Vec::with_capacity(pods),
             cycles: Vec::with_capacity(pods),
+            group_cycle: (0, Duration::ZERO),
             progress,
         }
     }
 }
 
 impl CycleObserver for Measurement {
+    /// A pod's cycle is one attempt. A pod-group cycle places its members in one call and
+    /// hands out their outputs, then the group's ([`CycleOutput::PodGroup`]), one per
+    /// call: its wall time is shared equally by its members, the nearest in-memory
+    /// equivalent of upstream's per-member attempt durations, and the group's output is
+    /// no attempt of its own.
     fn scheduling_cycle(&mut self, elapsed: Duration, output: &CycleOutput) {
-        self.cycles.push(elapsed);
         self.progress.scheduling_cycle(elapsed, output);
+        match output {
+            CycleOutput::PodGroup(_) => {
+                let (members, took) = std::mem::take(&mut self.group_cycle);
+                if members > 0 {
+                    let each = (took + elapsed) / members;
+                    self.cycles
+                        .extend(std::iter::repeat_n(each, members as usize));
+                }
+            }
+            output if is_group_member(output) => {
+                self.group_cycle.0 += 1;
+                self.group_cycle.1 += elapsed;
+            }
+            _ => self.cycles.push(elapsed),
+        }
     }
 
     /// A pod counts as scheduled when it is bound, as upstream counts pods bound.
@@ -605,6 +665,17 @@ impl CycleObserver for Measurement {
             self.bound_at.push(self.started.elapsed());
         }
     }
+}
+
+/// Whether `output` is a pod's that names a pod group: with pod groups served, such a
+/// pod is only ever tried in its group's cycle.
+fn is_group_member(output: &CycleOutput) -> bool {
+    let pod = match output {
+        CycleOutput::Done(report) => &report.pod,
+        CycleOutput::Binding(cycle) => cycle.pod(),
+        CycleOutput::PodGroup(_) => return false,
+    };
+    GroupKey::of_pod(&pod.pod).is_some()
 }
 
 /// A one-line progress indicator on stderr (pods assumed so far, of `total` when it is
@@ -781,6 +852,95 @@ mod tests {
         let still_pending = steady.created_pods - report.check.scheduled;
         assert!(still_pending <= 10, "{still_pending}");
         assert_eq!(report.duration_seconds, window.as_secs_f64());
+    }
+
+    #[tokio::test]
+    async fn gangs_are_bound_whole_and_throughput_counts_pods() {
+        use crate::bench::workload::GroupScale;
+        for workload in [
+            Workload::GangScheduling(GroupScale::Nodes10),
+            Workload::BasicScheduling(GroupScale::Nodes10),
+        ] {
+            let counts = workload.own_counts().unwrap_or_default();
+            let plan = Plan {
+                workload,
+                size: "test".to_string(),
+                counts,
+            };
+            let registry = crate::plugins::default_registry();
+            let profile = check_profiles(&[], &registry).valid.remove(0);
+            let parallelizer = Parallelizer::new(1).unwrap_or_else(|e| panic!("{e}"));
+            let options = RunOptions {
+                seed: 0,
+                parallelizer: Arc::new(parallelizer),
+                progress: false,
+            };
+            let report = run_workload(&plan, &profile, &registry, &options)
+                .await
+                .unwrap_or_else(|e| panic!("{workload}: {e}"));
+            assert!(
+                report.check.passed,
+                "{workload}: {:?}",
+                report.check.failures
+            );
+            assert_eq!(
+                (report.pod_groups, report.check.scheduled),
+                (3, 9),
+                "{workload}"
+            );
+            // Nine pods bound over the run, not nine pods and three groups.
+            let bound = report.scheduling_throughput.overall * report.duration_seconds;
+            assert!((bound - 9.0).abs() < 1e-6, "{workload}: {bound}");
+        }
+    }
+
+    fn done(pod: Pod) -> CycleOutput {
+        let pod = crate::cluster::PodInfo::new(pod).unwrap_or_else(|e| panic!("{e}"));
+        CycleOutput::Done(AttemptReport {
+            pod: Arc::new(pod),
+            scheduler_name: "s".to_string(),
+            attempts: 1,
+            outcome: Outcome::Unschedulable {
+                message: String::new(),
+            },
+            diagnosis: None,
+            nominating: None,
+            preemption: None,
+        })
+    }
+
+    #[test]
+    fn a_group_cycle_is_shared_by_its_members_and_is_no_attempt_itself() {
+        use crate::bench::workload::{GroupPolicy, PodTemplate};
+        let member = |index| {
+            let template = PodTemplate::GroupMember {
+                policy: GroupPolicy::Gang,
+                per_group: 3,
+            };
+            done(template.pod("gang-ns-0", template.pod_name(index), index, "s"))
+        };
+        let lone = done(PodTemplate::Default.pod("ns", "pod-0".to_string(), 0, "s"));
+        let group = CycleOutput::PodGroup(crate::scheduler::PodGroupReport {
+            group: GroupKey::new("gang-ns-0", "gang-0"),
+            scheduler_name: "s".to_string(),
+            condition: None,
+            placed: 3,
+            members: 3,
+        });
+        let plan = Plan {
+            workload: Workload::SchedulingBasic,
+            size: "test".to_string(),
+            counts: Counts::default(),
+        };
+        let mut measurement = Measurement::new(Progress::new(false, &plan, "test", 0), 4);
+        let ms = Duration::from_millis;
+        // The first member's call ran the group's cycle; the rest were handed out.
+        measurement.scheduling_cycle(ms(7), &member(0));
+        measurement.scheduling_cycle(ms(1), &member(1));
+        measurement.scheduling_cycle(ms(0), &member(2));
+        measurement.scheduling_cycle(ms(1), &group);
+        measurement.scheduling_cycle(ms(5), &lone);
+        assert_eq!(measurement.cycles, [ms(3), ms(3), ms(3), ms(5)]);
     }
 
     #[tokio::test]

@@ -24,6 +24,13 @@
 //! DRA object at all: node *i* advertises the extended resource `foo.com/bar-<i>` and
 //! pod *i* requests it, so each pod fits one node; with no DeviceClass serving the
 //! resource, DynamicResources skips it and NodeResourcesFit decides.
+//!
+//! GangScheduling and BasicScheduling (`podgroup/`, upstream v1.37.2, GenericWorkload on)
+//! have no init pods either: `createPodGroups` of Workload API PodGroups
+//! (`scheduling.k8s.io/v1beta1`), one per `podsPerGroup` measured pods, then the pods,
+//! pod *i* naming group *i* / `podsPerGroup` in `spec.schedulingGroup`. Their sizes are
+//! upstream's workload names ([`GroupScale`]): a run reports the name as its size, and
+//! `--workload GangScheduling/10Nodes_3Gangs` runs one at its own size.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -32,8 +39,11 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{
     Affinity, Container, ContainerPort, Node, NodeAffinity, NodeCondition, NodeSelector,
     NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, NodeStatus, Pod, PodAffinity,
-    PodAffinityTerm, PodAntiAffinity, PodResourceClaim, PodSpec, ResourceClaim,
+    PodAffinityTerm, PodAntiAffinity, PodResourceClaim, PodSchedulingGroup, PodSpec, ResourceClaim,
     ResourceRequirements, TopologySpreadConstraint, WeightedPodAffinityTerm,
+};
+use k8s_openapi::api::scheduling::v1beta1::{
+    BasicSchedulingPolicy, GangSchedulingPolicy, PodGroup, PodGroupSchedulingPolicy, PodGroupSpec,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -74,6 +84,162 @@ pub enum Workload {
     SteadyStateClusterResourceClaimTemplate(Utilization),
     /// `misc/`'s: pod *i* requests the extended resource only node *i* has.
     SchedulingWithExtendedResource,
+    /// `podgroup/gangscheduling/`'s: gangs whose `minCount` is their size, so each is
+    /// bound whole or not at all.
+    GangScheduling(GroupScale),
+    /// `podgroup/basicscheduling/`'s: the same groups under the basic policy, no quorum.
+    BasicScheduling(GroupScale),
+}
+
+/// The scheduling policy of a `podgroup/` test case's PodGroups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupPolicy {
+    /// `schedulingPolicy.gang.minCount` = the group's size.
+    Gang,
+    /// `schedulingPolicy.basic: {}`.
+    Basic,
+}
+
+impl GroupPolicy {
+    /// The one namespace of the test case (`createNamespaces` with prefix `gang-ns` or
+    /// `basic-ns`, count 1).
+    pub fn namespace(self) -> &'static str {
+        match self {
+            GroupPolicy::Gang => "gang-ns-0",
+            GroupPolicy::Basic => "basic-ns-0",
+        }
+    }
+
+    /// The name of PodGroup `index` (`templates/podgroup.yaml`).
+    pub fn group_name(self, index: u64) -> String {
+        match self {
+            GroupPolicy::Gang => format!("gang-{index}"),
+            GroupPolicy::Basic => format!("basic-group-{index}"),
+        }
+    }
+
+    /// PodGroup `index` of groups of `per_group` pods, as `createPodGroups` creates it.
+    pub fn pod_group(self, index: u64, per_group: u64) -> PodGroup {
+        let scheduling_policy = match self {
+            GroupPolicy::Gang => PodGroupSchedulingPolicy {
+                gang: Some(GangSchedulingPolicy {
+                    min_count: i32::try_from(per_group).unwrap_or(i32::MAX),
+                }),
+                ..Default::default()
+            },
+            GroupPolicy::Basic => PodGroupSchedulingPolicy {
+                basic: Some(BasicSchedulingPolicy(serde_json::json!({}))),
+                ..Default::default()
+            },
+        };
+        PodGroup {
+            metadata: ObjectMeta {
+                name: Some(self.group_name(index)),
+                namespace: Some(self.namespace().to_string()),
+                ..Default::default()
+            },
+            spec: PodGroupSpec {
+                scheduling_policy,
+                ..Default::default()
+            },
+            status: None,
+        }
+    }
+}
+
+/// One of the workloads (sizes) the `podgroup/` test cases define: nodes, pod groups and
+/// pods per group. Upstream names them after the counts, `Gangs` or `Groups` after the
+/// policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupScale {
+    /// 10 nodes, 3 groups of 3 (`integration-test`, `short`).
+    Nodes10,
+    /// 100 nodes, 10 groups of 3 (`integration-test`).
+    Nodes100,
+    /// 5000 nodes, 1000 groups of 3 (`performance`, as are the rest).
+    Groups1000Of3,
+    /// 5000 nodes, 2000 groups of 3.
+    Groups2000Of3,
+    /// 5000 nodes, 3000 groups of 3.
+    Groups3000Of3,
+    /// 5000 nodes, 3 groups of 1000.
+    Groups3Of1000,
+    /// 5000 nodes, 6 groups of 1000.
+    Groups6Of1000,
+    /// 5000 nodes, 9 groups of 1000.
+    Groups9Of1000,
+}
+
+impl GroupScale {
+    pub const ALL: [GroupScale; 8] = [
+        GroupScale::Nodes10,
+        GroupScale::Nodes100,
+        GroupScale::Groups1000Of3,
+        GroupScale::Groups2000Of3,
+        GroupScale::Groups3000Of3,
+        GroupScale::Groups3Of1000,
+        GroupScale::Groups6Of1000,
+        GroupScale::Groups9Of1000,
+    ];
+
+    /// `initNodes`, `initPodGroups` and `podsPerGroup`.
+    pub fn params(self) -> (u64, u64, u64) {
+        match self {
+            GroupScale::Nodes10 => (10, 3, 3),
+            GroupScale::Nodes100 => (100, 10, 3),
+            GroupScale::Groups1000Of3 => (5000, 1000, 3),
+            GroupScale::Groups2000Of3 => (5000, 2000, 3),
+            GroupScale::Groups3000Of3 => (5000, 3000, 3),
+            GroupScale::Groups3Of1000 => (5000, 3, 1000),
+            GroupScale::Groups6Of1000 => (5000, 6, 1000),
+            GroupScale::Groups9Of1000 => (5000, 9, 1000),
+        }
+    }
+
+    pub fn per_group(self) -> u64 {
+        self.params().2
+    }
+
+    /// The `--size` whose `all` runs it: 5000Nodes for upstream's `performance`
+    /// workloads; the two `integration-test` ones run only when named.
+    pub fn size(self) -> Option<Size> {
+        match self {
+            GroupScale::Nodes10 | GroupScale::Nodes100 => None,
+            _ => Some(Size::Nodes5000),
+        }
+    }
+
+    /// Upstream's workload name in the test case of `policy`.
+    pub fn name(self, policy: GroupPolicy) -> &'static str {
+        use GroupPolicy::{Basic, Gang};
+        match (self, policy) {
+            (GroupScale::Nodes10, Gang) => "10Nodes_3Gangs",
+            (GroupScale::Nodes10, Basic) => "10Nodes_3Groups",
+            (GroupScale::Nodes100, Gang) => "100Nodes_10Gangs",
+            (GroupScale::Nodes100, Basic) => "100Nodes_10Groups",
+            (GroupScale::Groups1000Of3, Gang) => "5000Nodes_1000Gangs_3000Pods",
+            (GroupScale::Groups1000Of3, Basic) => "5000Nodes_1000Groups_3000Pods",
+            (GroupScale::Groups2000Of3, Gang) => "5000Nodes_2000Gangs_6000Pods",
+            (GroupScale::Groups2000Of3, Basic) => "5000Nodes_2000Groups_6000Pods",
+            (GroupScale::Groups3000Of3, Gang) => "5000Nodes_3000Gangs_9000Pods",
+            (GroupScale::Groups3000Of3, Basic) => "5000Nodes_3000Groups_9000Pods",
+            (GroupScale::Groups3Of1000, Gang) => "5000Nodes_3Gangs_3000Pods_1000PerGroup",
+            (GroupScale::Groups3Of1000, Basic) => "5000Nodes_3Groups_3000Pods_1000PerGroup",
+            (GroupScale::Groups6Of1000, Gang) => "5000Nodes_6Gangs_6000Pods_1000PerGroup",
+            (GroupScale::Groups6Of1000, Basic) => "5000Nodes_6Groups_6000Pods_1000PerGroup",
+            (GroupScale::Groups9Of1000, Gang) => "5000Nodes_9Gangs_9000Pods_1000PerGroup",
+            (GroupScale::Groups9Of1000, Basic) => "5000Nodes_9Groups_9000Pods_1000PerGroup",
+        }
+    }
+
+    fn counts(self) -> Counts {
+        let (nodes, groups, per_group) = self.params();
+        Counts {
+            nodes,
+            measure_pods: groups * per_group,
+            ..Counts::default()
+        }
+    }
 }
 
 /// How many of the devices init claims hold in a steady-state workload.
@@ -101,7 +267,7 @@ impl Utilization {
 
 impl Workload {
     /// Every workload, in the order `--workload all` runs them.
-    pub const ALL: [Workload; 14] = [
+    pub const ALL: [Workload; 30] = [
         Workload::SchedulingBasic,
         Workload::TopologySpreading,
         Workload::PreferredTopologySpreading,
@@ -116,6 +282,22 @@ impl Workload {
         Workload::SteadyStateClusterResourceClaimTemplate(Utilization::Half),
         Workload::SteadyStateClusterResourceClaimTemplate(Utilization::Full),
         Workload::SchedulingWithExtendedResource,
+        Workload::GangScheduling(GroupScale::Nodes10),
+        Workload::GangScheduling(GroupScale::Nodes100),
+        Workload::GangScheduling(GroupScale::Groups1000Of3),
+        Workload::GangScheduling(GroupScale::Groups2000Of3),
+        Workload::GangScheduling(GroupScale::Groups3000Of3),
+        Workload::GangScheduling(GroupScale::Groups3Of1000),
+        Workload::GangScheduling(GroupScale::Groups6Of1000),
+        Workload::GangScheduling(GroupScale::Groups9Of1000),
+        Workload::BasicScheduling(GroupScale::Nodes10),
+        Workload::BasicScheduling(GroupScale::Nodes100),
+        Workload::BasicScheduling(GroupScale::Groups1000Of3),
+        Workload::BasicScheduling(GroupScale::Groups2000Of3),
+        Workload::BasicScheduling(GroupScale::Groups3000Of3),
+        Workload::BasicScheduling(GroupScale::Groups3Of1000),
+        Workload::BasicScheduling(GroupScale::Groups6Of1000),
+        Workload::BasicScheduling(GroupScale::Groups9Of1000),
     ];
 
     pub fn name(self) -> &'static str {
@@ -134,13 +316,17 @@ impl Workload {
                 "SteadyStateClusterResourceClaimTemplate"
             }
             Workload::SchedulingWithExtendedResource => "SchedulingWithExtendedResource",
+            Workload::GangScheduling(_) => "GangScheduling",
+            Workload::BasicScheduling(_) => "BasicScheduling",
         }
     }
 
     /// The workloads `name` selects (upstream's spelling, case-insensitive): the workload
-    /// of that name, all three for SteadyStateClusterResourceClaimTemplate, or one of
-    /// them named as perf-dash names it, `SteadyStateClusterResourceClaimTemplate/
-    /// half_500nodes`. Empty for a name no workload has.
+    /// of that name, every variant of SteadyStateClusterResourceClaimTemplate,
+    /// GangScheduling or BasicScheduling, or one variant named as perf-dash names it,
+    /// `SteadyStateClusterResourceClaimTemplate/half_500nodes` or
+    /// `GangScheduling/10Nodes_3Gangs` ([`Workload::is_variant_name`]). Empty for a name no
+    /// workload has.
     pub fn parse(name: &str) -> Vec<Workload> {
         Workload::ALL
             .into_iter()
@@ -153,22 +339,42 @@ impl Workload {
             .collect()
     }
 
-    /// The name that tells apart workloads sharing [`Workload::name`].
-    fn variant(self) -> Option<&'static str> {
+    /// Whether `name` names one variant (`TestCase/workload`), which runs at its own
+    /// size ([`Workload::own_counts`]) whatever `--size` says.
+    pub fn is_variant_name(name: &str) -> bool {
+        name.contains('/')
+    }
+
+    /// The name that tells apart workloads sharing [`Workload::name`]: upstream's
+    /// workload name.
+    pub fn variant(self) -> Option<&'static str> {
         match self {
             Workload::SteadyStateClusterResourceClaimTemplate(u) => Some(u.workload_name()),
+            Workload::GangScheduling(scale) => Some(scale.name(GroupPolicy::Gang)),
+            Workload::BasicScheduling(scale) => Some(scale.name(GroupPolicy::Basic)),
+            _ => None,
+        }
+    }
+
+    /// The policy and the pods per group of the PodGroups the workload creates, if it
+    /// creates any.
+    pub fn pod_groups(self) -> Option<(GroupPolicy, u64)> {
+        match self {
+            Workload::GangScheduling(scale) => Some((GroupPolicy::Gang, scale.per_group())),
+            Workload::BasicScheduling(scale) => Some((GroupPolicy::Basic, scale.per_group())),
             _ => None,
         }
     }
 
     /// The name a run at `size` reports: upstream's workload name where the test case
-    /// names its sizes by their counts (`5000pods_500nodes`), else the size's name.
+    /// names its sizes by their counts (`5000pods_500nodes`), else the size's name. A
+    /// variant reports its own name at any size (see [`Workload::own_counts`]).
     pub fn size_name(self, size: Size) -> &'static str {
+        if let Some(variant) = self.variant() {
+            return variant;
+        }
         match (self, size) {
             (Workload::SchedulingWithResourceClaimTemplate, Size::Nodes500) => "5000pods_500nodes",
-            (Workload::SteadyStateClusterResourceClaimTemplate(u), Size::Nodes500) => {
-                u.workload_name()
-            }
             (Workload::SchedulingWithExtendedResource, Size::Nodes500) => {
                 "500pods_500nodes_DRAExtendedResourceEnabled"
             }
@@ -225,6 +431,17 @@ impl Workload {
                 Phase::new(measure, "namespace-2"),
             )
         };
+        // No init pods; the PodGroups and their pods in the test case's one namespace.
+        let grouped = |policy: GroupPolicy, scale: GroupScale| {
+            let template = PodTemplate::GroupMember {
+                policy,
+                per_group: scale.per_group(),
+            };
+            (
+                Phase::new(template, policy.namespace()),
+                Phase::new(template, policy.namespace()),
+            )
+        };
         match self {
             Workload::SchedulingBasic => per_op(PodTemplate::Default, PodTemplate::Default),
             Workload::TopologySpreading => {
@@ -257,6 +474,8 @@ impl Workload {
                 Phase::new(PodTemplate::ExtendedResource, TEST_NAMESPACE),
                 Phase::new(PodTemplate::ExtendedResource, TEST_NAMESPACE),
             ),
+            Workload::GangScheduling(scale) => grouped(GroupPolicy::Gang, scale),
+            Workload::BasicScheduling(scale) => grouped(GroupPolicy::Basic, scale),
         }
     }
 
@@ -297,6 +516,9 @@ impl Workload {
                 Some(counts(5000, 0, 5000))
             }
             (Workload::SchedulingWithExtendedResource, Size::Nodes5000Pods10000) => None,
+            (Workload::GangScheduling(scale) | Workload::BasicScheduling(scale), size) => {
+                (scale.size() == Some(size)).then(|| scale.counts())
+            }
             (Workload::SchedulingBasic, Size::Nodes500) => Some(counts(500, 500, 1000)),
             (Workload::SchedulingBasic, Size::Nodes5000) => Some(counts(5000, 1000, 1000)),
             (Workload::SchedulingBasic, Size::Nodes5000Pods10000) => {
@@ -325,9 +547,21 @@ impl Workload {
         }
     }
 
+    /// The counts of the upstream workload a variant is (see [`Workload::variant`]), at
+    /// whatever `--size`; `None` for a workload without variants.
+    pub fn own_counts(self) -> Option<Counts> {
+        match self {
+            Workload::SteadyStateClusterResourceClaimTemplate(_) => self.counts(Size::Nodes500),
+            Workload::GangScheduling(scale) | Workload::BasicScheduling(scale) => {
+                Some(scale.counts())
+            }
+            _ => None,
+        }
+    }
+
     /// Upstream's CI threshold (SchedulingThroughput Average, pods/s) and the size it is
     /// set for; upstream sets thresholds only on its `performance` sizes, and none on
-    /// PreemptionBasic.
+    /// PreemptionBasic nor on the `podgroup/` test cases (v1.37.2).
     pub fn upstream_threshold(self) -> Option<(&'static str, f64)> {
         Some(match self {
             Workload::SchedulingBasic => ("5000Nodes_10000Pods", 680.0),
@@ -338,7 +572,9 @@ impl Workload {
             Workload::SchedulingPreferredPodAffinity => ("5000Nodes_5000Pods", 90.0),
             Workload::SchedulingPreferredPodAntiAffinity => ("5000Nodes_5000Pods", 90.0),
             Workload::SchedulingNodeAffinity => ("5000Nodes_10000Pods", 220.0),
-            Workload::PreemptionBasic => return None,
+            Workload::PreemptionBasic
+            | Workload::GangScheduling(_)
+            | Workload::BasicScheduling(_) => return None,
             // `dra/`'s thresholds are per topic; these are BenchmarkPerfScheduling's
             // (`dra:`), the topic whose allocator 1.37's scheduler runs by default.
             Workload::SchedulingWithResourceClaimTemplate => ("5000pods_500nodes", 56.0),
@@ -362,7 +598,9 @@ impl Workload {
     /// from the devices, [`DEVICES_PER_NODE`] a node: SchedulingWithResourceClaimTemplate
     /// gives half of them to init claims and measures as many pods as fill the other
     /// half; the steady-state workloads give none, half, or all but one per pending pod;
-    /// SchedulingWithExtendedResource measures one pod per node.
+    /// SchedulingWithExtendedResource measures one pod per node. The `podgroup/`
+    /// workloads keep their pods per group, so `--pods` is a whole number of groups
+    /// (which the CLI checks).
     pub fn overridden(self, counts: Counts, nodes: Option<u64>, pods: Option<u64>) -> Counts {
         let n = nodes.unwrap_or(counts.nodes);
         let devices = n.saturating_mul(DEVICES_PER_NODE);
@@ -472,7 +710,8 @@ impl Phase {
 /// upstream's pod templates (`templates/pod-*.yaml`): a pause container requesting
 /// 100m CPU and 500Mi, plus the template's label and scheduling constraints; the two
 /// priority templates request more CPU (pod-low-priority 900m, pod-high-priority 3).
-/// The DRA and extended-resource templates request no CPU or memory at all.
+/// The DRA and extended-resource templates request no CPU or memory at all; the
+/// `podgroup/` members 100m CPU and 100Mi, with no limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PodTemplate {
     Default,
@@ -493,6 +732,12 @@ pub enum PodTemplate {
     ClaimTemplate,
     /// `misc/`'s pod-with-extended-resource: pod *i* requests `foo.com/bar-<i>: 1`.
     ExtendedResource,
+    /// `podgroup/`'s gang-pod and basic-pod: requests of 100m CPU and 100Mi (no limits),
+    /// pod *i* a member of PodGroup *i* / `per_group`.
+    GroupMember {
+        policy: GroupPolicy,
+        per_group: u64,
+    },
 }
 
 /// The namespace of a DRA workload's init claims.
@@ -534,7 +779,8 @@ impl PodTemplate {
             | PodTemplate::LowPriority
             | PodTemplate::HighPriority
             | PodTemplate::ClaimTemplate
-            | PodTemplate::ExtendedResource => None,
+            | PodTemplate::ExtendedResource
+            | PodTemplate::GroupMember { .. } => None,
             PodTemplate::PodAntiAffinity => Some("green"),
             PodTemplate::PodAffinity
             | PodTemplate::TopologySpreading
@@ -550,13 +796,21 @@ impl PodTemplate {
         match self {
             PodTemplate::ClaimTemplate => format!("test-dra-{index:05}"),
             PodTemplate::ExtendedResource => format!("test-extended-resource-{index}"),
+            PodTemplate::GroupMember {
+                policy: GroupPolicy::Gang,
+                ..
+            } => format!("test-gang-scheduling-{index}"),
+            PodTemplate::GroupMember {
+                policy: GroupPolicy::Basic,
+                ..
+            } => format!("test-basic-scheduling-{index}"),
             _ => format!("pod-{index:05}"),
         }
     }
 
     /// A pod of this template named `name` in `namespace`, for `scheduler_name`; `index`
-    /// is its index in its `createPods` op (upstream's `.Index`), which only
-    /// pod-with-extended-resource reads.
+    /// is its index in its `createPods` op (upstream's `.Index`), which
+    /// pod-with-extended-resource and the group members read.
     pub fn pod(self, namespace: &str, name: String, index: u64, scheduler_name: &str) -> Pod {
         let labels = self
             .color()
@@ -564,6 +818,7 @@ impl PodTemplate {
         let container = match self {
             PodTemplate::ClaimTemplate => claim_container(),
             PodTemplate::ExtendedResource => extended_resource_container(index),
+            PodTemplate::GroupMember { .. } => group_member_container(),
             _ => pause_container(self.cpu()),
         };
         Pod {
@@ -589,9 +844,23 @@ impl PodTemplate {
                 priority_class_name: (self == PodTemplate::HighPriority)
                     .then(|| HIGH_PRIORITY_CLASS.to_string()),
                 termination_grace_period_seconds: (self == PodTemplate::LowPriority).then_some(0),
+                scheduling_group: self.group_of(index).map(|group| PodSchedulingGroup {
+                    pod_group_name: Some(group),
+                }),
                 ..Default::default()
             }),
             status: None,
+        }
+    }
+
+    /// The PodGroup pod `index` of the template is a member of (gang-pod's `gang-{{
+    /// DivideInt .Index .podsPerGroup }}`), if the template's pods have one.
+    pub fn group_of(self, index: u64) -> Option<String> {
+        match self {
+            PodTemplate::GroupMember { policy, per_group } => {
+                Some(policy.group_name(index / per_group.max(1)))
+            }
+            _ => None,
         }
     }
 
@@ -718,6 +987,19 @@ fn pause_container(cpu: &str) -> Container {
         resources: Some(ResourceRequirements {
             limits: Some(resources.clone()),
             requests: Some(resources),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// gang-pod's and basic-pod's container: requests only, no ports.
+fn group_member_container() -> Container {
+    Container {
+        name: "pause".to_string(),
+        image: Some("registry.k8s.io/pause:3.10.1".to_string()),
+        resources: Some(ResourceRequirements {
+            requests: Some(quantities(&[("cpu", "100m"), ("memory", "100Mi")])),
             ..Default::default()
         }),
         ..Default::default()
@@ -1251,6 +1533,170 @@ mod tests {
                 .name,
             Some(extended_resource_node_name(3))
         );
+    }
+
+    #[test]
+    fn group_workloads_are_upstreams() {
+        use GroupScale::*;
+        // (scale, gang name, basic name, nodes, groups, pods per group, performance)
+        // from podgroup/{gang,basic}scheduling/performance-config.yaml, v1.37.2.
+        let cases = [
+            (
+                Nodes10,
+                "10Nodes_3Gangs",
+                "10Nodes_3Groups",
+                10,
+                3,
+                3,
+                false,
+            ),
+            (
+                Nodes100,
+                "100Nodes_10Gangs",
+                "100Nodes_10Groups",
+                100,
+                10,
+                3,
+                false,
+            ),
+            (
+                Groups1000Of3,
+                "5000Nodes_1000Gangs_3000Pods",
+                "5000Nodes_1000Groups_3000Pods",
+                5000,
+                1000,
+                3,
+                true,
+            ),
+            (
+                Groups2000Of3,
+                "5000Nodes_2000Gangs_6000Pods",
+                "5000Nodes_2000Groups_6000Pods",
+                5000,
+                2000,
+                3,
+                true,
+            ),
+            (
+                Groups3000Of3,
+                "5000Nodes_3000Gangs_9000Pods",
+                "5000Nodes_3000Groups_9000Pods",
+                5000,
+                3000,
+                3,
+                true,
+            ),
+            (
+                Groups3Of1000,
+                "5000Nodes_3Gangs_3000Pods_1000PerGroup",
+                "5000Nodes_3Groups_3000Pods_1000PerGroup",
+                5000,
+                3,
+                1000,
+                true,
+            ),
+            (
+                Groups6Of1000,
+                "5000Nodes_6Gangs_6000Pods_1000PerGroup",
+                "5000Nodes_6Groups_6000Pods_1000PerGroup",
+                5000,
+                6,
+                1000,
+                true,
+            ),
+            (
+                Groups9Of1000,
+                "5000Nodes_9Gangs_9000Pods_1000PerGroup",
+                "5000Nodes_9Groups_9000Pods_1000PerGroup",
+                5000,
+                9,
+                1000,
+                true,
+            ),
+        ];
+        assert_eq!(cases.len(), GroupScale::ALL.len());
+        for (scale, gang, basic, nodes, groups, per_group, performance) in cases {
+            let want = Counts {
+                nodes,
+                measure_pods: groups * per_group,
+                ..Counts::default()
+            };
+            for (workload, name) in [
+                (Workload::GangScheduling(scale), gang),
+                (Workload::BasicScheduling(scale), basic),
+            ] {
+                assert_eq!(workload.size_name(Size::Nodes500), name);
+                assert_eq!(workload.own_counts(), Some(want), "{name}");
+                // `all` at 5000Nodes runs the performance workloads only.
+                let at_5000 = workload.counts(Size::Nodes5000);
+                assert_eq!(at_5000, performance.then_some(want), "{name}");
+                assert_eq!(workload.counts(Size::Nodes500), None, "{name}");
+                assert_eq!(workload.upstream_threshold(), None, "{name}");
+                assert_eq!(
+                    workload.pod_groups().map(|(_, n)| n),
+                    Some(per_group),
+                    "{name}"
+                );
+                assert_eq!(
+                    Workload::parse(&format!("{}/{name}", workload.name())),
+                    vec![workload]
+                );
+            }
+        }
+        assert_eq!(Workload::parse("GangScheduling").len(), 8);
+        assert_eq!(
+            Workload::parse("GangScheduling/10Nodes_3Groups"),
+            Vec::new()
+        );
+    }
+
+    #[test]
+    fn group_templates_are_upstreams() {
+        // gangscheduling/templates/gang-pod.yaml: pod i names gang-(i / podsPerGroup).
+        let template = PodTemplate::GroupMember {
+            policy: GroupPolicy::Gang,
+            per_group: 3,
+        };
+        let name = template.pod_name(5);
+        assert_eq!(name, "test-gang-scheduling-5");
+        let pod = template.pod("gang-ns-0", name, 5, "s");
+        let spec = pod.spec.unwrap_or_default();
+        let group = spec.scheduling_group.and_then(|g| g.pod_group_name);
+        assert_eq!(group.as_deref(), Some("gang-1"));
+        let container = &spec.containers[0];
+        assert_eq!(
+            container.image.as_deref(),
+            Some("registry.k8s.io/pause:3.10.1")
+        );
+        assert_eq!(container.ports, None);
+        let resources = container.resources.clone().unwrap_or_default();
+        let want = quantities(&[("cpu", "100m"), ("memory", "100Mi")]);
+        assert_eq!((resources.requests, resources.limits), (Some(want), None));
+
+        // templates/podgroup.yaml: gang-<i>, minCount = podsPerGroup.
+        let group = GroupPolicy::Gang.pod_group(7, 1000);
+        assert_eq!(group.metadata.name.as_deref(), Some("gang-7"));
+        assert_eq!(group.metadata.namespace.as_deref(), Some("gang-ns-0"));
+        let policy = group.spec.scheduling_policy;
+        assert_eq!(policy.gang.map(|g| g.min_count), Some(1000));
+        assert!(policy.basic.is_none());
+
+        // basicscheduling/: basic-group-<i> with `basic: {}`, pods test-basic-scheduling-<i>.
+        let template = PodTemplate::GroupMember {
+            policy: GroupPolicy::Basic,
+            per_group: 1000,
+        };
+        assert_eq!(template.pod_name(999), "test-basic-scheduling-999");
+        assert_eq!(template.group_of(999).as_deref(), Some("basic-group-0"));
+        assert_eq!(template.group_of(1000).as_deref(), Some("basic-group-1"));
+        let group = GroupPolicy::Basic.pod_group(0, 1000);
+        assert_eq!(group.metadata.name.as_deref(), Some("basic-group-0"));
+        assert_eq!(group.metadata.namespace.as_deref(), Some("basic-ns-0"));
+        let policy = group.spec.scheduling_policy;
+        assert!(policy.gang.is_none());
+        assert_eq!(policy.basic.map(|b| b.0), Some(serde_json::json!({})));
+        // Other templates' pods name no group.
+        assert_eq!(PodTemplate::Default.group_of(0), None);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use clap::{Args, ValueEnum};
 use super::{EXIT_INTERNAL, EXIT_INVALID_INPUT, EXIT_OK};
 use crate::bench::report::{BenchReport, render_table};
 use crate::bench::run::{Plan, RunOptions, run_workload};
-use crate::bench::workload::{MAX_NODES, MAX_PODS, Size, Workload};
+use crate::bench::workload::{Counts, MAX_NODES, MAX_PODS, Size, Workload};
 use crate::framework::parallel::{MAX_PARALLELISM, default_parallelism};
 use crate::framework::{Parallelizer, Registry};
 use crate::simulate::input;
@@ -34,7 +34,10 @@ pub struct BenchArgs {
     /// SchedulingWithResourceClaimTemplate (500Nodes only),
     /// SteadyStateClusterResourceClaimTemplate (its three variants, 500Nodes only, 10 s
     /// each; one alone as SteadyStateClusterResourceClaimTemplate/empty_500nodes,
-    /// …/half_500nodes or …/full_500nodes), SchedulingWithExtendedResource.
+    /// …/half_500nodes or …/full_500nodes), SchedulingWithExtendedResource,
+    /// GangScheduling and BasicScheduling (their six 5000Nodes workloads; one of them, or
+    /// of their 10- and 100-node ones, by upstream's name, GangScheduling/10Nodes_3Gangs).
+    /// A workload named TestCase/workload runs at its own size, whatever --size says.
     #[arg(long = "workload", value_name = "NAME", default_value = "all")]
     pub workloads: Vec<String>,
     /// Upstream's size: nodes, init pods and measured pods as performance-config.yaml sets
@@ -47,7 +50,8 @@ pub struct BenchArgs {
     /// smaller sizes, see docs/performance.md).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_NODES))]
     pub nodes: Option<u64>,
-    /// Measured pods instead of the size's (pods kept pending in a steady-state run).
+    /// Measured pods instead of the size's (pods kept pending in a steady-state run; a
+    /// whole number of groups for GangScheduling and BasicScheduling).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_PODS))]
     pub pods: Option<u64>,
     /// A YAML file with one SchedulerProfile to bench instead of the default profile.
@@ -183,16 +187,19 @@ fn bench_command(args: BenchArgs, registry: &Registry) -> u8 {
 
 /// The workloads to run at their sizes, in `Workload::ALL` order, each once (also the
 /// benchmark of the live path's choice). `all` runs the workloads upstream defines at the
-/// size; a workload named on its own that lacks the size is an error.
+/// size, and so does a test case's name (GangScheduling: its variants at the size); a
+/// workload named on its own that lacks the size is an error. A variant named as
+/// `TestCase/workload` runs at its own size ([`Workload::own_counts`]).
 pub fn plans(args: &BenchArgs) -> Result<Vec<Plan>, String> {
     let size = Size::from(args.size);
-    let mut chosen = Vec::new();
+    // Each chosen workload with its counts before `--nodes` and `--pods`.
+    let mut chosen: Vec<(Workload, Counts)> = Vec::new();
     for name in &args.workloads {
         if name.eq_ignore_ascii_case("all") {
             chosen.extend(
                 Workload::ALL
                     .into_iter()
-                    .filter(|w| w.counts(size).is_some()),
+                    .filter_map(|w| Some((w, w.counts(size)?))),
             );
             continue;
         }
@@ -209,25 +216,36 @@ pub fn plans(args: &BenchArgs) -> Result<Vec<Plan>, String> {
                     .join(", ")
             ));
         }
-        chosen.extend(workloads);
+        if Workload::is_variant_name(name) {
+            chosen.extend(workloads.iter().filter_map(|w| Some((*w, w.own_counts()?))));
+            continue;
+        }
+        let at_size: Vec<(Workload, Counts)> = workloads
+            .iter()
+            .filter_map(|w| Some((*w, w.counts(size)?)))
+            .collect();
+        if at_size.is_empty() {
+            return Err(size_error(&workloads, size));
+        }
+        chosen.extend(at_size);
     }
     let custom = args.nodes.is_some() || args.pods.is_some();
     let mut plans = Vec::new();
-    for workload in Workload::ALL.into_iter().filter(|w| chosen.contains(w)) {
-        let Some(counts) = workload.counts(size) else {
-            let sizes: Vec<&str> = [Size::Nodes500, Size::Nodes5000, Size::Nodes5000Pods10000]
-                .into_iter()
-                .filter(|s| workload.counts(*s).is_some())
-                .map(Size::name)
-                .collect();
-            return Err(format!(
-                "--size: Invalid value: {:?}: upstream does not define {workload} at this \
-                 size (use {})",
-                size.name(),
-                sizes.join(" or ")
-            ));
+    for workload in Workload::ALL {
+        let Some((_, counts)) = chosen.iter().find(|(w, _)| *w == workload) else {
+            continue;
         };
-        let counts = workload.overridden(counts, args.nodes, args.pods);
+        let counts = workload.overridden(*counts, args.nodes, args.pods);
+        if let Some((_, per_group)) = workload.pod_groups()
+            && !counts.measure_pods.is_multiple_of(per_group)
+        {
+            return Err(format!(
+                "--pods: Invalid value: {}: {workload} {} creates groups of {per_group} pods, \
+                 so it takes a multiple of {per_group}",
+                counts.measure_pods,
+                workload.size_name(size)
+            ));
+        }
         if workload == Workload::SchedulingWithExtendedResource
             && counts.measure_pods > counts.nodes
         {
@@ -249,6 +267,33 @@ pub fn plans(args: &BenchArgs) -> Result<Vec<Plan>, String> {
         });
     }
     Ok(plans)
+}
+
+/// Why none of `workloads` (one workload, or a test case's variants) runs at `size`: the
+/// sizes that have them, and the variants' own names.
+fn size_error(workloads: &[Workload], size: Size) -> String {
+    let sizes: Vec<&str> = [Size::Nodes500, Size::Nodes5000, Size::Nodes5000Pods10000]
+        .into_iter()
+        .filter(|s| workloads.iter().any(|w| w.counts(*s).is_some()))
+        .map(Size::name)
+        .collect();
+    let variants: Vec<String> = workloads
+        .iter()
+        .filter_map(|w| Some(format!("{w}/{}", w.variant()?)))
+        .collect();
+    let mut instead = vec![sizes.join(" or ")];
+    if !variants.is_empty() {
+        instead.push(format!(
+            "name one of its workloads: {}",
+            variants.join(", ")
+        ));
+    }
+    format!(
+        "--size: Invalid value: {:?}: upstream does not define {} at this size (use {})",
+        size.name(),
+        workloads.first().map(|w| w.name()).unwrap_or_default(),
+        instead.join(", or ")
+    )
 }
 
 /// The profile to bench: the default profile, or the one SchedulerProfile of `path`
@@ -299,7 +344,6 @@ mod tests {
     use clap::Parser;
 
     use super::*;
-    use crate::bench::workload::Counts;
 
     #[derive(Debug, Parser)]
     struct Cli {
@@ -381,9 +425,11 @@ mod tests {
     }
 
     #[test]
-    fn all_runs_every_workload_by_default() {
+    fn all_runs_every_workload_with_a_500_node_size_by_default() {
         let plans = parse(&["berth"]).and_then(|a| plans(&a).ok());
-        assert_eq!(plans.map(|p| p.len()), Some(Workload::ALL.len()));
+        // Every workload but the 16 of the podgroup/ test cases, which upstream runs at
+        // 5000 nodes (or 10 and 100 in its integration tests).
+        assert_eq!(plans.map(|p| p.len()), Some(Workload::ALL.len() - 16));
     }
 
     #[test]
@@ -398,12 +444,17 @@ mod tests {
             )
         };
         // At 5000Nodes: every workload but the four DRA ones, which upstream runs at
-        // 500 nodes only; SchedulingWithExtendedResource at its threshold's size.
+        // 500 nodes only; SchedulingWithExtendedResource at its threshold's size; the six
+        // performance workloads of GangScheduling and of BasicScheduling.
         let got = names(&["berth", "--size", "5000Nodes"]).unwrap_or_default();
-        assert_eq!(got.len(), 10, "{got:?}");
+        assert_eq!(got.len(), 22, "{got:?}");
+        assert_eq!(
+            got.get(9).map(String::as_str),
+            Some("SchedulingWithExtendedResource 5000pods_5000nodes_DRAExtendedResourceEnabled")
+        );
         assert_eq!(
             got.last().map(String::as_str),
-            Some("SchedulingWithExtendedResource 5000pods_5000nodes_DRAExtendedResourceEnabled")
+            Some("BasicScheduling 5000Nodes_9Groups_9000Pods_1000PerGroup")
         );
         assert!(
             !got.iter().any(|n| n.contains("ResourceClaimTemplate")),
@@ -452,6 +503,93 @@ mod tests {
         let burst = plans(&["--workload", "SchedulingWithResourceClaimTemplate"]);
         assert_eq!(burst.len(), 1);
         assert_eq!(burst[0].1, "5000pods_500nodes");
+    }
+
+    #[test]
+    fn group_workloads_run_by_test_case_at_the_size_or_by_name_at_their_own() {
+        let plans = |argv: &[&str]| -> Result<Vec<(String, Counts)>, String> {
+            let argv: Vec<&str> = std::iter::once("berth")
+                .chain(argv.iter().copied())
+                .collect();
+            let args = parse(&argv).ok_or("clap refused")?;
+            Ok(plans(&args)?
+                .into_iter()
+                .map(|p| (format!("{} {}", p.workload, p.size), p.counts))
+                .collect())
+        };
+        let names = |got: &[(String, Counts)]| -> Vec<String> {
+            got.iter().map(|(name, _)| name.clone()).collect()
+        };
+        let got = plans(&["--workload", "GangScheduling", "--size", "5000Nodes"]);
+        assert_eq!(
+            got.as_deref().map(names),
+            Ok(vec![
+                "GangScheduling 5000Nodes_1000Gangs_3000Pods".to_string(),
+                "GangScheduling 5000Nodes_2000Gangs_6000Pods".to_string(),
+                "GangScheduling 5000Nodes_3000Gangs_9000Pods".to_string(),
+                "GangScheduling 5000Nodes_3Gangs_3000Pods_1000PerGroup".to_string(),
+                "GangScheduling 5000Nodes_6Gangs_6000Pods_1000PerGroup".to_string(),
+                "GangScheduling 5000Nodes_9Gangs_9000Pods_1000PerGroup".to_string(),
+            ])
+        );
+
+        // Named by upstream's workload name: its own size, whatever --size says.
+        for size in ["500Nodes", "5000Nodes"] {
+            let got = plans(&[
+                "--workload",
+                "gangscheduling/10nodes_3gangs",
+                "--size",
+                size,
+            ]);
+            let got = got.unwrap_or_default();
+            assert_eq!(names(&got), ["GangScheduling 10Nodes_3Gangs"], "{size}");
+            assert_eq!((got[0].1.nodes, got[0].1.measure_pods), (10, 9), "{size}");
+        }
+        let got = plans(&[
+            "--workload",
+            "BasicScheduling/5000Nodes_3Groups_3000Pods_1000PerGroup",
+        ])
+        .unwrap_or_default();
+        assert_eq!(
+            got.iter()
+                .map(|(_, c)| (c.nodes, c.init_pods, c.measure_pods))
+                .collect::<Vec<_>>(),
+            [(5000, 0, 3000)]
+        );
+
+        // The test case at a size it lacks: the sizes that have it, and its names.
+        let error = plans(&["--workload", "GangScheduling"])
+            .err()
+            .unwrap_or_default();
+        assert!(
+            error.contains("(use 5000Nodes, or name one of its"),
+            "{error}"
+        );
+        assert!(error.contains("GangScheduling/10Nodes_3Gangs"), "{error}");
+
+        // --pods: whole groups only.
+        let got = plans(&[
+            "--workload",
+            "GangScheduling/100Nodes_10Gangs",
+            "--pods",
+            "12",
+        ]);
+        assert_eq!(
+            got.map(|g| g.iter().map(|(n, c)| (n.clone(), c.measure_pods)).collect()),
+            Ok(vec![(
+                "GangScheduling 100Nodes_10Gangs (custom)".to_string(),
+                12
+            )])
+        );
+        let error = plans(&[
+            "--workload",
+            "GangScheduling/100Nodes_10Gangs",
+            "--pods",
+            "10",
+        ])
+        .err()
+        .unwrap_or_default();
+        assert!(error.contains("takes a multiple of 3"), "{error}");
     }
 
     #[test]
