@@ -1245,24 +1245,6 @@ const NOT_EXERCISED_BY_E2E: &[(&str, &str, &str, &str)] = &[
         "patch",
         "the API server's check of Unreserve's status patch (src/operator/claim_writer.rs)",
     ),
-    (
-        "scheduling.k8s.io",
-        "podgroups",
-        "list",
-        "the Workload API PodGroup watch, where scheduling.k8s.io/v1beta1 is served (src/operator/scheduling_groups.rs)",
-    ),
-    (
-        "scheduling.k8s.io",
-        "podgroups",
-        "watch",
-        "the Workload API PodGroup watch, where scheduling.k8s.io/v1beta1 is served (src/operator/scheduling_groups.rs)",
-    ),
-    (
-        "scheduling.k8s.io",
-        "podgroups/status",
-        "patch",
-        "the pod-group cycle's PodGroupInitiallyScheduled condition (src/operator/pod_group_status.rs)",
-    ),
 ];
 
 #[test]
