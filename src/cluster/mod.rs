@@ -29,9 +29,9 @@ pub use device_resources::{
 pub use disruption_budgets::DisruptionBudgets;
 pub use legacy_pod::WorkloadReference;
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo, normalized_image_name};
-pub use pod_group_states::{GroupKey, PodGroupState, PodGroupStates};
+pub use pod_group_states::{GroupKey, PodGroupState, PodGroupStates, gang_min_count};
 pub use pod_groups::{PodGroups, implicit_group, implicit_owner, min_member_of, pod_group_of};
-pub use pod_info::{Memo, PodInfo, host_ports, pod_key};
+pub use pod_info::{Memo, PodInfo, host_ports, pod_key, scheduler_name};
 pub use pod_requests::default_pod_level_requests;
 pub use resource::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, QuantityError, Resource,

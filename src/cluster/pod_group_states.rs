@@ -76,6 +76,16 @@ fn namespace(namespace: Option<&str>) -> String {
         .to_string()
 }
 
+/// The gang policy's `minCount` of `group`, `None` for a group without one (basic).
+pub fn gang_min_count(group: &PodGroup) -> Option<i32> {
+    group
+        .spec
+        .scheduling_policy
+        .gang
+        .as_ref()
+        .map(|gang| gang.min_count)
+}
+
 fn is_assigned(pod: &Pod) -> bool {
     pod.spec
         .as_ref()
@@ -209,19 +219,6 @@ impl PodGroupStates {
     /// Reads the state of `key`, if the group has one.
     pub fn with_state<R>(&self, key: &GroupKey, f: impl FnOnce(&PodGroupState) -> R) -> Option<R> {
         read(&self.groups).get(key).map(f)
-    }
-
-    /// A copy of the state of `key`.
-    pub fn state(&self, key: &GroupKey) -> Option<PodGroupState> {
-        self.with_state(key, PodGroupState::clone)
-    }
-
-    /// Every PodGroup object, by key.
-    pub fn pod_groups(&self) -> Vec<Arc<PodGroup>> {
-        read(&self.groups)
-            .values()
-            .filter_map(|s| s.pod_group.clone())
-            .collect()
     }
 
     /// A pod the scheduler is responsible for appeared (pending pods of its profiles, every
@@ -381,11 +378,12 @@ mod tests {
         states.update_pod(&p1, &assumed);
         assert_eq!(counts(&states, "pg"), Some((2, 1, vec!["uid-p2".into()])));
         let scheduled: Vec<_> = states
-            .state(&GroupKey::new("ns1", "pg"))
-            .unwrap()
-            .scheduled_pods()
-            .map(|p| p.metadata.name.clone().unwrap())
-            .collect();
+            .with_state(&GroupKey::new("ns1", "pg"), |s| {
+                s.scheduled_pods()
+                    .map(|p| p.metadata.name.clone().unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap();
         assert_eq!(scheduled, ["p1"]);
     }
 
@@ -401,7 +399,7 @@ mod tests {
         states.delete_pod(&p1);
         assert_eq!(counts(&states, "pg"), Some((0, 0, vec![])));
         states.delete_group(&key);
-        assert!(states.state(&key).is_none());
+        assert!(states.with_state(&key, |_| ()).is_none());
     }
 
     #[test]
@@ -414,11 +412,19 @@ mod tests {
         });
         states.add_pod(&Arc::new(done.clone()));
         states.add_pod(&Arc::new(Pod::default()));
-        assert!(states.state(&GroupKey::new("ns1", "pg")).is_none());
+        assert!(
+            states
+                .with_state(&GroupKey::new("ns1", "pg"), |_| ())
+                .is_none()
+        );
         let running = member("p1", "pg", Some("node1"));
         states.add_pod(&running);
         states.update_pod(&running, &Arc::new(done));
-        assert!(states.state(&GroupKey::new("ns1", "pg")).is_none());
+        assert!(
+            states
+                .with_state(&GroupKey::new("ns1", "pg"), |_| ())
+                .is_none()
+        );
     }
 
     #[test]

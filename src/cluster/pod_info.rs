@@ -158,10 +158,7 @@ impl PodInfo {
 
     /// `spec.schedulerName`, `default-scheduler` when unset or empty.
     pub fn scheduler_name(&self) -> &str {
-        self.spec()
-            .and_then(|s| s.scheduler_name.as_deref())
-            .filter(|n| !n.is_empty())
-            .unwrap_or(DEFAULT_SCHEDULER_NAME)
+        scheduler_name(&self.pod)
     }
 
     /// The host ports the pod occupies on its node (upstream `GetHostPorts`).
@@ -172,6 +169,15 @@ impl PodInfo {
     fn spec(&self) -> Option<&PodSpec> {
         self.pod.spec.as_ref()
     }
+}
+
+/// `spec.schedulerName` of `pod`, `default-scheduler` when unset or empty.
+pub fn scheduler_name(pod: &Pod) -> &str {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.scheduler_name.as_deref())
+        .filter(|n| !n.is_empty())
+        .unwrap_or(DEFAULT_SCHEDULER_NAME)
 }
 
 /// The cache/queue key of a pod: its UID, or `namespace/name` when it has none.

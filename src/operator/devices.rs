@@ -12,14 +12,13 @@
 //! [`DeviceResources::set_served`] lets DynamicResources serve those pods.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use kube::{Api, Client};
 use tokio::sync::mpsc::UnboundedSender;
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::cluster::DeviceResources;
 use crate::framework::{ActionType, EventResource};
@@ -50,9 +49,6 @@ const REQUIRED: [&str; 4] = [
     "resourceclaimtemplates",
 ];
 
-/// How often discovery is tried before berth gives up starting.
-const DISCOVERY_ATTEMPTS: u32 = 5;
-
 /// The [`DEVICE_KINDS`] to watch: those `served` names, or none unless it names every
 /// required kind.
 pub fn kinds_to_watch(served: &[String]) -> Vec<&'static str> {
@@ -69,40 +65,18 @@ pub fn kinds_to_watch(served: &[String]) -> Vec<&'static str> {
 /// not serve the group version: 404). Other failures are retried a few times with a
 /// growing pause, then returned.
 pub async fn served_kinds(client: &Client) -> Result<Vec<&'static str>, String> {
-    let mut pause = Duration::from_millis(500);
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        match client.list_api_group_resources(GROUP_VERSION).await {
-            Ok(list) => {
-                let served: Vec<String> = list.resources.into_iter().map(|r| r.name).collect();
-                let kinds = kinds_to_watch(&served);
-                if kinds.is_empty() {
-                    info!(
-                        served = ?served,
-                        "the API server does not serve every resource.k8s.io/v1 kind DynamicResources reads; pods with claims will be refused"
-                    );
-                }
-                return Ok(kinds);
-            }
-            Err(kube::Error::Api(status)) if status.code == 404 => {
-                info!(
-                    "the API server does not serve resource.k8s.io/v1; pods with claims will be refused"
-                );
-                return Ok(Vec::new());
-            }
-            Err(error) if attempt < DISCOVERY_ATTEMPTS => {
-                warn!(%error, attempt, "discovery of resource.k8s.io/v1 failed; retrying");
-                tokio::time::sleep(pause).await;
-                pause *= 2;
-            }
-            Err(error) => {
-                return Err(format!(
-                    "discovery of {GROUP_VERSION} failed {DISCOVERY_ATTEMPTS} times: {error}"
-                ));
-            }
-        }
+    let Some(served) = super::discovery::served_resources(client, GROUP_VERSION).await? else {
+        info!("the API server does not serve resource.k8s.io/v1; pods with claims will be refused");
+        return Ok(Vec::new());
+    };
+    let kinds = kinds_to_watch(&served);
+    if kinds.is_empty() {
+        info!(
+            served = ?served,
+            "the API server does not serve every resource.k8s.io/v1 kind DynamicResources reads; pods with claims will be refused"
+        );
     }
+    Ok(kinds)
 }
 
 /// Starts the watches of `kinds` (from [`served_kinds`]) and marks `resources` served

@@ -24,6 +24,7 @@ pub mod binder;
 pub mod claim_writer;
 pub mod conditions;
 pub mod devices;
+pub mod discovery;
 pub mod leader;
 pub mod legacy_pods;
 pub mod pod_group_status;

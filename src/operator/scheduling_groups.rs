@@ -8,13 +8,11 @@
 //! not (the gate off, or 1.35/1.36), nothing is watched and pods naming a pod group are
 //! refused with a message saying why (`scheduler::unsupported`).
 
-use std::time::Duration;
-
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use kube::runtime::watcher::Config;
 use kube::{Api, Client};
 use tokio::sync::mpsc::UnboundedSender;
-use tracing::{info, warn};
+use tracing::info;
 
 use super::types::{ClusterChange, LoopMessage};
 use super::watches::{forward, watcher};
@@ -24,44 +22,18 @@ pub const GROUP_VERSION: &str = "scheduling.k8s.io/v1beta1";
 /// The kind as [`ClusterChange::Listed`] names it.
 pub const KIND: &str = "podgroups.scheduling.k8s.io";
 
-/// How often discovery is tried before berth gives up starting.
-const DISCOVERY_ATTEMPTS: u32 = 5;
-
 /// Whether the API server serves PodGroups in [`GROUP_VERSION`] (false on a 404).
 /// Other failures are retried a few times with a growing pause, then returned.
 pub async fn served(client: &Client) -> Result<bool, String> {
-    let mut pause = Duration::from_millis(500);
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        match client.list_api_group_resources(GROUP_VERSION).await {
-            Ok(list) => {
-                let served = list.resources.iter().any(|r| r.name == "podgroups");
-                if !served {
-                    info!(
-                        "the API server does not serve {GROUP_VERSION} PodGroups; pods in pod groups will be refused"
-                    );
-                }
-                return Ok(served);
-            }
-            Err(kube::Error::Api(status)) if status.code == 404 => {
-                info!(
-                    "the API server does not serve {GROUP_VERSION}; pods in pod groups will be refused"
-                );
-                return Ok(false);
-            }
-            Err(error) if attempt < DISCOVERY_ATTEMPTS => {
-                warn!(%error, attempt, "discovery of {GROUP_VERSION} failed; retrying");
-                tokio::time::sleep(pause).await;
-                pause *= 2;
-            }
-            Err(error) => {
-                return Err(format!(
-                    "discovery of {GROUP_VERSION} failed {DISCOVERY_ATTEMPTS} times: {error}"
-                ));
-            }
-        }
+    let served = super::discovery::served_resources(client, GROUP_VERSION)
+        .await?
+        .is_some_and(|resources| resources.iter().any(|r| r == "podgroups"));
+    if !served {
+        info!(
+            "the API server does not serve {GROUP_VERSION} PodGroups; pods in pod groups will be refused"
+        );
     }
+    Ok(served)
 }
 
 /// The key a relist reports a PodGroup under.

@@ -31,7 +31,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 
-use crate::cluster::{GroupKey, PodGroupStates, PodInfo};
+use crate::cluster::{GroupKey, PodGroupStates, PodInfo, gang_min_count};
 use crate::framework::{
     ActionType, ClusterEvent, Code, CycleState, EventResource, Handle, NoArgs, PermitPlugin,
     PlacementFeasiblePlugin, PlacementProgress, PluginError, PluginFactory, PodsToActivate,
@@ -85,16 +85,6 @@ crate::plugin! {
             })
         }
     }
-}
-
-/// The gang's `minCount`, or `None` for a group without a gang policy.
-fn gang_min_count(group: &PodGroup) -> Option<i32> {
-    group
-        .spec
-        .scheduling_policy
-        .gang
-        .as_ref()
-        .map(|gang| gang.min_count)
 }
 
 /// Whether `count` pods fall short of `min_count` (a count below 1 is met by any number).

@@ -126,7 +126,7 @@ impl GroupEntity {
         } else {
             self.params.unschedulable_count
         };
-        if count == 0 || max.is_zero() {
+        if max.is_zero() {
             return Duration::ZERO;
         }
         let size = self.members.len().max(1);
@@ -135,14 +135,7 @@ impl GroupEntity {
         } else {
             max
         };
-        let mut duration = initial.min(max);
-        for _ in 1..count {
-            if duration > max.saturating_sub(duration) {
-                return max;
-            }
-            duration += duration;
-        }
-        duration
+        super::doubling_backoff(initial, max, count)
     }
 }
 

@@ -814,18 +814,11 @@ impl SchedulingQueue {
     /// `calculateBackoffDuration`: 0 before the first attempt, then `initial` doubling per
     /// attempt, capped at `max`.
     pub fn backoff_duration(&self, attempts: u32) -> Duration {
-        let (initial, max) = (self.config.initial_backoff, self.config.max_backoff);
-        if attempts == 0 {
-            return Duration::ZERO;
-        }
-        let mut duration = initial.min(max);
-        for _ in 1..attempts {
-            if duration > max.saturating_sub(duration) {
-                return max;
-            }
-            duration += duration;
-        }
-        duration
+        doubling_backoff(
+            self.config.initial_backoff,
+            self.config.max_backoff,
+            attempts,
+        )
     }
 
     /// Pods, not entities: a group counts its members.
@@ -1130,6 +1123,21 @@ impl SchedulingQueue {
             .checked_add(duration)
             .unwrap_or(queued.timestamp)
     }
+}
+
+/// `initial * 2^(count-1)` capped at `max`; zero for `count` 0.
+fn doubling_backoff(initial: Duration, max: Duration, count: u32) -> Duration {
+    if count == 0 {
+        return Duration::ZERO;
+    }
+    let mut duration = initial.min(max);
+    for _ in 1..count {
+        if duration > max.saturating_sub(duration) {
+            return max;
+        }
+        duration += duration;
+    }
+    duration
 }
 
 /// The first PreEnqueue plugin that rejects the pod.

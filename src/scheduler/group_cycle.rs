@@ -33,15 +33,13 @@ use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
-use crate::cluster::{GroupKey, PodInfo};
+use crate::cluster::{GroupKey, PodInfo, scheduler_name};
 use crate::framework::{Code, CycleState, PlacementProgress, PodGroupCycle, QueuedPodInfo, Status};
 use crate::queue::{GroupOutcome, QueuedGroup};
 
 use super::failure::Failure;
 use super::{CycleDiagnosis, CycleOutput, Scheduler, cycle};
 
-/// The scheduler name of a pod that names none.
-const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 /// Upstream's `errPodGroupUnschedulable`.
 pub const POD_GROUP_UNSCHEDULABLE: &str = "pod group is unschedulable";
 /// The condition the pod-group cycle writes on a PodGroup.
@@ -165,7 +163,7 @@ impl Scheduler {
             .pod_group_states
             .with_state(&group.key, |s| s.scheduled_pods().cloned().collect())
             .unwrap_or_default();
-        let scheduler_name = group
+        let expected = group
             .members
             .first()
             .map(|m| m.pod_info.scheduler_name().to_string())
@@ -178,13 +176,10 @@ impl Scheduler {
             .chain(placed);
         for pod in pods {
             let spec = pod.spec.as_ref();
-            let name = spec
-                .and_then(|s| s.scheduler_name.as_deref())
-                .filter(|n| !n.is_empty())
-                .unwrap_or(DEFAULT_SCHEDULER_NAME);
-            if name != scheduler_name {
+            let name = scheduler_name(&pod);
+            if name != expected {
                 return Err(format!(
-                    "all pods in a single pod group should have the same .spec.schedulerName set, got: {name:?} and {scheduler_name:?}"
+                    "all pods in a single pod group should have the same .spec.schedulerName set, got: {name:?} and {expected:?}"
                 ));
             }
             let pod_priority = spec.and_then(|s| s.priority).unwrap_or(0);
@@ -206,10 +201,8 @@ impl Scheduler {
                 Some(_) => {}
             }
         }
-        if !self.by_name.contains_key(&scheduler_name) {
-            return Err(format!(
-                "profile not found for scheduler name {scheduler_name:?}"
-            ));
+        if !self.by_name.contains_key(&expected) {
+            return Err(format!("profile not found for scheduler name {expected:?}"));
         }
         Ok(())
     }

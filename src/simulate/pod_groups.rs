@@ -21,7 +21,7 @@ use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
 
-use crate::cluster::{GroupKey, PodGroupStates};
+use crate::cluster::{GroupKey, PodGroupStates, gang_min_count};
 use crate::framework::clock::Instant;
 use crate::scheduler::{INITIALLY_SCHEDULED, merge_condition};
 
@@ -66,16 +66,6 @@ impl SimulatedTime {
         let elapsed = i64::try_from(elapsed).unwrap_or(i64::MAX);
         Timestamp::from_second(self.at.as_second().saturating_add(elapsed)).unwrap_or(self.at)
     }
-}
-
-/// The gang's `minCount`, `None` for a basic group.
-fn min_count(group: &PodGroup) -> Option<i32> {
-    group
-        .spec
-        .scheduling_policy
-        .gang
-        .as_ref()
-        .map(|gang| gang.min_count)
 }
 
 /// The `PodGroupInitiallyScheduled` condition `group` ends with: its own conditions with
@@ -137,7 +127,7 @@ pub fn group_results(
         .map(|group| {
             let key = GroupKey::of_group(group);
             let (total, bound) = members.get(&key).copied().unwrap_or_default();
-            let min_count = min_count(group);
+            let min_count = gang_min_count(group);
             let wanted = wanted.get(&key).map(Vec::as_slice).unwrap_or_default();
             PodGroupResult {
                 condition: final_condition(group, wanted, time),
@@ -181,7 +171,7 @@ pub fn explain_held_members(report: &mut Report, pending: &[&Pod], states: &PodG
         };
         let state = states.with_state(&key, |s| {
             s.pod_group()
-                .map(|group| (min_count(group), s.all_pods_count()))
+                .map(|group| (gang_min_count(group), s.all_pods_count()))
         });
         match state.flatten() {
             None => {
