@@ -35,6 +35,8 @@ mod preemption;
 mod preemption_calls;
 #[path = "operator_e2e/real_faults.rs"]
 mod real_faults;
+#[path = "operator_e2e/scheduler_plugins_gangs.rs"]
+mod scheduler_plugins_gangs;
 #[path = "operator_e2e/scheduling.rs"]
 mod scheduling;
 #[path = "operator_e2e/secure_metrics.rs"]

@@ -12,6 +12,7 @@ mod field_error;
 pub(crate) mod limits;
 mod podgroup;
 mod profile;
+pub mod scheduler_plugins;
 
 pub use duration::GoDuration;
 pub use extension_point::ExtensionPoint;

@@ -1,4 +1,5 @@
-//! The PodGroups of the cluster, for gang scheduling (the Coscheduling plugin).
+//! The PodGroups of the cluster, for gang scheduling (the Coscheduling plugin): berth's
+//! own and scheduler-plugins'.
 //!
 //! Like [`super::Workloads`], a lister shared (`Arc`) between the adapter that feeds it —
 //! the operator's PodGroup watch, the simulator's input — and the plugins that read it
@@ -14,14 +15,22 @@ use std::sync::RwLock;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
+use crate::api::scheduler_plugins;
 use crate::api::{
     MIN_MEMBER_ANNOTATION, POD_GROUP_LABEL, POD_GROUP_LABEL_COMPAT, PodGroup, PodGroupSpec,
 };
 
-/// PodGroups by namespace and name.
+/// PodGroups by namespace and name: berth's own and scheduler-plugins'
+/// (`scheduling.x-k8s.io/v1alpha1`), the latter read as the berth PodGroup with the same
+/// spec ([`from_scheduler_plugins`]).
+///
+/// A pod names its group by name only ([`pod_group_of`]), so when both kinds exist with
+/// the same namespace and name, berth's own is the group: it is the one a berth user
+/// wrote for berth.
 #[derive(Debug, Default)]
 pub struct PodGroups {
     groups: RwLock<HashMap<(String, String), PodGroup>>,
+    scheduler_plugins: RwLock<HashMap<(String, String), PodGroup>>,
 }
 
 fn key(group: &PodGroup) -> (String, String) {
@@ -50,12 +59,56 @@ impl PodGroups {
         groups.remove(&key(group));
     }
 
-    /// The PodGroup `namespace/name`, if it exists.
+    /// The PodGroup `namespace/name`, if it exists: berth's own, else scheduler-plugins'.
     pub fn get(&self, namespace: &str, name: &str) -> Option<PodGroup> {
+        let key = (namespace.to_string(), name.to_string());
         let groups = self.groups.read().unwrap_or_else(|p| p.into_inner());
-        groups
-            .get(&(namespace.to_string(), name.to_string()))
-            .cloned()
+        if let Some(group) = groups.get(&key) {
+            return Some(group.clone());
+        }
+        drop(groups);
+        let groups = self
+            .scheduler_plugins
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
+        groups.get(&key).cloned()
+    }
+
+    /// Adds or replaces a scheduler-plugins PodGroup.
+    pub fn apply_scheduler_plugins(&self, group: &scheduler_plugins::PodGroup) {
+        let group = from_scheduler_plugins(group);
+        let mut groups = self
+            .scheduler_plugins
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        groups.insert(key(&group), group);
+    }
+
+    pub fn delete_scheduler_plugins(&self, group: &scheduler_plugins::PodGroup) {
+        let group = from_scheduler_plugins(group);
+        let mut groups = self
+            .scheduler_plugins
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        groups.remove(&key(&group));
+    }
+}
+
+/// A scheduler-plugins PodGroup as the berth PodGroup Coscheduling reads: the same
+/// metadata and spec, where a `minMember` below one is one (as in scheduler-plugins, where
+/// such a group has no quorum) and a `scheduleTimeoutSeconds` below one is unset: members
+/// wait the plugin's `permitWaitingTimeSeconds` (scheduler-plugins would let them wait zero
+/// seconds, so such a group could never gather). The status is left out: Coscheduling
+/// does not read it.
+pub fn from_scheduler_plugins(group: &scheduler_plugins::PodGroup) -> PodGroup {
+    PodGroup {
+        metadata: group.metadata.clone(),
+        spec: PodGroupSpec {
+            min_member: group.spec.min_member.max(1),
+            min_resources: group.spec.min_resources.clone(),
+            schedule_timeout_seconds: group.spec.schedule_timeout_seconds.filter(|s| *s >= 1),
+        },
+        status: None,
     }
 }
 

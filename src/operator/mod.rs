@@ -5,7 +5,8 @@
 //!
 //! 1. [`watches`] turn Node and Pod watches (kube-runtime watchers, no polling) into
 //!    [`types::ClusterChange`]s for the scheduling loop and keep the listers plugins read
-//!    (workloads, PodGroups, PodDisruptionBudgets); [`storage`] keeps the storage
+//!    (workloads, PodGroups, PodDisruptionBudgets; scheduler-plugins' PodGroups through
+//!    [`scheduler_plugins_groups`] where their CRD exists); [`storage`] keeps the storage
 //!    objects the volume plugins read current and tells the loop of each change, and
 //!    [`devices`] does the same for the resource.k8s.io objects DynamicResources reads.
 //! 2. [`profiles`] is the SchedulerProfile controller: validation, instantiation,
@@ -32,6 +33,7 @@ pub mod podgroups;
 pub mod preemption;
 pub mod profiles;
 pub mod reporting;
+pub mod scheduler_plugins_groups;
 pub mod scheduling_groups;
 pub mod scheduling_loop;
 pub mod storage;
@@ -238,6 +240,16 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         unlisted_tx.send_modify(|kinds| kinds.push(scheduling_groups::KIND));
         watch_tasks.push(scheduling_groups::spawn(client.clone(), loop_tx.clone()));
     }
+    let scheduler_plugins_groups = scheduler_plugins_groups::served(&client)
+        .await
+        .map_err(OperatorError::Discovery)?;
+    if scheduler_plugins_groups {
+        watch_tasks.push(scheduler_plugins_groups::spawn(
+            client.clone(),
+            state.pod_groups.clone(),
+            loop_tx.clone(),
+        ));
+    }
     let binder: Arc<dyn Binder> = Arc::new(binder::KubeBinder::new(client.clone()));
     let observer: Arc<dyn Observer> = metrics.clone();
     let reconcile_metrics = metrics.clone();
@@ -283,6 +295,17 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         },
         until_shutdown(shutdown_rx.clone()),
     ));
+    let scheduler_plugins_task = scheduler_plugins_groups.then(|| {
+        tokio::spawn(scheduler_plugins_groups::run(
+            client.clone(),
+            state.clone(),
+            kube::runtime::events::Reporter {
+                controller: "berth".into(),
+                instance: Some(config.lease.identity.clone()),
+            },
+            until_shutdown(shutdown_rx.clone()),
+        ))
+    });
     let reporting_task = tokio::spawn(reporting::run(
         report_rx,
         client.clone(),
@@ -322,6 +345,9 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
     }
     profiles_task.abort();
     podgroups_task.abort();
+    if let Some(task) = scheduler_plugins_task {
+        task.abort();
+    }
     // The loop held the only report sender: the reporter drains and ends.
     if tokio::time::timeout(Duration::from_secs(5), reporting_task)
         .await

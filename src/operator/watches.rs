@@ -105,22 +105,43 @@ pub fn spawn_pod_groups(
     pod_groups: Arc<PodGroups>,
     tx: UnboundedSender<LoopMessage>,
 ) -> tokio::task::JoinHandle<()> {
-    let stream = watcher(Api::<PodGroup>::all(client), watcher::Config::default());
+    spawn_group_watch::<PodGroup>(client, pod_groups, tx, PodGroups::apply, PodGroups::delete)
+}
+
+/// The watch of one PodGroup kind `K` (berth's or scheduler-plugins'): each change goes
+/// into `pod_groups` through `apply`/`delete`, and the loop is told.
+pub fn spawn_group_watch<K>(
+    client: Client,
+    pod_groups: Arc<PodGroups>,
+    tx: UnboundedSender<LoopMessage>,
+    apply: fn(&PodGroups, &K),
+    delete: fn(&PodGroups, &K),
+) -> tokio::task::JoinHandle<()>
+where
+    K: Resource<Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + 'static,
+    K::DynamicType: Default,
+{
+    let stream = watcher(Api::<K>::all(client), watcher::Config::default());
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
             let deleted = match event {
                 Ok(Event::Apply(group) | Event::InitApply(group)) => {
-                    pod_groups.apply(&group);
+                    apply(&pod_groups, &group);
                     false
                 }
                 Ok(Event::Delete(group)) => {
-                    pod_groups.delete(&group);
+                    delete(&pod_groups, &group);
                     true
                 }
                 Ok(Event::Init | Event::InitDone) => continue,
                 Err(error) => {
-                    warn!(%error, "PodGroup watch failed; retrying");
+                    warn!(%error, kind = %K::kind(&Default::default()), "PodGroup watch failed; retrying");
                     continue;
                 }
             };

@@ -15,7 +15,7 @@ use crate::harness::{
 };
 
 /// The gang profile of `examples/gang`, with a calm group backoff.
-fn gang_profile() -> Value {
+pub(crate) fn gang_profile() -> Value {
     profile(
         "gang",
         json!({
@@ -62,7 +62,7 @@ async fn pod_group(cluster: &Cluster, name: &str) -> Value {
 }
 
 /// Successful bindings of pods `default/<name>` for `names`.
-fn member_bindings(cluster: &Cluster, names: &[&str]) -> Vec<(String, usize)> {
+pub(crate) fn member_bindings(cluster: &Cluster, names: &[&str]) -> Vec<(String, usize)> {
     let counts = cluster.successful_bindings();
     names
         .iter()
@@ -77,7 +77,11 @@ async fn start_gang(cluster: &Cluster) -> Berth {
     start_gang_with(cluster, BerthOptions::default(), gang_profile()).await
 }
 
-async fn start_gang_with(cluster: &Cluster, options: BerthOptions, profile: Value) -> Berth {
+pub(crate) async fn start_gang_with(
+    cluster: &Cluster,
+    options: BerthOptions,
+    profile: Value,
+) -> Berth {
     let mut berth = Berth::spawn(cluster, options);
     berth.wait_ready().await;
     cluster.create_profile(profile).await;

@@ -1,0 +1,256 @@
+//! scheduler-plugins' gangs live (issue 31, "Done when"): `scheduling.x-k8s.io/v1alpha1`
+//! PodGroups and the `scheduling.x-k8s.io/pod-group` label on a real Kubernetes 1.37,
+//! with the CRD installed before berth starts, as in a cluster that ran scheduler-plugins.
+//! The CRD is the one `berth::api::scheduler_plugins::PodGroup::crd()` gives, which has
+//! scheduler-plugins' group, names, fields and status subresource.
+//!
+//! Expected from the specification (scheduler-plugins' Coscheduling and PodGroup
+//! controller): a gang of 8 that fits only whole binds whole or not at all; the group's
+//! status goes `Scheduling` (8 members exist) and then `Running`/`Finished` with
+//! `occupiedBy` naming the Job; two gangs competing for room for one never deadlock.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use serde_json::{Value, json};
+
+use crate::gang::{gang_profile, member_bindings, start_gang_with};
+use crate::harness::{
+    BerthOptions, Cluster, WAIT, conditions_summary, eventually, node, pod, within,
+};
+
+const GROUPS: &str = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups";
+
+/// Installs scheduler-plugins' PodGroup CRD and waits until it is established.
+async fn install_crd(cluster: &Cluster) {
+    let crd = berth::api::scheduler_plugins::PodGroup::crd();
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    let api: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
+    within(
+        "creating a CRD",
+        WAIT,
+        api.create(&PostParams::default(), &crd),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("creating CRD {name}: {e}"));
+    kube_cluster::wait_crds_established(&cluster.client, &[name], WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+async fn create_group(cluster: &Cluster, name: &str, spec: Value) {
+    let group = json!({
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    });
+    let (code, answer) = cluster.raw("POST", GROUPS, &group).await;
+    assert_eq!(code, 201, "creating PodGroup {name}: {answer}");
+}
+
+async fn group_status(cluster: &Cluster, name: &str) -> Value {
+    let path = format!("{GROUPS}/{name}");
+    let (code, group) = cluster.raw("GET", &path, &Value::Null).await;
+    assert_eq!(code, 200, "GET {path}: {group}");
+    group
+}
+
+/// A 1-cpu pod of the gang profile labelled into scheduler-plugins' `group`.
+fn member(name: &str, group: &str) -> Value {
+    let mut p = pod(name, "gang", "1", "128Mi");
+    p["metadata"]["labels"] = json!({"scheduling.x-k8s.io/pod-group": group});
+    p
+}
+
+/// The node of every pod of Job `job` (None while pending).
+async fn job_pods(cluster: &Cluster, job: &str) -> BTreeMap<String, Option<String>> {
+    let params = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}"));
+    within("listing a Job's pods", WAIT, cluster.pods().list(&params))
+        .await
+        .unwrap_or_else(|e| panic!("listing the pods of Job {job}: {e}"))
+        .items
+        .into_iter()
+        .map(|p: Pod| {
+            let name = p.metadata.name.clone().unwrap_or_default();
+            let node = p.spec.and_then(|s| s.node_name).filter(|n| !n.is_empty());
+            (name, node)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_scheduler_plugins_gang_of_eight_binds_whole_or_not_at_all() {
+    let Some(cluster) = Cluster::start().await else {
+        return;
+    };
+    install_crd(&cluster).await;
+    for n in ["n1", "n2", "n3", "n4"] {
+        cluster.create_node(node(n, "2", "8Gi")).await;
+    }
+    let mut berth = start_gang_with(&cluster, BerthOptions::default(), gang_profile()).await;
+
+    // One cpu taken: 7 free, the gang of 8 one-cpu pods does not fit.
+    cluster
+        .create_pod(pod("blocker", "gang", "1", "128Mi"))
+        .await;
+    cluster.wait_bound(&["blocker"], WAIT).await;
+    create_group(&cluster, "train", json!({"minMember": 8})).await;
+    let mut template = member("ignored", "train");
+    template["metadata"]
+        .as_object_mut()
+        .expect("metadata")
+        .remove("name");
+    template["spec"]["restartPolicy"] = json!("Never");
+    let job = json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train", "namespace": "default"},
+        "spec": {"parallelism": 8, "completions": 8, "template": template},
+    });
+    let (code, answer) = cluster
+        .raw("POST", "/apis/batch/v1/namespaces/default/jobs", &job)
+        .await;
+    assert_eq!(code, 201, "creating the Job: {answer}");
+    eventually("the Job controller made 8 pods", WAIT, || async {
+        let pods = job_pods(&cluster, "train").await;
+        if pods.len() == 8 {
+            Ok(())
+        } else {
+            Err(format!("{pods:?}"))
+        }
+    })
+    .await;
+    // 8 members exist: the controller moves the group from Pending to Scheduling and
+    // records the Job as its occupant.
+    let group = eventually("PodGroup train is Scheduling", WAIT, || async {
+        let group = group_status(&cluster, "train").await;
+        if group["status"]["phase"] == "Scheduling" {
+            Ok(group)
+        } else {
+            Err(conditions_summary(&group))
+        }
+    })
+    .await;
+    assert_eq!(group["status"]["occupiedBy"], "default/train", "{group}");
+
+    let members: Vec<String> = job_pods(&cluster, "train").await.into_keys().collect();
+    let names: Vec<&str> = members.iter().map(String::as_str).collect();
+    cluster
+        .assert_stay_unbound(&names, Duration::from_secs(4))
+        .await;
+    let bound = member_bindings(&cluster, &names);
+    assert!(
+        bound.iter().all(|(_, n)| *n == 0),
+        "successful bindings while the gang cannot be whole: {bound:?}"
+    );
+
+    // The blocker leaves: the whole gang binds, each member once, two per node.
+    within(
+        "deleting the blocker",
+        WAIT,
+        cluster.pods().delete("blocker", &DeleteParams::default()),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("deleting the blocker: {e}"));
+    let placed = cluster.wait_bound(&names, WAIT).await;
+    let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
+    for node in placed.values() {
+        *per_node.entry(node).or_default() += 1;
+    }
+    assert_eq!(per_node.values().copied().collect::<Vec<_>>(), [2, 2, 2, 2]);
+    let bound = member_bindings(&cluster, &names);
+    assert!(
+        bound.iter().all(|(_, n)| *n == 1),
+        "successful bindings per member: {bound:?}"
+    );
+    // kwok runs the members (and ends them, Job pods): Running, then possibly Finished.
+    eventually("PodGroup train runs", WAIT, || async {
+        let group = group_status(&cluster, "train").await;
+        if matches!(
+            group["status"]["phase"].as_str(),
+            Some("Running" | "Finished")
+        ) {
+            Ok(())
+        } else {
+            Err(conditions_summary(&group))
+        }
+    })
+    .await;
+    berth.terminate_cleanly().await;
+}
+
+/// Two scheduler-plugins gangs of 4 one-cpu members and room for 4, arriving
+/// interleaved: one is bound whole, the other binds nothing and holds nothing, and is
+/// bound whole once the first is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_scheduler_plugins_gangs_competing_for_room_for_one_never_deadlock() {
+    let Some(cluster) = Cluster::start().await else {
+        return;
+    };
+    install_crd(&cluster).await;
+    for n in ["n1", "n2"] {
+        cluster.create_node(node(n, "2", "8Gi")).await;
+    }
+    let mut berth = start_gang_with(&cluster, BerthOptions::default(), gang_profile()).await;
+    create_group(&cluster, "a", json!({"minMember": 4})).await;
+    create_group(&cluster, "b", json!({"minMember": 4})).await;
+    let names = |group: &str| (0..4).map(|i| format!("{group}-{i}")).collect::<Vec<_>>();
+    for i in 0..4 {
+        for group in ["b", "a"] {
+            cluster
+                .create_pod(member(&format!("{group}-{i}"), group))
+                .await;
+        }
+    }
+    let (winner, loser) = eventually("one gang is bound whole", WAIT, || async {
+        let mut whole = Vec::new();
+        for group in ["a", "b"] {
+            let mut bound = 0;
+            for name in names(group) {
+                bound += usize::from(cluster.node_of(&name).await.is_some());
+            }
+            if bound == 4 {
+                whole.push(group);
+            }
+        }
+        match whole[..] {
+            ["a"] => Ok(("a", "b")),
+            ["b"] => Ok(("b", "a")),
+            _ => Err(format!("whole gangs: {whole:?}")),
+        }
+    })
+    .await;
+    let losers = names(loser);
+    let losing: Vec<&str> = losers.iter().map(String::as_str).collect();
+    cluster
+        .assert_stay_unbound(&losing, Duration::from_secs(2))
+        .await;
+    assert!(
+        member_bindings(&cluster, &losing)
+            .iter()
+            .all(|(_, n)| *n == 0),
+        "a member of the losing gang was bound"
+    );
+
+    for name in names(winner) {
+        within(
+            "deleting a member",
+            WAIT,
+            cluster.pods().delete(&name, &DeleteParams::default()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("deleting {name}: {e}"));
+    }
+    cluster.wait_bound(&losing, WAIT).await;
+    let bound = member_bindings(&cluster, &losing);
+    assert!(
+        bound.iter().all(|(_, n)| *n == 1),
+        "successful bindings per member of gang {loser}: {bound:?}"
+    );
+    berth.terminate_cleanly().await;
+}
