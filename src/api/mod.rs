@@ -1,7 +1,9 @@
 //! berth's Kubernetes API (group `berth.dev`, version `v1alpha1`) as plain types: the
 //! [`SchedulerProfile`] and [`PodGroup`] custom resources, the [`ExtensionPoint`]s a
 //! profile names, the apimachinery-style [`FieldError`] every check of user input
-//! reports and the Go-syntax [`GoDuration`] of upstream's plugin args. This is the
+//! reports and the Go-syntax [`GoDuration`] of upstream's plugin args; and, in
+//! [`scheduler_plugins`], scheduler-plugins' PodGroup, which berth reads but does not
+//! own. This is the
 //! bottom layer: it imports nothing of berth. Generating the CRDs from these types and
 //! the plugin registry, and validating profiles locally, is the job of
 //! [`crate::schema`], above the framework.
