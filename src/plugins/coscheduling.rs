@@ -3,7 +3,9 @@
 //!
 //! A pod is a member of the group `<its namespace>/<name>` when it carries the label
 //! `berth.dev/pod-group` or, failing that, `scheduling.x-k8s.io/pod-group`
-//! ([`pod_group_of`]). Pods without either label pass every point untouched.
+//! ([`pod_group_of`]). The group is berth's PodGroup of that name or, where there is none,
+//! scheduler-plugins' (`scheduling.x-k8s.io/v1alpha1`, read with the same spec; see
+//! [`PodGroups`]). Pods without either label pass every point untouched.
 //!
 //! - **QueueSort**: higher priority first; then the group's creation time (a pod without a
 //!   group uses its own `creationTimestamp`, and a pod with neither falls back to its queue
