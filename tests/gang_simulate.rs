@@ -1,12 +1,13 @@
-//! Gang scheduling (Coscheduling) in the simulator, on the YAML in `examples/gang/`.
+//! Gang scheduling (Coscheduling) in the simulator, on the YAML in `examples/gang/`, and
+//! on scheduler-plugins' PodGroups (`scheduling.x-k8s.io/v1alpha1`).
 //!
 //! The simulation runs in-process on a paused tokio clock, so Permit timeouts and group
 //! backoffs elapse virtually; the registry is the default one plus Coscheduling.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use berth::plugins::coscheduling::Coscheduling;
-use berth::simulate::input::load_files;
+use berth::simulate::input::{load_files, load_str};
 use berth::simulate::report::{PodReport, PodResult, Report};
 use berth::simulate::run::{SimulateOptions, simulate};
 
@@ -167,4 +168,124 @@ async fn a_complete_group_preempts_member_by_member_and_binds() {
             ("job-2", Some("node-a")),
         ]
     );
+}
+
+/// A cluster with scheduler-plugins' gang: the `gang` profile, one node per entry of
+/// `node_cpus` (cpus each), `extra` documents, and three 1-cpu pods labelled
+/// `scheduling.x-k8s.io/pod-group: mpi`.
+fn scheduler_plugins_cluster(node_cpus: &[u32], extra: &[&str]) -> String {
+    let profile = "apiVersion: berth.dev/v1alpha1\nkind: SchedulerProfile\nmetadata: {name: gang}\nspec:\n  plugins:\n    multiPoint: {enabled: [{name: Coscheduling}]}\n    queueSort: {enabled: [{name: Coscheduling}], disabled: [{name: \"*\"}]}\n  pluginConfig:\n    coscheduling: {permitWaitingTimeSeconds: 60, podGroupBackoffSeconds: 0}\n".to_string();
+    let nodes = node_cpus.iter().enumerate().map(|(i, cpu)| {
+        format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: node-{i}, labels: {{kubernetes.io/hostname: node-{i}}}}}\nstatus:\n  allocatable: {{cpu: \"{cpu}\", memory: 16Gi, pods: \"110\"}}\n  capacity: {{cpu: \"{cpu}\", memory: 16Gi, pods: \"110\"}}\n"
+        )
+    });
+    let pods = (0..3).map(|i| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: mpi-{i}, namespace: default, labels: {{scheduling.x-k8s.io/pod-group: mpi}}}}\nspec:\n  schedulerName: gang\n  containers:\n  - {{name: main, image: busybox, resources: {{requests: {{cpu: \"1\"}}}}}}\n"
+        )
+    });
+    std::iter::once(profile)
+        .chain(nodes)
+        .chain(extra.iter().map(|d| d.to_string()))
+        .chain(pods)
+        .collect::<Vec<_>>()
+        .join("---\n")
+}
+
+/// A scheduler-plugins PodGroup `mpi` with `spec`.
+fn scheduler_plugins_group(spec: &str) -> String {
+    format!(
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {{name: mpi, namespace: default}}\nspec: {spec}\n"
+    )
+}
+
+async fn run_text(text: &str, seed: u64) -> Report {
+    let (input, _warnings) =
+        load_str(Path::new("scheduler-plugins.yaml"), text).expect("input loads");
+    simulate(
+        input,
+        &registry(),
+        SimulateOptions {
+            explain: false,
+            seed,
+            parallelism: 2,
+        },
+    )
+    .await
+    .expect("simulation runs")
+}
+
+/// The members bound to a node, by name.
+fn bound(report: &Report, prefix: &str) -> Vec<String> {
+    members(report, prefix)
+        .iter()
+        .filter(|p| p.result == PodResult::Scheduled && p.node.is_some())
+        .map(|p| p.name.clone())
+        .collect()
+}
+
+/// scheduler-plugins' gang (a `scheduling.x-k8s.io/v1alpha1` PodGroup of minMember 3,
+/// members labelled `scheduling.x-k8s.io/pod-group`) is all-or-nothing: room for its
+/// three members binds all three, room for two binds none.
+#[tokio::test(start_paused = true)]
+async fn a_scheduler_plugins_gang_binds_whole_or_not_at_all() {
+    let group = scheduler_plugins_group("{minMember: 3}");
+    for seed in 0..3 {
+        let room_for_three = scheduler_plugins_cluster(&[2, 1], &[&group]);
+        let report = run_text(&room_for_three, seed).await;
+        assert_eq!(members(&report, "mpi-").len(), 3, "{report:#?}");
+        assert_eq!(
+            bound(&report, "mpi-"),
+            ["mpi-0", "mpi-1", "mpi-2"],
+            "seed {seed}: {report:#?}"
+        );
+
+        let room_for_two = scheduler_plugins_cluster(&[1, 1], &[&group]);
+        let report = run_text(&room_for_two, seed).await;
+        assert_eq!(members(&report, "mpi-").len(), 3, "{report:#?}");
+        assert_eq!(
+            bound(&report, "mpi-"),
+            Vec::<String>::new(),
+            "seed {seed}: {report:#?}"
+        );
+        for pod in members(&report, "mpi-") {
+            assert!(pod.node.is_none(), "seed {seed}: {report:#?}");
+        }
+    }
+}
+
+/// The example binds its gang of three on room for three.
+#[tokio::test(start_paused = true)]
+async fn the_scheduler_plugins_example_binds_its_gang() {
+    let report = run(&["scheduler-plugins.yaml"], 0).await;
+    assert_eq!(
+        bound(&report, "mpi-"),
+        ["mpi-0", "mpi-1", "mpi-2"],
+        "{report:#?}"
+    );
+}
+
+/// A scheduler-plugins group without `minMember` has no quorum (scheduler-plugins reads
+/// zero as one): each member is placed on its own, as far as room goes.
+#[tokio::test(start_paused = true)]
+async fn a_scheduler_plugins_group_without_min_member_places_members_one_by_one() {
+    let group = scheduler_plugins_group("{}");
+    let report = run_text(&scheduler_plugins_cluster(&[1, 1], &[&group]), 0).await;
+    assert_eq!(bound(&report, "mpi-").len(), 2, "{report:#?}");
+}
+
+/// Where berth.dev and scheduler-plugins both define `default/mpi`, berth's own is the
+/// group the label names: its minMember 4 cannot be met by three members, so none is
+/// bound although scheduler-plugins' minMember 3 fits.
+#[tokio::test(start_paused = true)]
+async fn a_berth_pod_group_of_the_same_name_is_the_group() {
+    let group = scheduler_plugins_group("{minMember: 3}");
+    let berth_group = "apiVersion: berth.dev/v1alpha1\nkind: PodGroup\nmetadata: {name: mpi, namespace: default}\nspec: {minMember: 4}\n";
+    let report = run_text(
+        &scheduler_plugins_cluster(&[2, 1], &[&group, berth_group]),
+        0,
+    )
+    .await;
+    assert_eq!(bound(&report, "mpi-"), Vec::<String>::new(), "{report:#?}");
 }

@@ -30,9 +30,11 @@ const SECRET: &str = "s3cret-value";
 ///   `dedicated=batch:NoSchedule`, label values a YAML 1.1 reader would take for
 ///   booleans) runs shop/db-1 (1 CPU).
 /// - Pending: shop/big (3 CPUs: fits nowhere, and at priority 0 preempts nothing),
-///   shop/trainer-0 (gang profile, PodGroup `trainers`, tolerates the taint, only
-///   node-b), shop/web-2 (PriorityClass `high`, 1 CPU: only node-a fits) and
-///   shop/z-other (a scheduler name no profile serves).
+///   shop/mpi-0 (gang profile, scheduler-plugins' PodGroup `mpi` of minMember 1 named by
+///   the `scheduling.x-k8s.io/pod-group` label, 1 CPU: only node-a fits; without its
+///   PodGroup Coscheduling would refuse it), shop/trainer-0 (gang profile, PodGroup
+///   `trainers`, tolerates the taint, only node-b), shop/web-2 (PriorityClass `high`,
+///   1 CPU: only node-a fits) and shop/z-other (a scheduler name no profile serves).
 ///
 /// Every pod's outcome is the same in any queue order, so server-set creation
 /// timestamps cannot change the report.
@@ -85,6 +87,14 @@ fn cluster_objects() -> Vec<(String, Value)> {
             json!({"spec": {"nodeName": "node-b", "tolerations": [{"key": "dedicated", "operator": "Exists"}]}}),
         ),
         pod(
+            "mpi-0",
+            "1",
+            json!({
+                "metadata": {"labels": {"scheduling.x-k8s.io/pod-group": "mpi"}},
+                "spec": {"schedulerName": "gang"}
+            }),
+        ),
+        pod(
             "trainer-0",
             "1",
             json!({
@@ -128,6 +138,10 @@ fn cluster_objects() -> Vec<(String, Value)> {
             json!({"apiVersion": "berth.dev/v1alpha1", "kind": "PodGroup", "metadata": {"name": "trainers", "namespace": "shop"}, "spec": {"minMember": 1}}),
         ),
         (
+            "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/shop/podgroups".to_string(),
+            json!({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": "mpi", "namespace": "shop"}, "spec": {"minMember": 1}}),
+        ),
+        (
             "/apis/berth.dev/v1alpha1/schedulerprofiles".to_string(),
             json!({
                 "apiVersion": "berth.dev/v1alpha1", "kind": "SchedulerProfile", "metadata": {"name": "gang"},
@@ -157,9 +171,9 @@ fn merge(base: &mut Value, extra: Value) {
 enum Setup {
     /// kube-apiserver and etcd, nothing created.
     Bare,
-    /// kube-apiserver and etcd with berth's CRDs and [`cluster_objects`]: nothing changes
-    /// the objects once created (the nodes keep the `not-ready` taint admission gives
-    /// every new node).
+    /// kube-apiserver and etcd with berth's CRDs, scheduler-plugins' PodGroup CRD and
+    /// [`cluster_objects`]: nothing changes the objects once created (the nodes keep the
+    /// `not-ready` taint admission gives every new node).
     Populated,
     /// [`Setup::Populated`] plus kube-controller-manager and kwok, waited for until every
     /// node is Ready and untainted: the objects as a running cluster holds them.
@@ -198,6 +212,7 @@ async fn cluster(test: &str, setup: Setup) -> Option<KubeCluster> {
         return Some(cluster);
     }
     support::kube::install_crds(&client).await;
+    install_scheduler_plugins_crd(&client).await;
     let mut objects = cluster_objects();
     // What admission looks up first, as the API server requires: namespaces (each with
     // the ServiceAccount its pods are admitted with, which only a controller manager
@@ -229,6 +244,21 @@ async fn cluster(test: &str, setup: Setup) -> Option<KubeCluster> {
     Some(cluster)
 }
 
+/// Installs scheduler-plugins' PodGroup CRD (`scheduling.x-k8s.io/v1alpha1`), as a
+/// cluster that ran scheduler-plugins has it, and waits until it is established.
+async fn install_scheduler_plugins_crd(client: &kube::Client) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crd = berth::api::scheduler_plugins::crd();
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    let api: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
+    api.create(&PostParams::default(), &crd)
+        .await
+        .unwrap_or_else(|e| panic!("creating CRD {name}: {e}"));
+    kube_cluster::wait_crds_established(client, &[name], Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
 async fn admin(cluster: &KubeCluster) -> kube::Client {
     cluster.admin_client().await.expect("an admin client")
 }
@@ -244,14 +274,21 @@ async fn create(client: &kube::Client, path: &str, object: &Value) {
         .unwrap_or_else(|e| panic!("creating {object}: {e}"));
 }
 
-/// `Kind namespace/name` of each document.
+/// `Kind namespace/name` of each document, the kind with its apiVersion where kinds
+/// share the name (`PodGroup (scheduling.x-k8s.io/v1alpha1) shop/mpi`, see
+/// `KindSpec::label`).
 fn keys(documents: &[Value]) -> Vec<String> {
     documents
         .iter()
         .map(|d| {
+            let kind = d["kind"].as_str().unwrap_or_default();
+            let api_version = d["apiVersion"].as_str().unwrap_or_default();
+            let label = live::KINDS
+                .iter()
+                .find(|k| k.kind == kind && k.api_version == api_version)
+                .map_or_else(|| kind.to_string(), |k| k.label());
             format!(
-                "{} {}/{}",
-                d["kind"].as_str().unwrap_or_default(),
+                "{label} {}/{}",
                 d["metadata"]["namespace"].as_str().unwrap_or_default(),
                 d["metadata"]["name"].as_str().unwrap_or_default()
             )
@@ -274,6 +311,7 @@ async fn served_keys(client: &kube::Client, except_kind: Option<&str>) -> BTreeS
             Err(e) => panic!("listing {}: {e}", kind.kind),
         };
         for mut item in list["items"].as_array().cloned().unwrap_or_default() {
+            item["apiVersion"] = json!(kind.api_version);
             item["kind"] = json!(kind.kind);
             documents.push(item);
         }
@@ -372,7 +410,7 @@ async fn every_kind_is_read_with_paginated_lists() {
     let kind_rank = |key: &String| {
         live::KINDS
             .iter()
-            .position(|k| key.starts_with(&format!("{} ", k.kind)))
+            .position(|k| key.starts_with(&format!("{} ", k.label())))
     };
     let mut sorted = read_keys.clone();
     sorted.sort_by_key(|key| (kind_rank(key), key.clone()));
@@ -397,8 +435,9 @@ async fn every_kind_is_read_with_paginated_lists() {
         .into_iter()
         .filter(|r| r.verb == "list" && r.query.contains("limit=2"))
         .collect();
-    // Two kinds share the name PodGroup (berth.dev's and the Workload API's): a kind's
-    // lists are told by their path, and a kind the server does not serve has none.
+    // Three kinds share the name PodGroup (berth.dev's, the Workload API's and
+    // scheduler-plugins'): a kind's lists are told by their path, and a kind the server
+    // does not serve has none.
     for kind in live::KINDS
         .iter()
         .filter(|kind| !read.not_served.iter().any(|gone| gone.path == kind.path))
@@ -406,7 +445,7 @@ async fn every_kind_is_read_with_paginated_lists() {
         let of_kind: Vec<_> = lists.iter().filter(|r| r.path == kind.path).collect();
         let objects = expected
             .iter()
-            .filter(|k| k.starts_with(&format!("{} ", kind.kind)))
+            .filter(|k| k.starts_with(&format!("{} ", kind.label())))
             .count();
         // A list of n objects in pages of 2 takes max(1, ceil(n / 2)) requests, all but
         // the first continued (a full last page may need one more, empty, page).
@@ -464,6 +503,14 @@ async fn kinds_the_server_does_not_serve_are_gaps() {
         .expect("missing CRDs are not fatal");
     let gaps: Vec<_> = read.gaps.iter().map(|g| (g.kind, g.status)).collect();
     assert_eq!(gaps, [("PodGroup", 404), ("SchedulerProfile", 404)]);
+    // scheduler-plugins' PodGroups without their CRD are no gap: the cluster has none.
+    assert!(
+        read.not_served
+            .iter()
+            .any(|k| k.api_version == live::SCHEDULER_PLUGINS_V1ALPHA1),
+        "{:?}",
+        read.not_served
+    );
     let served = served_keys(&client, None).await;
     assert_eq!(
         keys(&read.documents).into_iter().collect::<BTreeSet<_>>(),
@@ -487,7 +534,7 @@ async fn too_many_objects_stop_the_read() {
     let error = live::read_cluster(&admin(&cluster).await, &limited)
         .await
         .expect_err("more than 3 objects");
-    // 2 nodes, then 6 pods: the pods overflow the limit.
+    // 2 nodes, then 7 pods: the pods overflow the limit.
     assert!(
         error.to_string().contains("more than 3 objects") && error.to_string().contains("Pod"),
         "{error}"
@@ -551,6 +598,8 @@ async fn a_snapshot_simulates_as_the_objects_it_was_taken_from() {
         "nodeName: node-a",
         "Coscheduling",
         "minAvailable: 1",
+        "apiVersion: scheduling.x-k8s.io/v1alpha1",
+        "scheduling.x-k8s.io/pod-group: mpi",
     ] {
         assert!(
             text.contains(kept),
@@ -597,6 +646,11 @@ async fn a_snapshot_simulates_as_the_objects_it_was_taken_from() {
         results,
         [
             ("big".to_string(), "Unschedulable".to_string(), Value::Null),
+            (
+                "mpi-0".to_string(),
+                "Scheduled".to_string(),
+                json!("node-a")
+            ),
             (
                 "trainer-0".to_string(),
                 "Scheduled".to_string(),

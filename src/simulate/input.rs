@@ -33,7 +33,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::api::PodGroup;
+use crate::api::{PodGroup, scheduler_plugins};
 use crate::cluster::{WorkloadReference, default_pod_level_requests, implicit_group, pod_group_of};
 use crate::files;
 use crate::framework::FieldError;
@@ -153,6 +153,10 @@ pub struct ClusterInput {
     pub pods: Vec<Pod>,
     /// berth's own `berth.dev/v1alpha1` PodGroups (Coscheduling).
     pub pod_groups: Vec<PodGroup>,
+    /// scheduler-plugins' `scheduling.x-k8s.io/v1alpha1` PodGroups, which Coscheduling
+    /// reads too ([`crate::cluster::PodGroups::apply_scheduler_plugins`]); a berth.dev
+    /// PodGroup of the same namespace and name wins over one of these.
+    pub scheduler_plugins_pod_groups: Vec<scheduler_plugins::PodGroup>,
     /// The Workload API's `scheduling.k8s.io/v1beta1` PodGroups: the pods naming one in
     /// `spec.schedulingGroup` are placed together by the pod-group cycle.
     pub scheduling_pod_groups: Vec<SchedulingPodGroup>,
@@ -430,7 +434,8 @@ fn list_items(value: Value) -> Vec<(String, Value)> {
 
 /// (group/kind, namespace, name) of an object as the loader admits it: a namespaced kind
 /// without a namespace is in `default`. `None` for objects without a name. The API group
-/// keeps apart kinds of one name (berth's PodGroup and the Workload API's).
+/// keeps apart kinds of one name (berth's PodGroup, the Workload API's and
+/// scheduler-plugins').
 fn object_key(value: &Value) -> Option<(String, String, String)> {
     let kind = value.get("kind")?.as_str()?;
     let api_version = value

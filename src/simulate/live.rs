@@ -8,8 +8,9 @@
 //! is one consistent read); a kind the user may not list, or that the server does not
 //! serve (berth's CRDs not installed), is a [`KindGap`] saying what its absence means
 //! for the result, not a failure. The Workload API's kinds, which most 1.37 clusters do
-//! not serve (a beta API off by default), are read where served and otherwise only
-//! noted ([`ClusterRead::not_served`]). Nothing is written to the cluster.
+//! not serve (a beta API off by default), and scheduler-plugins' PodGroups, whose CRD
+//! only clusters that ran scheduler-plugins have, are read where served and otherwise
+//! only noted ([`ClusterRead::not_served`]). Nothing is written to the cluster.
 //!
 //! [`scrub`] removes what a snapshot shared in a bug report should not carry, and
 //! [`to_yaml`] writes the documents as the multi-document YAML `berth simulate -f` reads.
@@ -76,8 +77,14 @@ pub struct KindSpec {
 /// groups (see [`ClusterRead::serves_scheduling_pod_groups`]).
 pub const SCHEDULING_V1BETA1: &str = "scheduling.k8s.io/v1beta1";
 
+/// scheduler-plugins' group version (its Coscheduling PodGroup), served only where its
+/// CRD is installed. Its 404 is not a gap either: without the CRD there are no such
+/// PodGroups, and pods labelled `scheduling.x-k8s.io/pod-group` can only name berth.dev
+/// ones, in the cluster as in the simulation.
+pub const SCHEDULER_PLUGINS_V1ALPHA1: &str = "scheduling.x-k8s.io/v1alpha1";
+
 /// Group versions a cluster may not serve without anything missing from the read.
-const OPTIONAL_API_VERSIONS: [&str; 1] = [SCHEDULING_V1BETA1];
+const OPTIONAL_API_VERSIONS: [&str; 2] = [SCHEDULING_V1BETA1, SCHEDULER_PLUGINS_V1ALPHA1];
 
 /// The kinds read, in the order their documents are written.
 pub const KINDS: &[KindSpec] = &[
@@ -197,6 +204,12 @@ pub const KINDS: &[KindSpec] = &[
     },
     KindSpec {
         kind: "PodGroup",
+        api_version: SCHEDULER_PLUGINS_V1ALPHA1,
+        path: "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+        consequence: "pods labelled scheduling.x-k8s.io/pod-group find only berth.dev PodGroups",
+    },
+    KindSpec {
+        kind: "PodGroup",
         api_version: SCHEDULING_V1BETA1,
         path: "/apis/scheduling.k8s.io/v1beta1/podgroups",
         consequence: "pods in Workload API pod groups (spec.schedulingGroup) are held as if their PodGroup did not exist",
@@ -244,8 +257,9 @@ pub struct ClusterRead {
     pub gaps: Vec<KindGap>,
     /// The resourceVersion each read kind was listed at, by [`KindSpec::label`].
     pub resource_versions: BTreeMap<String, String>,
-    /// The kinds of an optional API version the server does not serve (a 404), in
-    /// [`KINDS`] order; not gaps.
+    /// The kinds of an optional API version ([`SCHEDULING_V1BETA1`],
+    /// [`SCHEDULER_PLUGINS_V1ALPHA1`]) the server does not serve (a 404), in [`KINDS`]
+    /// order; not gaps.
     pub not_served: Vec<&'static KindSpec>,
 }
 

@@ -308,6 +308,10 @@ async fn simulate_on(
     let binder: Arc<InMemoryBinder> = Arc::new(InMemoryBinder::default());
     let pod_groups = Arc::new(PodGroups::new());
     input.pod_groups.iter().for_each(|g| pod_groups.apply(g));
+    input
+        .scheduler_plugins_pod_groups
+        .iter()
+        .for_each(|g| pod_groups.apply_scheduler_plugins(g));
     let clock = VirtualClock::new();
     let mut scheduler = Scheduler::new(SchedulerOptions {
         seed: options.seed,

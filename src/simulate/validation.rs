@@ -24,6 +24,7 @@
 //! `spec.jobTemplate.spec.template`).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
@@ -44,9 +45,10 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
 use super::input::{InputError, Source};
-use crate::api::PodGroup;
+use crate::api::{PodGroup, scheduler_plugins};
 use crate::cluster::{is_extended_resource_name, parse_milli_value};
 use crate::framework::FieldError;
+use crate::schema::CrdValidator;
 
 mod names;
 mod placement;
@@ -358,6 +360,26 @@ pub fn pod_group_document(raw: &Value) -> Vec<FieldError> {
 }
 
 pub fn pod_group(group: &PodGroup) -> Vec<FieldError> {
+    object_meta(&group.metadata, NameRule::DnsSubdomain, "metadata")
+}
+
+/// A scheduler-plugins PodGroup (`scheduling.x-k8s.io/v1alpha1`) as the API server
+/// validates it with that CRD: its structural schema only (types, unknown fields), which
+/// sets no bound on any field (`minMember` may be zero or negative) and requires none,
+/// `spec` included. `raw` is the document before decoding.
+pub fn scheduler_plugins_pod_group_document(raw: &Value) -> Vec<FieldError> {
+    static VALIDATOR: OnceLock<Result<CrdValidator, String>> = OnceLock::new();
+    let validator = VALIDATOR.get_or_init(|| {
+        CrdValidator::new(&scheduler_plugins::crd()).map_err(|error| error.to_string())
+    });
+    match validator {
+        Ok(validator) => validator.admission_errors(raw),
+        Err(error) => vec![FieldError::internal("<schema>", error.clone())],
+    }
+}
+
+/// A scheduler-plugins PodGroup's metadata, as for any custom resource.
+pub fn scheduler_plugins_pod_group(group: &scheduler_plugins::PodGroup) -> Vec<FieldError> {
     object_meta(&group.metadata, NameRule::DnsSubdomain, "metadata")
 }
 

@@ -1,7 +1,7 @@
 //! scheduler-plugins' gangs live (issue 31, "Done when"): `scheduling.x-k8s.io/v1alpha1`
 //! PodGroups and the `scheduling.x-k8s.io/pod-group` label on a real Kubernetes 1.37,
 //! with the CRD installed before berth starts, as in a cluster that ran scheduler-plugins.
-//! The CRD is the one `berth::api::scheduler_plugins::PodGroup::crd()` gives, which has
+//! The CRD is the one `berth::api::scheduler_plugins::crd()` gives, which has
 //! scheduler-plugins' group, names, fields and status subresource.
 //!
 //! Expected from the specification (scheduler-plugins' Coscheduling and PodGroup
@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::CustomResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
 
@@ -27,7 +26,7 @@ const GROUPS: &str = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podg
 
 /// Installs scheduler-plugins' PodGroup CRD and waits until it is established.
 async fn install_crd(cluster: &Cluster) {
-    let crd = berth::api::scheduler_plugins::PodGroup::crd();
+    let crd = berth::api::scheduler_plugins::crd();
     let name = crd.metadata.name.clone().unwrap_or_default();
     let api: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
     within(

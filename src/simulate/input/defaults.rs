@@ -339,6 +339,12 @@ pub(super) fn add_missing_namespaces(input: &mut ClusterInput) {
         )
         .chain(
             input
+                .scheduler_plugins_pod_groups
+                .iter()
+                .filter_map(|o| o.metadata.namespace.clone()),
+        )
+        .chain(
+            input
                 .pvcs
                 .iter()
                 .filter_map(|o| o.metadata.namespace.clone()),

@@ -14,6 +14,9 @@ pub(super) enum Kind {
     /// The Workload API's `scheduling.k8s.io/v1beta1` PodGroup (GangScheduling and the
     /// pod-group cycle).
     SchedulingPodGroup,
+    /// scheduler-plugins' `scheduling.x-k8s.io/v1alpha1` PodGroup (Coscheduling, as
+    /// berth's own).
+    SchedulerPluginsPodGroup,
     /// The Workload API's `scheduling.k8s.io/v1beta1` Workload.
     Workload,
     SchedulerProfile,
@@ -39,11 +42,12 @@ pub(super) enum Kind {
 }
 
 impl Kind {
-    pub(super) const ALL: [Kind; 25] = [
+    pub(super) const ALL: [Kind; 26] = [
         Kind::Node,
         Kind::Pod,
         Kind::PodGroup,
         Kind::SchedulingPodGroup,
+        Kind::SchedulerPluginsPodGroup,
         Kind::Workload,
         Kind::SchedulerProfile,
         Kind::PersistentVolumeClaim,
@@ -71,7 +75,9 @@ impl Kind {
         match self {
             Kind::Node => "Node",
             Kind::Pod => "Pod",
-            Kind::PodGroup | Kind::SchedulingPodGroup => "PodGroup",
+            Kind::PodGroup | Kind::SchedulingPodGroup | Kind::SchedulerPluginsPodGroup => {
+                "PodGroup"
+            }
             Kind::Workload => "Workload",
             Kind::SchedulerProfile => "SchedulerProfile",
             Kind::PersistentVolumeClaim => "PersistentVolumeClaim",
@@ -111,6 +117,7 @@ impl Kind {
             Kind::StorageClass | Kind::CSINode => "storage.k8s.io/v1",
             Kind::PriorityClass => "scheduling.k8s.io/v1",
             Kind::SchedulingPodGroup | Kind::Workload => "scheduling.k8s.io/v1beta1",
+            Kind::SchedulerPluginsPodGroup => "scheduling.x-k8s.io/v1alpha1",
             Kind::PodDisruptionBudget => "policy/v1",
             Kind::ResourceSlice
             | Kind::DeviceClass
@@ -126,6 +133,7 @@ impl Kind {
             Kind::Pod
                 | Kind::PodGroup
                 | Kind::SchedulingPodGroup
+                | Kind::SchedulerPluginsPodGroup
                 | Kind::Workload
                 | Kind::PersistentVolumeClaim
                 | Kind::PodDisruptionBudget
@@ -263,7 +271,7 @@ impl Loader {
                     at,
                     format!(
                         "skipping {kind} ({api_version}): unsupported apiVersion, berth simulate reads {kind} as {}",
-                        versions.join(" or ")
+                        one_of(&versions)
                     ),
                 );
                 Ok(())
@@ -359,6 +367,16 @@ impl Loader {
                 validation::check(validation::scheduling_pod_group(&group), at, prefix)?;
                 self.input.scheduling_pod_groups.push(group);
                 self.scheduling_pod_group_sources.push(at.clone());
+            }
+            Kind::SchedulerPluginsPodGroup => {
+                let schema = validation::scheduler_plugins_pod_group_document(&value);
+                validation::check(schema, at, prefix)?;
+                // A missing or null `spec` decodes as the zero spec, as in scheduler-plugins.
+                let mut group: scheduler_plugins::PodGroup = decode(value, at, prefix)?;
+                self.admit(kind, &mut group.metadata, created, at, prefix)?;
+                let errors = validation::scheduler_plugins_pod_group(&group);
+                validation::check(errors, at, prefix)?;
+                self.input.scheduler_plugins_pod_groups.push(group);
             }
             Kind::Workload => {
                 let mut workload: Workload = decode(value, at, prefix)?;
@@ -773,6 +791,15 @@ impl Loader {
         self.objects += 1;
         let created = self.creation_time(self.objects - 1);
         self.admit(kind, meta, created, at, "")
+    }
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn one_of(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [only] => (*only).to_string(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
     }
 }
 

@@ -257,7 +257,8 @@ fn pod_group_kinds_are_told_apart_by_api_version() {
         workload_pod_group("gang", "  schedulingPolicy: {gang: {minCount: 2}}\n"),
         "apiVersion: berth.dev/v1alpha1\nkind: PodGroup\nmetadata: {name: gang}\nspec: {minMember: 2}\n".to_string(),
         "apiVersion: scheduling.k8s.io/v1beta1\nkind: Workload\nmetadata: {name: w}\nspec:\n  podGroupTemplates:\n  - {name: t, schedulingPolicy: {basic: {}}}\n".to_string(),
-        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: legacy}\nspec: {minMember: 2}\n".to_string(),
+        scheduler_plugins_pod_group("gang", "{minMember: 2}"),
+        "apiVersion: scheduling.x-k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: future}\nspec: {minMember: 2}\n".to_string(),
     ]
     .join("---\n");
     let (input, warnings) = load(&text).expect("valid input");
@@ -265,13 +266,164 @@ fn pod_group_kinds_are_told_apart_by_api_version() {
     assert_eq!(input.scheduling_pod_groups.len(), 1);
     assert_eq!(input.pod_groups.len(), 1);
     assert_eq!(input.scheduling_workloads.len(), 1);
+    assert_eq!(input.scheduler_plugins_pod_groups.len(), 1);
     let warnings: Vec<String> = warnings.iter().map(ToString::to_string).collect();
     assert_eq!(
         warnings,
         [
-            "test.yaml: document 3: skipping PodGroup (scheduling.x-k8s.io/v1alpha1): unsupported apiVersion, berth simulate reads PodGroup as berth.dev/v1alpha1 or scheduling.k8s.io/v1beta1"
+            "test.yaml: document 4: skipping PodGroup (scheduling.x-k8s.io/v1beta1): unsupported apiVersion, berth simulate reads PodGroup as berth.dev/v1alpha1, scheduling.k8s.io/v1beta1 or scheduling.x-k8s.io/v1alpha1"
         ]
     );
+}
+
+/// A `scheduling.x-k8s.io/v1alpha1` (scheduler-plugins) PodGroup document named `name`
+/// with `spec` (a flow mapping, or empty for none).
+fn scheduler_plugins_pod_group(name: &str, spec: &str) -> String {
+    let spec = if spec.is_empty() {
+        String::new()
+    } else {
+        format!("spec: {spec}\n")
+    };
+    format!(
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {{name: {name}}}\n{spec}"
+    )
+}
+
+#[test]
+fn scheduler_plugins_pod_groups_are_read_as_the_api_server_admits_them() {
+    let text = [
+        scheduler_plugins_pod_group(
+            "mpi",
+            "{minMember: 3, scheduleTimeoutSeconds: 30, minResources: {cpu: \"3\", memory: 3Gi}}",
+        ),
+        // Every spec field is optional and unbounded in scheduler-plugins' CRD.
+        scheduler_plugins_pod_group("none", ""),
+        scheduler_plugins_pod_group("empty", "{}"),
+        scheduler_plugins_pod_group("nulled", "null"),
+        scheduler_plugins_pod_group("negative", "{minMember: -1, scheduleTimeoutSeconds: 0}"),
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: elsewhere, namespace: ml}\nstatus: {phase: Running, running: 3}\n".to_string(),
+    ]
+    .join("---\n");
+    let (input, warnings) = load(&text).expect("valid input");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(input.pod_groups.is_empty() && input.scheduling_pod_groups.is_empty());
+    let got: Vec<_> = input
+        .scheduler_plugins_pod_groups
+        .iter()
+        .map(|g| {
+            (
+                g.metadata.namespace.as_deref().unwrap_or_default(),
+                g.metadata.name.as_deref().unwrap_or_default(),
+                g.spec.min_member,
+                g.spec.schedule_timeout_seconds,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("default", "mpi", 3, Some(30)),
+            ("default", "none", 0, None),
+            ("default", "empty", 0, None),
+            ("default", "nulled", 0, None),
+            ("default", "negative", -1, Some(0)),
+            ("ml", "elsewhere", 0, None),
+        ]
+    );
+    let resources = input.scheduler_plugins_pod_groups[0]
+        .spec
+        .min_resources
+        .as_ref()
+        .map(|r| {
+            r.iter()
+                .map(|(k, v)| (k.as_str(), v.0.as_str()))
+                .collect::<Vec<_>>()
+        });
+    assert_eq!(resources, Some(vec![("cpu", "3"), ("memory", "3Gi")]));
+    // Admitted as any object: a creation time in document order; the namespace a group
+    // lives in exists.
+    let created: Vec<_> = input
+        .scheduler_plugins_pod_groups
+        .iter()
+        .map(|g| {
+            g.metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|t| t.0.as_second())
+        })
+        .collect();
+    let epoch = CREATION_EPOCH_SECONDS;
+    assert_eq!(
+        created,
+        [0, 1, 2, 3, 4, 5].map(|i| Some(epoch + i)),
+        "one second apart, in document order"
+    );
+    assert!(
+        input
+            .namespaces
+            .iter()
+            .any(|ns| ns.metadata.name.as_deref() == Some("ml"))
+    );
+}
+
+#[test]
+fn scheduler_plugins_pod_groups_are_duplicates_only_of_their_own_kind() {
+    let berth = "apiVersion: berth.dev/v1alpha1\nkind: PodGroup\nmetadata: {name: mpi}\nspec: {minMember: 2}\n";
+    let workload = workload_pod_group("mpi", "  schedulingPolicy: {gang: {minCount: 2}}\n");
+    let text = [
+        scheduler_plugins_pod_group("mpi", "{minMember: 3}"),
+        berth.to_string(),
+        workload,
+    ]
+    .join("---\n");
+    let (input, _) = load(&text).expect("one PodGroup of each kind named default/mpi");
+    assert_eq!(input.scheduler_plugins_pod_groups.len(), 1);
+    assert_eq!(input.pod_groups.len(), 1);
+    assert_eq!(input.scheduling_pod_groups.len(), 1);
+
+    let text = [
+        scheduler_plugins_pod_group("mpi", "{minMember: 3}"),
+        berth.to_string(),
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: mpi, namespace: default}\nspec: {minMember: 4}\n".to_string(),
+    ]
+    .join("---\n");
+    let error = load(&text).expect_err("a second scheduler-plugins default/mpi");
+    assert_eq!(
+        error.to_string(),
+        "test.yaml: document 2: metadata.name: Duplicate value: \"default/mpi\": PodGroup default/mpi is already defined at test.yaml: document 0"
+    );
+    // In another namespace it is another group.
+    let text = [
+        scheduler_plugins_pod_group("mpi", "{minMember: 3}"),
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: mpi, namespace: ml}\n".to_string(),
+    ]
+    .join("---\n");
+    assert!(load(&text).is_ok());
+}
+
+#[test]
+fn scheduler_plugins_pod_groups_are_refused_for_their_schema_only() {
+    let cases = [
+        (
+            "minMember of the wrong type",
+            scheduler_plugins_pod_group("g", "{minMember: three}"),
+            "test.yaml: document 0: spec.minMember: Invalid value: \"three\": must be of type integer",
+        ),
+        (
+            "an unknown field",
+            scheduler_plugins_pod_group("g", "{minMember: 2, minMembers: 3}"),
+            "test.yaml: document 0: spec.minMembers: unknown field \"spec.minMembers\"",
+        ),
+        (
+            "a name the API server refuses",
+            scheduler_plugins_pod_group("Gang", "{minMember: 2}"),
+            "test.yaml: document 0: metadata.name: Invalid value: \"Gang\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let error = load(&text).expect_err(name);
+        assert_eq!(error.to_string(), expected, "{name}");
+    }
 }
 
 #[test]

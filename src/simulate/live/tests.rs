@@ -71,6 +71,7 @@ fn kinds_are_the_ones_the_simulation_reads_in_a_stable_order() {
             "ReplicationController",
             "PodGroup",
             "PodGroup",
+            "PodGroup",
             "Workload",
             "SchedulerProfile",
         ]
@@ -301,4 +302,118 @@ async fn the_workload_api_is_read_where_served_and_else_noted_without_a_gap() {
         }
         assert_eq!(read.serves_scheduling_pod_groups(), serves, "{name}");
     }
+}
+
+#[tokio::test]
+async fn scheduler_plugins_pod_groups_are_read_where_their_crd_is_installed() {
+    const PATH: &str = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups";
+    // As a cluster that ran scheduler-plugins lists it: no apiVersion or kind on the
+    // item, the status its PodGroup controller keeps.
+    let group = json!({"metadata": {"name": "mpi", "namespace": "ml", "uid": "u1"},
+        "spec": {"minMember": 3, "scheduleTimeoutSeconds": 10},
+        "status": {"phase": "Scheduling", "occupiedBy": "ml/mpi-job"}});
+    for (name, status) in [
+        ("the CRD installed", 200),
+        ("no CRD: not served, not a gap", 404),
+        ("installed but not readable: a gap", 403),
+    ] {
+        let listed = group.clone();
+        let client = scripted_client(move |path, _| match (path, status) {
+            (PATH, 200) => (
+                200,
+                json!({"metadata": {"resourceVersion": "4"}, "items": [listed.clone()]}),
+            ),
+            (PATH, 404) => (
+                404,
+                json!({"kind": "Status", "code": 404, "message": "the server could not find the requested resource"}),
+            ),
+            (PATH, _) => (
+                403,
+                json!({"kind": "Status", "code": 403, "message": "podgroups.scheduling.x-k8s.io is forbidden"}),
+            ),
+            _ => (
+                200,
+                json!({"metadata": {"resourceVersion": "1"}, "items": []}),
+            ),
+        });
+        let read = read_cluster(&client, &ReadOptions::default())
+            .await
+            .expect("read");
+        let groups: Vec<&Value> = read
+            .documents
+            .iter()
+            .filter(|d| d["apiVersion"] == SCHEDULER_PLUGINS_V1ALPHA1)
+            .collect();
+        let gaps: Vec<String> = read.gaps.iter().map(ToString::to_string).collect();
+        let not_served: Vec<String> = read.not_served.iter().map(|k| k.label()).collect();
+        let label = "PodGroup (scheduling.x-k8s.io/v1alpha1)";
+        match status {
+            200 => {
+                let mut expected = group.clone();
+                expected["apiVersion"] = json!(SCHEDULER_PLUGINS_V1ALPHA1);
+                expected["kind"] = json!("PodGroup");
+                assert_eq!(groups, [&expected], "{name}");
+                assert!(gaps.is_empty() && not_served.is_empty(), "{name}: {gaps:?}");
+                assert_eq!(
+                    read.resource_versions.get(label).map(String::as_str),
+                    Some("4"),
+                    "{name}"
+                );
+            }
+            404 => {
+                assert!(groups.is_empty() && gaps.is_empty(), "{name}: {gaps:?}");
+                assert_eq!(not_served, [label], "{name}");
+            }
+            _ => {
+                assert!(groups.is_empty() && not_served.is_empty(), "{name}");
+                assert_eq!(
+                    gaps,
+                    [format!(
+                        "{label}: podgroups.scheduling.x-k8s.io is forbidden; pods labelled scheduling.x-k8s.io/pod-group find only berth.dev PodGroups"
+                    )],
+                    "{name}"
+                );
+            }
+        }
+        // Only the Workload API decides whether members of Workload API groups wait.
+        assert!(read.serves_scheduling_pod_groups(), "{name}");
+    }
+}
+
+#[test]
+fn a_read_scheduler_plugins_pod_group_loads_back_with_its_kind() {
+    use crate::simulate::input::load_cluster;
+
+    let listed = json!({"metadata": {"name": "mpi", "namespace": "ml", "uid": "u1",
+            "resourceVersion": "7", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"minMember": 3},
+        "status": {"phase": "Scheduling", "occupiedBy": "ml/mpi-job", "running": 1}});
+    let spec = KINDS
+        .iter()
+        .find(|k| k.api_version == SCHEDULER_PLUGINS_V1ALPHA1)
+        .copied()
+        .expect("scheduler-plugins' PodGroups are read");
+    let document = typed(listed, &spec);
+    // What `berth snapshot` writes, read back as `berth simulate -f` reads it.
+    let text = to_yaml(std::slice::from_ref(&document));
+    assert!(
+        text.contains("apiVersion: scheduling.x-k8s.io/v1alpha1"),
+        "{text}"
+    );
+    let (from_file, _) = crate::simulate::input::load_str(std::path::Path::new("snap.yaml"), &text)
+        .expect("the snapshot loads");
+    let (from_cluster, _) = load_cluster(vec![document], &[]).expect("the read loads");
+    for input in [&from_file, &from_cluster] {
+        assert!(input.pod_groups.is_empty() && input.scheduling_pod_groups.is_empty());
+        let [group] = &input.scheduler_plugins_pod_groups[..] else {
+            panic!("one scheduler-plugins PodGroup: {input:?}");
+        };
+        assert_eq!(group.metadata.namespace.as_deref(), Some("ml"));
+        assert_eq!(group.metadata.name.as_deref(), Some("mpi"));
+        assert_eq!(group.spec.min_member, 3);
+    }
+    let json = |input: &crate::simulate::input::ClusterInput| {
+        serde_json::to_value(&input.scheduler_plugins_pod_groups).expect("serializes")
+    };
+    assert_eq!(json(&from_file), json(&from_cluster));
 }
