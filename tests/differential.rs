@@ -12,6 +12,11 @@
 //!   PodScheduled condition (reason and message) is identical, text for text; it is then
 //!   deleted on both sides, so no later event can race it into a node. A preemption
 //!   agrees when the nominated node, the victims and the failure message are identical.
+//! - The members of a Workload API pod group (`spec.schedulingGroup`) are given together,
+//!   as a controller creates them, since the group is decided as one (both sides run
+//!   with the GenericWorkload gate on). Each member's decision and the PodGroup's
+//!   `PodGroupInitiallyScheduled` condition must agree; alike members (the same spec) may
+//!   swap nodes, a tie.
 //! - A disagreement ends its scenario. It is printed with both decisions and berth's
 //!   per-plugin explanation, and the state is written as a YAML file for `berth
 //!   simulate -f` (the path is printed).
@@ -62,7 +67,8 @@ const NOT_FOR_KUBE_SCHEDULER: &[(&str, &str)] = &[
     ),
     (
         "examples/gang",
-        "berth's Coscheduling and berth.dev PodGroups, which kube-scheduler has not",
+        "berth's Coscheduling and its PodGroups (berth.dev and scheduler-plugins' \
+         scheduling.x-k8s.io), which kube-scheduler has not",
     ),
     (
         "examples/custom-plugin",
@@ -74,12 +80,6 @@ const NOT_FOR_KUBE_SCHEDULER: &[(&str, &str)] = &[
         "examples/scenarios/unsupported-pods.yaml",
         "pods of a PodGroup that does not exist, which neither scheduler ever tries: no \
          decision to compare",
-    ),
-    (
-        "examples/gangs.yaml",
-        "Workload API gangs: the harness gives pods one at a time and awaits each decision, \
-         while a gang's members are decided together (issue \"Gangs as the ecosystem writes \
-         them\")",
     ),
 ];
 
@@ -96,6 +96,8 @@ struct Tally {
     rebound: usize,
     /// Pending pods of a scheduler name no profile of the configuration has.
     not_served: usize,
+    /// Pod groups whose members were given together.
+    gangs: usize,
     disagreements: Vec<String>,
     /// Where the time went: setting scenarios up, giving pods, cleaning up.
     setup: Duration,
@@ -106,11 +108,12 @@ struct Tally {
 impl Tally {
     fn summary(&self) -> String {
         format!(
-            "{} scenarios, {} pods: {} on the same node, {} ties, {} unschedulable with the same message, \
-             {} preemptions ({} bound elsewhere than nominated on one side), {} served by neither; \
-             {} disagreements",
+            "{} scenarios, {} pods ({} pod groups given whole): {} on the same node, {} ties, \
+             {} unschedulable with the same message, {} preemptions ({} bound elsewhere than \
+             nominated on one side), {} served by neither; {} disagreements",
             self.scenarios,
             self.pods,
+            self.gangs,
             self.same_node,
             self.ties,
             self.unschedulable,
@@ -354,16 +357,29 @@ async fn run(pair: &mut Pair, scenario: &Scenario, scratch: &Path, tally: &mut T
         tally.setup += started.elapsed();
         let started = Instant::now();
         let served = scenario.scheduler_names();
-        for pending in &scenario.pending {
+        let mut next = 0;
+        while let Some(pending) = scenario.pending.get(next) {
             let scheduler = pending["spec"]["schedulerName"]
                 .as_str()
                 .unwrap_or("default-scheduler");
             if !served.iter().any(|s| s == scheduler) {
                 // Neither scheduler serves it: it would stay pending on both sides.
                 tally.not_served += 1;
+                next += 1;
+                continue;
+            }
+            if let Some(group) = pod_group_of(pending) {
+                // The members of one pod group, given together.
+                let members: Vec<&Value> = scenario.pending[next..]
+                    .iter()
+                    .take_while(|p| pod_group_of(p).as_deref() == Some(group.as_str()))
+                    .collect();
+                next += members.len();
+                gang_step(pair, scenario, &group, &members, &namespaces, tally).await?;
                 continue;
             }
             step(pair, scenario, pending, &namespaces, scratch, tally).await?;
+            next += 1;
         }
         tally.steps += started.elapsed();
         Ok::<(), String>(())
@@ -719,6 +735,216 @@ async fn step(
             let state = state_before(&pair.upstream.client, namespaces, &before_up, &before).await;
             Err(disagreement(&context, &up, &berth, &state).await)
         }
+    }
+}
+
+/// `namespace/name` of the Workload API PodGroup `pod` names in `spec.schedulingGroup`.
+fn pod_group_of(pod: &Value) -> Option<String> {
+    let name = pod["spec"]["schedulingGroup"]["podGroupName"].as_str()?;
+    let namespace = pod["metadata"]["namespace"].as_str().unwrap_or("default");
+    Some(format!("{namespace}/{name}"))
+}
+
+/// Gives the members of pod group `group` to both at once (created together, as a
+/// controller creates them) and compares every member's decision and the PodGroup's
+/// `PodGroupInitiallyScheduled` condition. A placement agrees when each member is on the
+/// same node, or, for members that are alike (the same spec), when the same nodes are
+/// used as many times: which of two alike members took which node is a tie. Members left
+/// unbound are then deleted on both sides, as a lone unschedulable pod is.
+async fn gang_step(
+    pair: &Pair,
+    scenario: &Scenario,
+    group: &str,
+    members: &[&Value],
+    namespaces: &BTreeSet<String>,
+    tally: &mut Tally,
+) -> Result<(), String> {
+    tally.pods += members.len();
+    tally.gangs += 1;
+    let (before_up, before_berth) = aligned_pods(pair, namespaces).await?;
+    let keys: Vec<String> = members.iter().map(|p| name_of(p)).collect();
+    let mut watches = (Vec::new(), Vec::new());
+    for key in &keys {
+        let (up, berth) = tokio::join!(pair.upstream.watch(key), pair.berth.watch(key));
+        watches.0.push(up);
+        watches.1.push(berth);
+    }
+    let creates = members
+        .iter()
+        .flat_map(|pod| pair.sides().map(|side| side.create(pod)));
+    for result in join_all(creates).await {
+        result?;
+    }
+    let decide_all = |side: &'static str, watches: Vec<pair::PodWatch>| {
+        let (side, before) = match side {
+            "upstream" => (&pair.upstream, &before_up),
+            _ => (&pair.berth, &before_berth),
+        };
+        join_all(
+            keys.iter()
+                .zip(watches)
+                .map(move |(key, watch)| side.decide(key, watch, before, namespaces)),
+        )
+    };
+    let (up, berth) = tokio::join!(
+        decide_all("upstream", watches.0),
+        decide_all("berth", watches.1)
+    );
+    let (up_condition, berth_condition) = tokio::join!(
+        group_condition(&pair.upstream, group),
+        group_condition(&pair.berth, group)
+    );
+    let decided = up.iter().chain(&berth).all(|d| d.undecided.is_none());
+    // What is compared of a member: bound or not, where, the failure, victims, and the
+    // nomination of an unbound one (kube-scheduler also nominates a member's node while
+    // it waits at Permit, NominatedNodeNameForExpectation, which berth does not).
+    let outcome = |d: &Decision| {
+        (
+            d.node.clone(),
+            d.failure.clone(),
+            d.victims.clone(),
+            d.node.is_none().then(|| d.nominated.clone()),
+        )
+    };
+    let same_nodes = up.iter().zip(&berth).all(|(a, b)| outcome(a) == outcome(b));
+    // Alike members are interchangeable: which of them the queue tried first, so which
+    // one was left over, is timing (members of equal priority and attempts go by the
+    // time each joined the queue).
+    let alike = members.iter().all(|m| m["spec"] == members[0]["spec"]);
+    let sorted = |decisions: &[Decision]| {
+        let mut outcomes: Vec<_> = decisions.iter().map(outcome).collect();
+        outcomes.sort();
+        outcomes
+    };
+    let swapped = alike && sorted(&up) == sorted(&berth);
+    let without_node = |d: &Decision| {
+        let (node, failure, victims, nominated) = outcome(d);
+        (node.is_some(), failure, victims, nominated)
+    };
+    let same_but_nodes = up
+        .iter()
+        .zip(&berth)
+        .all(|(a, b)| without_node(a) == without_node(b));
+    let agreed = decided && up_condition == berth_condition;
+    let mut moves = Vec::new();
+    let tie = agreed
+        && !same_nodes
+        && (swapped
+            || (same_but_nodes
+                && match tied_members(pair, scenario, members, &up, &berth, namespaces, &before_up)
+                    .await
+                {
+                    Some(tied) => {
+                        moves = tied;
+                        true
+                    }
+                    None => false,
+                }));
+    if agreed && (same_nodes || tie) {
+        if same_nodes {
+            tally.same_node += up.iter().filter(|d| d.node.is_some()).count();
+        } else {
+            tally.ties += 1;
+        }
+        for (member, node) in moves {
+            move_pod(pair, scenario, member, &node).await?;
+        }
+        tally.unschedulable += up.iter().filter(|d| d.node.is_none()).count();
+        let unbound = members
+            .iter()
+            .zip(&up)
+            .filter(|(_, d)| d.node.is_none())
+            .flat_map(|(pod, _)| pair.sides().map(|side| side.delete(pod)));
+        for result in join_all(unbound).await {
+            result?;
+        }
+        return Ok(());
+    }
+    let mut text = format!("pod group {group}\n");
+    for ((key, a), b) in keys.iter().zip(&up).zip(&berth) {
+        let _ = writeln!(
+            text,
+            "  {key}\n    kube-scheduler: {a}\n    berth:          {b}"
+        );
+    }
+    let _ = writeln!(
+        text,
+        "  PodGroupInitiallyScheduled\n    kube-scheduler: {up_condition:?}\n    berth:          {berth_condition:?}"
+    );
+    if !decided {
+        text.push_str(&pair.logs());
+    }
+    Err(text)
+}
+
+/// The members a gang's two sides bound to different nodes, each with upstream's node,
+/// when every such difference is a tie: berth's explanation of the member on the state
+/// before the step plus the members placed before it (where upstream placed them) scores
+/// both nodes equal and highest. The member is explained alone (without its
+/// `schedulingGroup`): the pod-group cycle filters and scores each member as a lone pod.
+/// `None` when one difference is not a tie.
+async fn tied_members<'a>(
+    pair: &Pair,
+    scenario: &Scenario,
+    members: &[&'a Value],
+    up: &[Decision],
+    berth: &[Decision],
+    namespaces: &BTreeSet<String>,
+    before_up: &BTreeMap<String, Pod>,
+) -> Option<Vec<(&'a Value, String)>> {
+    let before = Before::read(&pair.upstream.client, scenario, members.first()?).await;
+    let mut state = state_before(&pair.upstream.client, namespaces, before_up, &before).await;
+    let mut moves = Vec::new();
+    for ((member, a), b) in members.iter().zip(up).zip(berth) {
+        if let (Some(a), Some(b)) = (&a.node, &b.node)
+            && a != b
+        {
+            let mut alone = (*member).clone();
+            if let Some(spec) = alone["spec"].as_object_mut() {
+                spec.remove("schedulingGroup");
+            }
+            if !is_tie(&explain(pair, &state, &alone).await, a, b) {
+                return None;
+            }
+            moves.push((*member, a.clone()));
+        }
+        if let Some(a) = &a.node {
+            let mut placed = (*member).clone();
+            placed["spec"]["nodeName"] = json!(a);
+            state.push(placed);
+        }
+    }
+    Some(moves)
+}
+
+/// The PodGroup's `PodGroupInitiallyScheduled` condition as `status reason: message`,
+/// once it has one (written after the group's cycle; `None` after 10 s without).
+async fn group_condition(side: &Side, group: &str) -> Option<String> {
+    let (namespace, name) = group.split_once('/')?;
+    let object = json!({
+        "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = side.get(&object).await.and_then(|group| {
+            group["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == "PodGroupInitiallyScheduled")
+                .map(|c| {
+                    format!(
+                        "{} {}: {}",
+                        c["status"].as_str().unwrap_or_default(),
+                        c["reason"].as_str().unwrap_or_default(),
+                        c["message"].as_str().unwrap_or_default()
+                    )
+                })
+        });
+        if found.is_some() || Instant::now() >= deadline {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -67,6 +67,14 @@ fn pod_group(name: &str, min_count: Option<i32>) -> PodGroup {
 /// A scheduler of the default profile that groups pods by their PodGroups, over
 /// `nodes` (name, cpu).
 fn scheduler(nodes: &[(&str, &str)]) -> (Scheduler, VirtualClock) {
+    scheduler_with(&SchedulerProfileSpec::default(), nodes)
+}
+
+/// [`scheduler`] with the profile `spec`.
+fn scheduler_with(
+    spec: &SchedulerProfileSpec,
+    nodes: &[(&str, &str)],
+) -> (Scheduler, VirtualClock) {
     let clock = VirtualClock::new();
     let mut scheduler = Scheduler::new(SchedulerOptions {
         seed: 1,
@@ -75,7 +83,7 @@ fn scheduler(nodes: &[(&str, &str)]) -> (Scheduler, VirtualClock) {
     });
     scheduler.serve_pod_groups().expect("no profile yet");
     let registry = berth::plugins::default_registry();
-    let resolved = resolve(&SchedulerProfileSpec::default(), &registry).expect("valid");
+    let resolved = resolve(spec, &registry).expect("valid");
     let handle = Handle::builder()
         .nominator(scheduler.nominator().clone())
         .clock(scheduler.clock().clone())
@@ -185,9 +193,10 @@ async fn a_gang_short_of_its_quorum_places_no_member() {
     let mut outcomes = Outcomes::default();
     run(&mut s, &mut outcomes).await;
     // After a and b: Wait; after c: 2 scheduled + 0 remaining < 3. A rejection after a
-    // member was tried is GangScheduling's own status; the empty reason of the
-    // PodGroupPostFilter run (no plugin) follows.
-    let group = "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, ";
+    // member was tried is GangScheduling's own status; DefaultPreemption's
+    // PodGroupPostFilter reason follows (no pod to preempt in an empty cluster), as the
+    // real kube-scheduler 1.37 words it (tests/differential.rs, examples/gangs.yaml).
+    let group = "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, pod group preemption: No preemption victims found for incoming preemptor";
     assert_eq!(
         outcomes.condition("train"),
         ("False".into(), "Unschedulable".into(), group.to_string())
@@ -230,7 +239,7 @@ async fn an_unsatisfiable_gang_stops_at_its_first_failure() {
     }
     let mut outcomes = Outcomes::default();
     run(&mut s, &mut outcomes).await;
-    let group = "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining, ";
+    let group = "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining, pod group preemption: No preemption victims found for incoming preemptor";
     assert_eq!(
         outcomes.condition("big"),
         ("False".into(), "Unschedulable".into(), group.to_string())
@@ -345,4 +354,106 @@ async fn members_of_an_unknown_pod_group_wait_for_it() {
     s.on_scheduling_group_apply(pod_group("train", Some(1)));
     run(&mut s, &mut outcomes).await;
     assert_eq!(outcomes.node("a"), Some("n1"));
+}
+
+/// Members of `group` at `priority` (the PodGroup's too) with `policy`, and a scheduler
+/// whose profile is `spec`.
+fn prioritized(name: &str, group: &str, priority: i32, policy: Option<&str>) -> Pod {
+    let mut pod = member(name, group, "1");
+    let spec = pod.spec.as_mut().expect("spec");
+    spec.priority = Some(priority);
+    spec.preemption_policy = policy.map(str::to_string);
+    pod
+}
+
+/// The PodGroupPostFilter reasons a rejected gang's message ends with: DynamicResources'
+/// (Unschedulable, collected) then DefaultPreemption's `preemptorEligibleToPreemptOthers`
+/// (Unschedulable) or `selectVictimsOnDomain` without a victim of lower priority
+/// (UnschedulableAndUnresolvable, alone), as upstream's RunPodGroupPostFilterPlugins
+/// combines them; the wording as the real kube-scheduler 1.37 gives it
+/// (tests/differential/regressions/gang-preemption-never.yaml).
+#[tokio::test]
+async fn a_rejected_gangs_message_ends_with_why_it_cannot_preempt() {
+    // a fits, b does not: 1 scheduled + 1 remaining < 3 ends the try.
+    let gang = "minCount (3) cannot be satisfied: 1 scheduled, 1 remaining, ";
+    struct Case {
+        name: &'static str,
+        policy: Option<&'static str>,
+        /// A pod of priority 0 already on the node.
+        low_priority_pod: bool,
+        preemption: bool,
+        reason: &'static str,
+    }
+    let cases = [
+        Case {
+            name: "no pod of lower priority",
+            policy: None,
+            low_priority_pod: false,
+            preemption: true,
+            reason: "pod group preemption: No preemption victims found for incoming preemptor",
+        },
+        Case {
+            name: "preemptionPolicy Never",
+            policy: Some("Never"),
+            low_priority_pod: true,
+            preemption: true,
+            reason: "deallocation and deletion of ResourceClaims completed, pod group preemption: not eligible due to preemptionPolicy=Never.",
+        },
+        Case {
+            name: "victims exist: berth does not preempt for a group yet",
+            policy: None,
+            low_priority_pod: true,
+            preemption: true,
+            reason: "deallocation and deletion of ResourceClaims completed, pod group preemption: berth does not preempt for pod groups yet",
+        },
+        Case {
+            name: "no DefaultPreemption: DynamicResources' reason alone",
+            policy: None,
+            low_priority_pod: true,
+            preemption: false,
+            reason: "deallocation and deletion of ResourceClaims completed",
+        },
+    ];
+    for case in cases {
+        // One 2-cpu node; with the low-priority pod it has room for one member.
+        let spec: SchedulerProfileSpec = if case.preemption {
+            SchedulerProfileSpec::default()
+        } else {
+            serde_json::from_value(serde_json::json!({
+                "plugins": {"multiPoint": {"disabled": [{"name": "DefaultPreemption"}]}},
+            }))
+            .expect("a profile")
+        };
+        let cpu = if case.low_priority_pod { "2" } else { "1" };
+        let (mut s, _) = scheduler_with(&spec, &[("n1", cpu)]);
+        if case.low_priority_pod {
+            let mut low = make_pod()
+                .name("low")
+                .namespace("default")
+                .uid("low")
+                .req(&[("cpu", "1")])
+                .obj();
+            low.spec.as_mut().expect("spec").node_name = Some("n1".into());
+            s.on_pod_add(low).expect("pod");
+        }
+        let mut group = pod_group("train", Some(3));
+        group.spec.priority = Some(100);
+        s.on_scheduling_group_apply(group);
+        for name in ["a", "b", "c"] {
+            s.on_pod_add(prioritized(name, "train", 100, case.policy))
+                .expect("pod");
+        }
+        let mut outcomes = Outcomes::default();
+        run(&mut s, &mut outcomes).await;
+        assert_eq!(
+            outcomes.condition("train"),
+            (
+                "False".into(),
+                "Unschedulable".into(),
+                format!("{gang}{}", case.reason)
+            ),
+            "{}",
+            case.name
+        );
+    }
 }

@@ -132,13 +132,16 @@ async fn the_example_places_each_gang_all_or_nothing() {
 /// The messages of a gang that cannot reach `minCount`, as upstream builds them: the
 /// group's status is GangScheduling's PlacementFeasible rejection after the last member
 /// (not wrapped in `pod group is unschedulable`: only a rejection before the first member
-/// or a gang left waiting is), followed by the empty reason of PodGroupPostFilter, which
-/// no plugin implements; the members that fitted are rejected with `pod group is
-/// unschedulable, <group message>`, the member that did not fit with its own reason.
+/// or a gang left waiting is), followed by the reason of PodGroupPostFilter (no pod of
+/// lower priority to preempt); the members that fitted are rejected with `pod group is
+/// unschedulable, <group message>`, the member that did not fit with its own reason. The
+/// real kube-scheduler 1.37 words it the same (the differential run, which gives it this
+/// example).
 #[tokio::test]
 async fn a_gang_short_of_min_count_says_why_in_upstreams_words() {
     let report = simulate_default(example()).await;
-    let group_message = "minCount (4) cannot be satisfied: 3 scheduled, 0 remaining, ";
+    let group_message = "minCount (4) cannot be satisfied: 3 scheduled, 0 remaining, \
+                         pod group preemption: No preemption victims found for incoming preemptor";
     assert_eq!(
         group(&report, "big")
             .condition

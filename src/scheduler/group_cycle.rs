@@ -22,10 +22,11 @@
 //! 5. The PodGroup's condition is computed ([`PodGroupReport`]) and the members not
 //!    placed go back to the queue as the group ([`SchedulingQueue::requeue_group`]).
 //!
-//! Upstream runs PodGroupPostFilter (workload-aware preemption) after a rejection;
-//! berth has no plugin implementing it yet, so the group is never preempted for, and the
-//! group message ends as upstream's does when no such plugin runs: with an empty reason
-//! appended (`", "`).
+//! Upstream runs PodGroupPostFilter (DynamicResources' claim cleanup, DefaultPreemption's
+//! workload-aware preemption) after a rejection and appends its reason to the group's
+//! message. berth gives the reasons upstream gives when no preemption is possible (not
+//! eligible, no victims) but does not yet preempt for a group where victims exist
+//! (`pod group preemption: berth does not preempt for pod groups yet`).
 
 use std::sync::Arc;
 
@@ -38,6 +39,14 @@ use crate::framework::{Code, CycleState, PlacementProgress, PodGroupCycle, Queue
 use crate::queue::{GroupOutcome, QueuedGroup};
 
 use super::failure::Failure;
+
+/// The plugins whose PodGroupPostFilter upstream runs for a rejected group.
+const DEFAULT_PREEMPTION: &str = "DefaultPreemption";
+const DYNAMIC_RESOURCES: &str = "DynamicResources";
+/// DynamicResources' PodGroupPostFilter reason.
+const CLAIMS_RELEASED: &str = "deallocation and deletion of ResourceClaims completed";
+/// How upstream prefixes that plugin's reason.
+const POD_GROUP_PREEMPTION: &str = "pod group preemption: ";
 use super::{CycleDiagnosis, CycleOutput, Scheduler, cycle};
 
 /// Upstream's `errPodGroupUnschedulable`.
@@ -307,12 +316,93 @@ impl Scheduler {
             Code::Unschedulable if !tried.is_empty() => Verdict::Rejected(status.message()),
             _ => Verdict::Rejected(join_reasons(POD_GROUP_UNSCHEDULABLE, &status.message())),
         });
-        // No PodGroupPostFilter plugin runs (see the module docs): an empty reason joins.
+        // PodGroupPostFilter's reason joins the group's (empty without the plugin).
         let verdict = match verdict {
-            Verdict::Rejected(message) => Verdict::Rejected(format!("{message}, ")),
+            Verdict::Rejected(message) => {
+                let reason = self.pod_group_post_filter(&framework, group, pod_group);
+                Verdict::Rejected(format!("{message}, {reason}"))
+            }
             other => other,
         };
         (tried, verdict)
+    }
+
+    /// Upstream's PodGroupPostFilter run for a rejected group, as far as berth has it: the
+    /// reason appended to the group's message. The profile's plugins that implement it go
+    /// in order: an Unschedulable reason is collected and the next plugin runs, an
+    /// UnschedulableAndUnresolvable one is the whole reason. Without such plugins the
+    /// reason is empty.
+    ///
+    /// - DynamicResources: `deallocation and deletion of ResourceClaims completed`
+    ///   (berth deallocates nothing for a group: its members' claims are allocated only
+    ///   when they bind).
+    /// - DefaultPreemption ([`Self::group_preemption`]).
+    fn pod_group_post_filter(
+        &self,
+        framework: &crate::framework::Framework,
+        group: &QueuedGroup,
+        pod_group: &PodGroup,
+    ) -> String {
+        let mut reasons = Vec::new();
+        for plugin in framework.plugins(crate::api::ExtensionPoint::PostFilter) {
+            match plugin.name() {
+                DYNAMIC_RESOURCES => reasons.push(CLAIMS_RELEASED.to_string()),
+                DEFAULT_PREEMPTION => match self.group_preemption(group, pod_group) {
+                    Ok(reason) => reasons.push(reason),
+                    Err(unresolvable) => return unresolvable,
+                },
+                _ => {}
+            }
+        }
+        reasons.join(", ")
+    }
+
+    /// DefaultPreemption's PodGroupPostFilter: the group (its priority, as a victim's, is
+    /// its PodGroup's) is not eligible when a member has `preemptionPolicy: Never`
+    /// (Unschedulable, `Ok`), and finds no victims when no pod in the cluster has a lower
+    /// priority (UnschedulableAndUnresolvable, `Err`). Where there are some, upstream
+    /// picks victims for the group as one; berth does not yet, and says so.
+    fn group_preemption(
+        &self,
+        group: &QueuedGroup,
+        pod_group: &PodGroup,
+    ) -> Result<String, String> {
+        let never = group.members.iter().any(|m| {
+            m.pod_info
+                .pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.preemption_policy.as_deref())
+                == Some("Never")
+        });
+        if never {
+            return Ok(format!(
+                "{POD_GROUP_PREEMPTION}not eligible due to preemptionPolicy=Never."
+            ));
+        }
+        let priority = pod_group.spec.priority.unwrap_or(0);
+        let states = &self.options.pod_group_states;
+        let victim_priority = |pod: &k8s_openapi::api::core::v1::Pod| {
+            GroupKey::of_pod(pod)
+                .and_then(|key| states.pod_group(&key))
+                .map(|g| g.spec.priority.unwrap_or(0))
+                .unwrap_or_else(|| pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0))
+        };
+        let any_victim = self
+            .snapshot
+            .nodes()
+            .iter()
+            .flat_map(|node| node.pods.iter())
+            .any(|p| victim_priority(&p.pod) < priority);
+        if any_victim {
+            Ok(format!(
+                "{POD_GROUP_PREEMPTION}berth does not preempt for pod groups yet"
+            ))
+        } else {
+            Err(format!(
+                "{POD_GROUP_PREEMPTION}No preemption victims found for incoming preemptor"
+            ))
+        }
     }
 
     /// Assumes `pod` on `node` for the rest of the algorithm and runs Reserve; a Reserve

@@ -91,11 +91,22 @@ impl std::fmt::Display for Decision {
 
 impl Side {
     async fn start(label: &'static str) -> Option<Side> {
+        // GenericWorkload on both sides, as berth's default profile has GangScheduling:
+        // the Workload API's PodGroups served, and kube-scheduler's default set and
+        // pod-group cycle as 1.37 has them with the gate.
         let options = Options {
-            apiserver_args: vec!["--disable-admission-plugins=TaintNodesByCondition".into()],
+            apiserver_args: vec![
+                "--disable-admission-plugins=TaintNodesByCondition".into(),
+                "--feature-gates=GenericWorkload=true".into(),
+                "--runtime-config=scheduling.k8s.io/v1beta1=true".into(),
+            ],
+            scheduler_args: vec!["--feature-gates=GenericWorkload=true".into()],
             // The scenario creates the workloads' pods itself, one at a time.
             controller_manager_args: vec![
                 "--controllers=*,-replicaset,-deployment,-statefulset,-job,-daemonset,-cronjob,-replicationcontroller".into(),
+                // Its PodGroup protection controller lifts the finalizer the API server
+                // puts on PodGroups, so a scenario's PodGroups can be deleted.
+                "--feature-gates=GenericWorkload=true".into(),
             ],
             ..Options::default()
         };

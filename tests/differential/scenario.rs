@@ -92,9 +92,18 @@ impl Scenario {
         objects.extend(input.device_taint_rules.iter().map(to_json));
         objects.extend(input.resource_claim_templates.iter().map(to_json));
         objects.extend(input.resource_claims.iter().map(to_json));
+        objects.extend(input.scheduling_workloads.iter().map(to_json));
+        objects.extend(input.scheduling_pod_groups.iter().map(to_json));
         objects.extend(input.running_pods().map(to_json));
         if !input.pod_groups.is_empty() {
             return Err("it has berth.dev PodGroups, which kube-scheduler does not read".into());
+        }
+        if !input.scheduler_plugins_pod_groups.is_empty() {
+            return Err(
+                "it has scheduler-plugins PodGroups (scheduling.x-k8s.io), which kube-scheduler \
+                 does not read"
+                    .into(),
+            );
         }
         let pending: Vec<Value> = input.pending_pods().map(to_json).collect();
         // Namespaces the example uses without declaring them.

@@ -77,6 +77,8 @@ pub struct Options {
     /// Extra kube-controller-manager flags, e.g. `--controllers=*,-replicaset` to leave
     /// ReplicaSets to the test.
     pub controller_manager_args: Vec<String>,
+    /// Extra kube-scheduler flags (`--feature-gates=...`), for [`KubeCluster::start_scheduler`].
+    pub scheduler_args: Vec<String>,
     /// How long each component may take to become healthy.
     pub start_timeout: Duration,
 }
@@ -90,6 +92,7 @@ impl Default for Options {
             audit: true,
             apiserver_args: Vec::new(),
             controller_manager_args: Vec::new(),
+            scheduler_args: Vec::new(),
             start_timeout: Duration::from_secs(120),
         }
     }
@@ -596,7 +599,7 @@ impl KubeCluster {
         let path = self.dir.join("kube-scheduler-config.json");
         std::fs::write(&path, config.to_string())
             .map_err(|e| Error::Io(format!("writing {}: {e}", path.display())))?;
-        let list = vec![
+        let mut list = vec![
             format!("--config={}", path.display()),
             "--secure-port=0".to_string(),
             // `BERTH_KUBE_SCHEDULER_V=10` logs every plugin's score of every node.
@@ -605,6 +608,7 @@ impl KubeCluster {
                 std::env::var("BERTH_KUBE_SCHEDULER_V").unwrap_or_else(|_| "1".into())
             ),
         ];
+        list.extend(self.options.scheduler_args.iter().cloned());
         let mut process = Process::start(
             "kube-scheduler",
             &self.binaries.kube_scheduler,
