@@ -165,7 +165,7 @@ fn metadata_lines_carry_upstream_names_types_and_help() {
     // Families without series are not exported at all, as with upstream's client.
     assert_eq!(
         metrics.encode().matches("# TYPE").count(),
-        4,
+        5,
         "only the unlabelled ones"
     );
     metrics.schedule_attempt("p", AttemptResult::Scheduled, ms(1));
@@ -175,6 +175,7 @@ fn metadata_lines_carry_upstream_names_types_and_help() {
     metrics.binding("p", true, ms(1));
     metrics.reconcile(true, ms(1));
     metrics.set_profile_condition("p", "Ready", "True");
+    metrics.pod_group_attempt("p", AttemptResult::Scheduled, ms(2), ms(1));
     let text = metrics.encode();
     let expected = [
         "# HELP scheduler_schedule_attempts Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, while 'error' means an internal scheduler problem.",
@@ -182,7 +183,8 @@ fn metadata_lines_carry_upstream_names_types_and_help() {
         // Upstream has no final period here; prometheus-client adds one to every help text.
         "# HELP scheduler_scheduling_attempt_duration_seconds Scheduling attempt latency in seconds (scheduling algorithm + binding).",
         "# TYPE scheduler_scheduling_attempt_duration_seconds histogram",
-        "# HELP scheduler_pending_pods Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that the scheduler never attempted to schedule because they are gated.",
+        // kube-scheduler 1.37's text (pkg/scheduler/metrics/metrics.go).
+        "# HELP scheduler_pending_pods Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulableEntities that the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that the scheduler never attempted to schedule because they are gated; 'incomplete' means number of pods in incompletePodGroupPods; 'pending' means number of pods in pendingPodGroupPods.",
         "# TYPE scheduler_pending_pods gauge",
         "# HELP scheduler_pod_scheduling_sli_duration_seconds E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and might involve multiple scheduling attempts.",
         "# TYPE scheduler_pod_scheduling_sli_duration_seconds histogram",
@@ -192,6 +194,12 @@ fn metadata_lines_carry_upstream_names_types_and_help() {
         "# TYPE scheduler_preemption_attempts counter",
         "# HELP scheduler_preemption_victims Number of selected preemption victims.",
         "# TYPE scheduler_preemption_victims histogram",
+        "# HELP scheduler_podgroup_schedule_attempts Number of attempts to schedule pod group, by the result. 'unschedulable' means a pod group could not be scheduled, while 'error' means an internal scheduler problem.",
+        "# TYPE scheduler_podgroup_schedule_attempts counter",
+        "# HELP scheduler_podgroup_scheduling_attempt_duration_seconds Pod group scheduling attempt latency in seconds.",
+        "# TYPE scheduler_podgroup_scheduling_attempt_duration_seconds histogram",
+        "# HELP scheduler_podgroup_scheduling_algorithm_duration_seconds Pod group scheduling algorithm latency in seconds.",
+        "# TYPE scheduler_podgroup_scheduling_algorithm_duration_seconds histogram",
         "# TYPE berth_binding_duration_seconds histogram",
         "# TYPE berth_profile_reconcile counter",
         "# TYPE berth_profile_reconcile_duration_seconds histogram",
@@ -240,6 +248,7 @@ fn pending_pods_per_queue_and_profile() {
     metrics.set_pending_pods("batch", "backoff", 1);
     metrics.set_pending_pods("batch", "unschedulable", 7);
     metrics.set_pending_pods("batch", "gated", 2);
+    metrics.set_pending_pods("batch", "incomplete", 4);
     metrics.set_pending_pods("batch", "active", 0);
     metrics.set_pending_pods("web", "active", 5);
     metrics.set_pending_pods("web", "sideways", 9);
@@ -250,12 +259,51 @@ fn pending_pods_per_queue_and_profile() {
         (r#"queue="backoff",profile="batch""#, "1"),
         (r#"queue="unschedulable",profile="batch""#, "7"),
         (r#"queue="gated",profile="batch""#, "2"),
+        (r#"queue="incomplete",profile="batch""#, "4"),
         (r#"queue="active",profile="web""#, "5"),
     ];
     for (labels, value) in cases {
         assert_sample(&text, &format!("scheduler_pending_pods{{{labels}}}"), value);
     }
     assert_no_series_with(&text, "sideways");
+}
+
+/// Upstream's pod-group attempt metrics: a counter and a latency histogram by result and
+/// profile (1 ms .. ~16 s buckets), and the algorithm's latency without labels.
+#[test]
+fn pod_group_attempts_by_result_and_the_algorithms_latency() {
+    let metrics = Metrics::new();
+    metrics.pod_group_attempt("batch", AttemptResult::Scheduled, ms(30), ms(10));
+    metrics.pod_group_attempt("batch", AttemptResult::Unschedulable, ms(20), ms(5));
+    metrics.pod_group_attempt("batch", AttemptResult::Unschedulable, ms(20), ms(5));
+    let text = metrics.encode();
+    assert_sample(
+        &text,
+        r#"scheduler_podgroup_schedule_attempts_total{result="scheduled",profile="batch"}"#,
+        "1",
+    );
+    assert_sample(
+        &text,
+        r#"scheduler_podgroup_schedule_attempts_total{result="unschedulable",profile="batch"}"#,
+        "2",
+    );
+    assert_sample(
+        &text,
+        r#"scheduler_podgroup_scheduling_attempt_duration_seconds_count{result="unschedulable",profile="batch"}"#,
+        "2",
+    );
+    assert_sample(
+        &text,
+        "scheduler_podgroup_scheduling_algorithm_duration_seconds_count",
+        "3",
+    );
+    assert_sample(
+        &text,
+        "scheduler_podgroup_scheduling_algorithm_duration_seconds_sum",
+        "0.02",
+    );
+    metrics.remove_profile("batch");
+    assert_no_series_with(&metrics.encode(), "profile=\"batch\"");
 }
 
 #[test]

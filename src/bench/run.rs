@@ -926,6 +926,7 @@ mod tests {
             condition: None,
             placed: 3,
             members: 3,
+            attempt: None,
         });
         let plan = Plan {
             workload: Workload::SchedulingBasic,

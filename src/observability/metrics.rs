@@ -13,12 +13,19 @@
 //! | `scheduler_scheduling_attempt_duration_seconds` | histogram | `result`, `profile` |
 //! | `scheduler_pending_pods` | gauge | `queue`, `profile` |
 //! | `scheduler_pod_scheduling_sli_duration_seconds` | histogram | `attempts`, `profile` |
+//! | `scheduler_podgroup_schedule_attempts_total` | counter | `result`, `profile` |
+//! | `scheduler_podgroup_scheduling_attempt_duration_seconds` | histogram | `result`, `profile` |
+//! | `scheduler_podgroup_scheduling_algorithm_duration_seconds` | histogram | |
 //! | `scheduler_framework_extension_point_duration_seconds` | histogram | `extension_point`, `status`, `profile` |
 //! | `berth_binding_duration_seconds` | histogram | `profile`, `result` |
 //! | `berth_profile_reconcile_total` | counter | `result` |
 //! | `berth_profile_reconcile_duration_seconds` | histogram | |
 //! | `berth_profile_condition` | gauge | `profile`, `type`, `status` |
 //! | `berth_leader` | gauge | |
+//!
+//! `scheduler_pending_pods` has upstream's `incomplete` queue (members of pod groups whose
+//! PodGroup has not been seen) but not its `pending` one (members that arrive while their
+//! group is in a cycle), which berth's queue does not hold apart.
 //!
 //! The exposition is OpenMetrics text (what `prometheus-client` writes), served with
 //! [`CONTENT_TYPE`].
@@ -68,7 +75,7 @@ impl AttemptResult {
 }
 
 /// The queues of `scheduler_pending_pods`, as upstream's `queue` label.
-const QUEUES: [&str; 4] = ["active", "backoff", "unschedulable", "gated"];
+const QUEUES: [&str; 5] = ["active", "backoff", "unschedulable", "gated", "incomplete"];
 
 /// `result` of berth's binding and reconcile metrics, as controller-runtime's
 /// `controller_runtime_reconcile_total`.
@@ -191,6 +198,9 @@ pub struct Metrics {
     leader: Gauge,
     preemption_attempts: Counter,
     preemption_victims: Histogram,
+    pod_group_attempts: Family<ResultProfileLabels, Counter>,
+    pod_group_attempt_duration: HistogramFamily<ResultProfileLabels>,
+    pod_group_algorithm_duration: Histogram,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -243,6 +253,9 @@ impl Metrics {
             leader: Gauge::default(),
             preemption_attempts: Counter::default(),
             preemption_victims: victims_buckets(),
+            pod_group_attempts: Family::default(),
+            pod_group_attempt_duration: Family::new_with_constructor(attempt_buckets),
+            pod_group_algorithm_duration: attempt_buckets(),
         };
         Arc::new(metrics.registered())
     }
@@ -267,10 +280,28 @@ impl Metrics {
             "scheduler_pending_pods",
             "Number of pending pods, by the queue type. 'active' means number of pods in \
              activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means \
-             number of pods in unschedulablePods that the scheduler attempted to schedule and \
-             failed; 'gated' is the number of unschedulable pods that the scheduler never \
-             attempted to schedule because they are gated",
+             number of pods in unschedulableEntities that the scheduler attempted to schedule \
+             and failed; 'gated' is the number of unschedulable pods that the scheduler never \
+             attempted to schedule because they are gated; 'incomplete' means number of pods \
+             in incompletePodGroupPods; 'pending' means number of pods in pendingPodGroupPods",
             self.pending_pods.clone(),
+        );
+        r.register(
+            "scheduler_podgroup_schedule_attempts",
+            "Number of attempts to schedule pod group, by the result. 'unschedulable' means \
+             a pod group could not be scheduled, while 'error' means an internal scheduler \
+             problem",
+            self.pod_group_attempts.clone(),
+        );
+        r.register(
+            "scheduler_podgroup_scheduling_attempt_duration_seconds",
+            "Pod group scheduling attempt latency in seconds",
+            self.pod_group_attempt_duration.clone(),
+        );
+        r.register(
+            "scheduler_podgroup_scheduling_algorithm_duration_seconds",
+            "Pod group scheduling algorithm latency in seconds",
+            self.pod_group_algorithm_duration.clone(),
         );
         r.register(
             "scheduler_pod_scheduling_sli_duration_seconds",
@@ -362,8 +393,31 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
+    /// One pod-group cycle of `profile` that ran its algorithm (upstream records none for a
+    /// group it refuses before): how it ended, how long the whole attempt took and how
+    /// long its algorithm did, as upstream's `observePodGroupScheduleAttemptAndLatency`
+    /// and `PodGroupSchedulingAlgorithmLatency`.
+    pub fn pod_group_attempt(
+        &self,
+        profile: &str,
+        result: AttemptResult,
+        elapsed: Duration,
+        algorithm: Duration,
+    ) {
+        let labels = ResultProfileLabels {
+            result: result.label(),
+            profile: self.profile(profile).name.clone(),
+        };
+        self.pod_group_attempts.get_or_create(&labels).inc();
+        self.pod_group_attempt_duration
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+        self.pod_group_algorithm_duration
+            .observe(algorithm.as_secs_f64());
+    }
+
     /// Sets the number of `profile`'s pods in `queue`: `active`, `backoff`,
-    /// `unschedulable` or `gated`. Any other queue name is a caller bug: it is logged and
+    /// `unschedulable`, `gated` or `incomplete`. Any other queue name is a caller bug: it is logged and
     /// ignored, so that the metric keeps upstream's label values.
     pub fn set_pending_pods(&self, profile: &str, queue: &str, count: i64) {
         let Some(queue) = QUEUES.iter().copied().find(|q| *q == queue) else {
@@ -459,6 +513,8 @@ impl Metrics {
             };
             self.schedule_attempts.remove(&labels);
             self.scheduling_attempt_duration.remove(&labels);
+            self.pod_group_attempts.remove(&labels);
+            self.pod_group_attempt_duration.remove(&labels);
         }
         for queue in QUEUES {
             let labels = QueueLabels {

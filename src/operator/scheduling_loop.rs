@@ -37,7 +37,7 @@ use tracing::{debug, info, warn};
 use crate::cluster::pod_key;
 use crate::observability::{AttemptResult, Metrics};
 use crate::scheduler::{
-    AttemptReport, BindingResult, CycleOutput, Outcome, Scheduler, SchedulerOptions,
+    AttemptReport, BindingResult, CycleOutput, GroupResult, Outcome, Scheduler, SchedulerOptions,
 };
 
 use super::preemption::PreemptionExecutor;
@@ -421,18 +421,32 @@ impl SchedulingLoop {
                 self.bindings
                     .spawn(async move { (cycle.run().await, start) });
             }
-            CycleOutput::PodGroup(report) => self.report_pod_group(report).await,
+            CycleOutput::PodGroup(report) => self.report_pod_group(report, start).await,
         }
     }
 
-    /// A pod-group cycle ended: its PodGroup's condition is written.
-    async fn report_pod_group(&mut self, report: crate::scheduler::PodGroupReport) {
+    /// A pod-group cycle ended: its metrics are recorded and its PodGroup's condition
+    /// written.
+    async fn report_pod_group(&mut self, report: crate::scheduler::PodGroupReport, start: Instant) {
         debug!(
             pod_group = %report.group,
             placed = report.placed,
             members = report.members,
             "pod group cycle"
         );
+        if let Some(attempt) = report.attempt {
+            let result = match attempt.result {
+                GroupResult::Scheduled => AttemptResult::Scheduled,
+                GroupResult::Unschedulable => AttemptResult::Unschedulable,
+                GroupResult::Error => AttemptResult::Error,
+            };
+            self.metrics.pod_group_attempt(
+                &report.scheduler_name,
+                result,
+                start.elapsed(),
+                attempt.algorithm,
+            );
+        }
         let current = self.scheduler.pod_group_states().pod_group(&report.group);
         if let (Some(writer), Some(current)) = (&self.pod_group_writer, current) {
             writer.spawn_write(&current, &report);
@@ -511,7 +525,7 @@ impl SchedulingLoop {
             return;
         }
         self.last_gauges = Instant::now();
-        let mut counts: BTreeMap<&str, [i64; 4]> = BTreeMap::new();
+        let mut counts: BTreeMap<&str, [i64; 5]> = BTreeMap::new();
         for profile in self.scheduler.profiles() {
             let c = profile.queue.pending_counts();
             counts.insert(
@@ -521,15 +535,18 @@ impl SchedulingLoop {
                     c.backoff as i64,
                     c.unschedulable as i64,
                     c.gated as i64,
+                    c.incomplete as i64,
                 ],
             );
         }
-        for (profile, [active, backoff, unschedulable, gated]) in counts {
+        for (profile, [active, backoff, unschedulable, gated, incomplete]) in counts {
             self.metrics.set_pending_pods(profile, "active", active);
             self.metrics.set_pending_pods(profile, "backoff", backoff);
             self.metrics
                 .set_pending_pods(profile, "unschedulable", unschedulable);
             self.metrics.set_pending_pods(profile, "gated", gated);
+            self.metrics
+                .set_pending_pods(profile, "incomplete", incomplete);
         }
     }
 }

@@ -67,6 +67,27 @@ pub struct PodGroupReport {
     pub placed: usize,
     /// Members the cycle tried.
     pub members: usize,
+    /// How the group's algorithm ended and how long it took; `None` when the group was
+    /// refused before it ran (its PodGroup unknown, or invalid).
+    pub attempt: Option<PodGroupAttempt>,
+}
+
+/// The outcome of a pod-group cycle that ran its algorithm, for upstream's pod-group
+/// metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodGroupAttempt {
+    pub result: GroupResult,
+    /// Wall time of the algorithm (the members' tentative placements and
+    /// PodGroupPostFilter).
+    pub algorithm: std::time::Duration,
+}
+
+/// How a pod-group cycle ended, as upstream's `result` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupResult {
+    Scheduled,
+    Unschedulable,
+    Error,
 }
 
 /// What one member's try in the algorithm gave.
@@ -103,6 +124,7 @@ impl Scheduler {
                     condition: None,
                     placed: 0,
                     members: 0,
+                    attempt: None,
                 }));
             return;
         };
@@ -117,6 +139,7 @@ impl Scheduler {
                     condition: Some(condition),
                     placed: 0,
                     members,
+                    attempt: None,
                 }));
             return;
         }
@@ -142,9 +165,18 @@ impl Scheduler {
         let scheduled_before = states
             .with_state(&key, |s| s.scheduled_pods_count())
             .unwrap_or(0);
+        let started = std::time::Instant::now();
         let (tried, verdict) = self
             .run_group_algorithm(index, &group, &pod_group, scheduled_before)
             .await;
+        let attempt = PodGroupAttempt {
+            result: match verdict {
+                Verdict::Feasible => GroupResult::Scheduled,
+                Verdict::Rejected(_) => GroupResult::Unschedulable,
+                Verdict::Error(_) => GroupResult::Error,
+            },
+            algorithm: started.elapsed(),
+        };
         let members = group.members.len();
         let condition = match &verdict {
             Verdict::Feasible => condition(&pod_group, "True", "Scheduled", ""),
@@ -161,6 +193,7 @@ impl Scheduler {
                 condition: Some(condition),
                 placed,
                 members,
+                attempt: Some(attempt),
             }));
     }
 

@@ -39,7 +39,8 @@ use crate::queue::{Popped, QueueConfig, SchedulingQueue};
 pub use cycle::{BindingCycle, BindingResult, num_feasible_nodes_to_find};
 pub use failure::{FitError, NO_NODES_AVAILABLE};
 pub use group_cycle::{
-    INITIALLY_SCHEDULED, POD_GROUP_UNSCHEDULABLE, PodGroupReport, merge_condition,
+    GroupResult, INITIALLY_SCHEDULED, POD_GROUP_UNSCHEDULABLE, PodGroupAttempt, PodGroupReport,
+    merge_condition,
 };
 pub use profile::ProfileServices;
 

@@ -197,7 +197,42 @@ async fn a_jobs_gang_of_eight_binds_whole_or_not_at_all() {
     assert_eq!(per_node.values().copied().collect::<Vec<_>>(), [2, 2, 2, 2]);
     let (_, reason, _) = initially_scheduled(&cluster, "train", "True").await;
     assert_eq!(reason, "Scheduled");
+    // Upstream's pod-group metrics: at least one rejected cycle, then the one that placed
+    // the gang; the incomplete-members gauge exported for the profile.
+    for (result, at_least) in [("unschedulable", 1.0), ("scheduled", 1.0)] {
+        let count = metric(&berth, "scheduler_podgroup_schedule_attempts_total", result).await;
+        assert!(count >= at_least, "{result}: {count}");
+    }
+    let scheduled = metric(
+        &berth,
+        "scheduler_podgroup_schedule_attempts_total",
+        "scheduled",
+    )
+    .await;
+    assert_eq!(scheduled, 1.0, "the gang was placed by one cycle");
     berth.terminate_cleanly().await;
+}
+
+/// The value of `name{result="<result>",profile="berth"}` on berth's `/metrics`, once
+/// it is exported.
+async fn metric(berth: &Berth, name: &str, result: &str) -> f64 {
+    let prefix = format!("{name}{{result=\"{result}\",profile=\"{SCHEDULER}\"}} ");
+    eventually(&format!("/metrics has {prefix}"), WAIT, || async {
+        let (status, body) = berth.get("/metrics").await?;
+        if status != 200 {
+            return Err(format!("{status}: {body}"));
+        }
+        body.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .ok_or_else(|| {
+                body.lines()
+                    .filter(|l| l.contains("podgroup"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
