@@ -961,18 +961,20 @@ impl SchedulingQueue {
             || self.gated.remove(proxy).is_some();
     }
 
-    /// Runs PreEnqueue for a pod, or for every member of a group (upstream: one gated
-    /// member gates the group, and every member then names the gate). The gating plugin.
+    /// Runs PreEnqueue for a group's members until one is gated (upstream: one gated
+    /// member gates the group, and every member then names the gate), or for a pod. The
+    /// gating plugin. Stopping at the first gate keeps a gang's arrival linear: while it is
+    /// short of its quorum, every new member finds the group gated by its first member.
     fn gate(&mut self, key: &str) -> Option<String> {
         let entity = self.groups.get_mut(key)?;
-        let mut gate = None;
-        for member in &entity.members {
-            if let Some(plugin) = gating_plugin(&self.config, &member.pod_info) {
-                gate = Some(plugin);
-            }
-        }
+        let gate = entity
+            .members
+            .iter()
+            .find_map(|member| gating_plugin(&self.config, &member.pod_info));
         for member in &mut entity.members {
-            member.gated_by = gate.clone();
+            if member.gated_by != gate {
+                member.gated_by = gate.clone();
+            }
         }
         gate
     }
