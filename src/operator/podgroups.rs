@@ -66,7 +66,6 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -189,7 +188,7 @@ pub async fn run(
             }
             group.map(|(namespace, name)| ObjectRef::<PodGroup>::new(&name).within(&namespace))
         })
-        .reconcile_all_on(changes(state.leader.clone()))
+        .reconcile_all_on(super::watches::changes(state.leader.clone()))
         .graceful_shutdown_on(shutdown.boxed().shared())
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
@@ -208,13 +207,6 @@ pub async fn run(
 
 fn has_min_member(pod: &Pod) -> bool {
     pod.annotations().contains_key(MIN_MEMBER_ANNOTATION)
-}
-
-fn changes(receiver: watch::Receiver<bool>) -> BoxStream<'static, ()> {
-    futures::stream::unfold(receiver, |mut receiver| async move {
-        receiver.changed().await.ok().map(|()| ((), receiver))
-    })
-    .boxed()
 }
 
 fn error_policy(group: Arc<PodGroup>, error: &ReconcileError, _: Arc<Context>) -> Action {

@@ -59,7 +59,7 @@ use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde_json::{Map, Value};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::conditions::{self, ACCEPTED, DEGRADED, DesiredCondition, READY, reason};
@@ -178,8 +178,8 @@ pub async fn run(
         memory: memory.clone(),
     };
     let triggers = futures::stream::select_all([
-        changes(ctx.state.leader.clone()),
-        changes(ctx.state.unlisted.clone()),
+        super::watches::changes(ctx.state.leader.clone()),
+        super::watches::changes(ctx.state.unlisted.clone()),
         requests(retriggers),
     ]);
     let error_memory = memory.clone();
@@ -742,15 +742,6 @@ fn forget(ctx: &ProfileContext, memory: &mut Memory, uid: &str) {
         memory.failures.remove(&profile);
         stop_instance(ctx, memory, &profile, &instance);
     }
-}
-
-/// A stream that yields once per change of `receiver`'s value (sent values count as
-/// changes even when equal).
-fn changes<T: Send + Sync + 'static>(receiver: watch::Receiver<T>) -> BoxStream<'static, ()> {
-    futures::stream::unfold(receiver, |mut receiver| async move {
-        receiver.changed().await.ok().map(|()| ((), receiver))
-    })
-    .boxed()
 }
 
 fn requests(receiver: mpsc::UnboundedReceiver<()>) -> BoxStream<'static, ()> {

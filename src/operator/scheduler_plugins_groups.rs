@@ -37,7 +37,6 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -46,7 +45,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
-use tokio::sync::{mpsc::UnboundedSender, watch};
+use tokio::sync::mpsc::UnboundedSender;
 use tracing::info;
 
 use super::types::{LoopMessage, OperatorState};
@@ -307,7 +306,7 @@ pub async fn run(
             let namespace = pod.namespace()?;
             (!name.is_empty()).then(|| ObjectRef::<PodGroup>::new(&name).within(&namespace))
         })
-        .reconcile_all_on(changes(state.leader.clone()))
+        .reconcile_all_on(super::watches::changes(state.leader.clone()))
         .graceful_shutdown_on(shutdown.boxed().shared())
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
@@ -320,13 +319,6 @@ pub async fn run(
             }
         })
         .await;
-}
-
-fn changes(receiver: watch::Receiver<bool>) -> BoxStream<'static, ()> {
-    futures::stream::unfold(receiver, |mut receiver| async move {
-        receiver.changed().await.ok().map(|()| ((), receiver))
-    })
-    .boxed()
 }
 
 fn error_policy(group: Arc<PodGroup>, error: &ReconcileError, _: Arc<Context>) -> Action {

@@ -423,6 +423,18 @@ fn trimmed<K: Resource>(mut object: K) -> K {
     object
 }
 
+/// A stream that yields once per change of `receiver`'s value (sent values count as
+/// changes even when equal): what a controller reconciles everything on (a leadership
+/// change, a profile set change).
+pub(super) fn changes<T: Send + Sync + 'static>(
+    receiver: tokio::sync::watch::Receiver<T>,
+) -> futures::stream::BoxStream<'static, ()> {
+    futures::stream::unfold(receiver, |mut receiver| async move {
+        receiver.changed().await.ok().map(|()| ((), receiver))
+    })
+    .boxed()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -550,6 +550,49 @@ impl Cluster {
             .filter(|n| !n.is_empty())
     }
 
+    /// The node of every pod of Job `job` in `default` (None while pending).
+    pub async fn job_pods(&self, job: &str) -> BTreeMap<String, Option<String>> {
+        let params =
+            kube::api::ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}"));
+        within("listing a Job's pods", WAIT, self.pods().list(&params))
+            .await
+            .unwrap_or_else(|e| panic!("listing the pods of Job {job}: {e}"))
+            .items
+            .into_iter()
+            .map(|p| {
+                let name = p.metadata.name.clone().unwrap_or_default();
+                let node = p.spec.and_then(|s| s.node_name).filter(|n| !n.is_empty());
+                (name, node)
+            })
+            .collect()
+    }
+
+    /// Waits until exactly one of two gangs (`default/<group>-0` .. `-<size - 1>`) is
+    /// bound whole while the other has nothing bound; returns (winner, loser). A gang
+    /// bound in part is an error to wait out (it must not last).
+    pub async fn one_whole_gang<'g>(&self, gangs: [&'g str; 2], size: usize) -> (&'g str, &'g str) {
+        eventually("one gang is bound whole", WAIT, || async {
+            let mut whole = Vec::new();
+            for group in gangs {
+                let mut bound = 0;
+                for i in 0..size {
+                    bound += usize::from(self.node_of(&format!("{group}-{i}")).await.is_some());
+                }
+                if bound == size {
+                    whole.push(group);
+                } else if bound > 0 {
+                    return Err(format!("gang {group} is partly bound ({bound} of {size})"));
+                }
+            }
+            match whole[..] {
+                [winner] if winner == gangs[0] => Ok((gangs[0], gangs[1])),
+                [_] => Ok((gangs[1], gangs[0])),
+                _ => Err(format!("whole gangs: {whole:?}")),
+            }
+        })
+        .await
+    }
+
     /// Waits until every pod in `names` is bound; returns pod -> node.
     pub async fn wait_bound(&self, names: &[&str], timeout: Duration) -> BTreeMap<String, String> {
         eventually(&format!("pods {names:?} are bound"), timeout, || async {

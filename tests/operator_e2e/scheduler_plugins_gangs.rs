@@ -12,9 +12,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::gang::{gang_profile, member_bindings, start_gang_with};
@@ -66,22 +65,6 @@ fn member(name: &str, group: &str) -> Value {
     p
 }
 
-/// The node of every pod of Job `job` (None while pending).
-async fn job_pods(cluster: &Cluster, job: &str) -> BTreeMap<String, Option<String>> {
-    let params = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}"));
-    within("listing a Job's pods", WAIT, cluster.pods().list(&params))
-        .await
-        .unwrap_or_else(|e| panic!("listing the pods of Job {job}: {e}"))
-        .items
-        .into_iter()
-        .map(|p: Pod| {
-            let name = p.metadata.name.clone().unwrap_or_default();
-            let node = p.spec.and_then(|s| s.node_name).filter(|n| !n.is_empty());
-            (name, node)
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jobs_scheduler_plugins_gang_of_eight_binds_whole_or_not_at_all() {
     let Some(cluster) = Cluster::start().await else {
@@ -116,7 +99,7 @@ async fn a_jobs_scheduler_plugins_gang_of_eight_binds_whole_or_not_at_all() {
         .await;
     assert_eq!(code, 201, "creating the Job: {answer}");
     eventually("the Job controller made 8 pods", WAIT, || async {
-        let pods = job_pods(&cluster, "train").await;
+        let pods = cluster.job_pods("train").await;
         if pods.len() == 8 {
             Ok(())
         } else {
@@ -137,7 +120,7 @@ async fn a_jobs_scheduler_plugins_gang_of_eight_binds_whole_or_not_at_all() {
     .await;
     assert_eq!(group["status"]["occupiedBy"], "default/train", "{group}");
 
-    let members: Vec<String> = job_pods(&cluster, "train").await.into_keys().collect();
+    let members: Vec<String> = cluster.job_pods("train").await.into_keys().collect();
     let names: Vec<&str> = members.iter().map(String::as_str).collect();
     cluster
         .assert_stay_unbound(&names, Duration::from_secs(4))
@@ -206,24 +189,7 @@ async fn two_scheduler_plugins_gangs_competing_for_room_for_one_never_deadlock()
                 .await;
         }
     }
-    let (winner, loser) = eventually("one gang is bound whole", WAIT, || async {
-        let mut whole = Vec::new();
-        for group in ["a", "b"] {
-            let mut bound = 0;
-            for name in names(group) {
-                bound += usize::from(cluster.node_of(&name).await.is_some());
-            }
-            if bound == 4 {
-                whole.push(group);
-            }
-        }
-        match whole[..] {
-            ["a"] => Ok(("a", "b")),
-            ["b"] => Ok(("b", "a")),
-            _ => Err(format!("whole gangs: {whole:?}")),
-        }
-    })
-    .await;
+    let (winner, loser) = cluster.one_whole_gang(["a", "b"], 4).await;
     let losers = names(loser);
     let losing: Vec<&str> = losers.iter().map(String::as_str).collect();
     cluster

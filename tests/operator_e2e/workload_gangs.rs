@@ -11,8 +11,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, ListParams};
+use kube::api::DeleteParams;
 use serde_json::{Value, json};
 
 use crate::harness::{
@@ -87,23 +86,6 @@ fn member(name: &str, group: &str) -> Value {
     p
 }
 
-/// The node of every pod of Job `job` (None while pending).
-async fn job_pods(cluster: &Cluster, job: &str) -> BTreeMap<String, Option<String>> {
-    let pods: Api<Pod> = cluster.pods();
-    let params = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}"));
-    within("listing a Job's pods", WAIT, pods.list(&params))
-        .await
-        .unwrap_or_else(|e| panic!("listing the pods of Job {job}: {e}"))
-        .items
-        .into_iter()
-        .map(|p| {
-            let name = p.metadata.name.clone().unwrap_or_default();
-            let node = p.spec.and_then(|s| s.node_name).filter(|n| !n.is_empty());
-            (name, node)
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jobs_gang_of_eight_binds_whole_or_not_at_all() {
     let Some(cluster) = cluster().await else {
@@ -149,7 +131,7 @@ async fn a_jobs_gang_of_eight_binds_whole_or_not_at_all() {
         .await;
     assert_eq!(code, 201, "creating the Job: {answer}");
     eventually("the Job controller made 8 pods", WAIT, || async {
-        let pods = job_pods(&cluster, "train").await;
+        let pods = cluster.job_pods("train").await;
         if pods.len() == 8 {
             Ok(())
         } else {
@@ -165,14 +147,14 @@ async fn a_jobs_gang_of_eight_binds_whole_or_not_at_all() {
     );
     // None of the gang is bound while it cannot be whole.
     for _ in 0..20 {
-        let pods = job_pods(&cluster, "train").await;
+        let pods = cluster.job_pods("train").await;
         assert!(
             pods.values().all(Option::is_none),
             "part of the gang bound: {pods:?}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let members: Vec<String> = job_pods(&cluster, "train").await.into_keys().collect();
+    let members: Vec<String> = cluster.job_pods("train").await.into_keys().collect();
     assert!(
         members
             .iter()
@@ -259,26 +241,7 @@ async fn two_gangs_competing_for_room_for_one_never_deadlock() {
                 .await;
         }
     }
-    let (winner, loser) = eventually("one gang is bound whole", WAIT, || async {
-        let mut whole = Vec::new();
-        for group in ["a", "b"] {
-            let mut bound = 0;
-            for name in names(group) {
-                bound += usize::from(cluster.node_of(&name).await.is_some());
-            }
-            if bound == 4 {
-                whole.push(group);
-            } else if bound > 0 {
-                return Err(format!("gang {group} is partly bound ({bound} of 4)"));
-            }
-        }
-        match whole[..] {
-            ["a"] => Ok(("a", "b")),
-            ["b"] => Ok(("b", "a")),
-            _ => Err(format!("whole gangs: {whole:?}")),
-        }
-    })
-    .await;
+    let (winner, loser) = cluster.one_whole_gang(["a", "b"], 4).await;
     let losers = names(loser);
     let losing: Vec<&str> = losers.iter().map(String::as_str).collect();
     cluster
