@@ -878,11 +878,13 @@ async fn gang_step(
 }
 
 /// The members a gang's two sides bound to different nodes, each with upstream's node,
-/// when every such difference is a tie: berth's explanation of the member on the state
-/// before the step plus the members placed before it (where upstream placed them) scores
-/// both nodes equal and highest. The member is explained alone (without its
-/// `schedulingGroup`): the pod-group cycle filters and scores each member as a lone pod.
-/// `None` when one difference is not a tie.
+/// when every such difference is a tie: berth's explanation of the member on upstream's
+/// state (before the step, plus the members upstream placed before it) scores upstream's
+/// node highest. berth's own choice was the best on berth's state, which differs from
+/// upstream's once an earlier member went elsewhere, so it is not held against that
+/// state. The member is explained alone (without its `schedulingGroup`): the pod-group
+/// cycle filters and scores each member as a lone pod. `None` when one difference is not
+/// a tie.
 async fn tied_members<'a>(
     pair: &Pair,
     scenario: &Scenario,
@@ -903,7 +905,8 @@ async fn tied_members<'a>(
             if let Some(spec) = alone["spec"].as_object_mut() {
                 spec.remove("schedulingGroup");
             }
-            if !is_tie(&explain(pair, &state, &alone).await, a, b) {
+            let explanation = explain(pair, &state, &alone).await;
+            if !is_tie(&explanation, a, a) {
                 return None;
             }
             moves.push((*member, a.clone()));
