@@ -6,7 +6,8 @@
 //! another one: what several plugins share lives in the helper layer below them; above
 //! `plugins`, modules see only what src/plugins/mod.rs offers (the registry and the
 //! plugin types), not the plugins' modules. Test
-//! code (`#[cfg(test)]` modules, `tests.rs` and `test_util.rs` files) may reach anywhere,
+//! code (`#[cfg(test)]` modules, `tests.rs` and `test_util.rs` files, files under a
+//! `tests/` folder) may reach anywhere,
 //! as an integration test would.
 //!
 //! References are read from the source text with comments and string literals blanked
@@ -285,7 +286,12 @@ fn is_test_file(relative: &Path) -> bool {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    name == "tests" || name.ends_with("_tests") || name == "test_util"
+    // A file under a `tests/` folder belongs to the `tests` module beside it (included
+    // from it, as the Coscheduling tables are).
+    let in_tests_folder = relative
+        .parent()
+        .is_some_and(|p| p.components().any(|c| c.as_os_str() == "tests"));
+    name == "tests" || name.ends_with("_tests") || name == "test_util" || in_tests_folder
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -472,5 +478,24 @@ fn the_check_sees_each_kind_of_import() {
             &plugins,
         );
         assert_eq!(got.len(), want, "{file}: {source:?} gave {got:?}");
+    }
+}
+
+#[test]
+fn test_files_are_told_apart_by_name_and_folder() {
+    for test_file in [
+        "queue/tests.rs",
+        "plugins/coscheduling/tests/tables.rs",
+        "framework/test_util.rs",
+        "bench/run_tests.rs",
+    ] {
+        assert!(is_test_file(Path::new(test_file)), "{test_file}");
+    }
+    for code in [
+        "plugins/coscheduling.rs",
+        "queue/groups.rs",
+        "testing/mod.rs",
+    ] {
+        assert!(!is_test_file(Path::new(code)), "{code}");
     }
 }
