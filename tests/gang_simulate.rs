@@ -29,6 +29,10 @@ async fn run(files: &[&str], seed: u64) -> Report {
         })
         .collect();
     let (input, _warnings) = load_files(&paths).expect("input loads");
+    simulate_input(input, seed).await
+}
+
+async fn simulate_input(input: berth::simulate::input::ClusterInput, seed: u64) -> Report {
     simulate(
         input,
         &registry(),
@@ -203,17 +207,7 @@ fn scheduler_plugins_group(spec: &str) -> String {
 async fn run_text(text: &str, seed: u64) -> Report {
     let (input, _warnings) =
         load_str(Path::new("scheduler-plugins.yaml"), text).expect("input loads");
-    simulate(
-        input,
-        &registry(),
-        SimulateOptions {
-            explain: false,
-            seed,
-            parallelism: 2,
-        },
-    )
-    .await
-    .expect("simulation runs")
+    simulate_input(input, seed).await
 }
 
 /// The members bound to a node, by name.

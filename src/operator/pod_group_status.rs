@@ -55,7 +55,7 @@ impl PodGroupStatusWriter {
     }
 
     /// The merged conditions for `report` against `existing`, if the condition changes.
-    pub fn merged(existing: &[Condition], report: &PodGroupReport) -> Option<Vec<Condition>> {
+    fn merged(existing: &[Condition], report: &PodGroupReport) -> Option<Vec<Condition>> {
         let wanted = report.condition.as_ref()?;
         merge_condition(existing, wanted, Timestamp::now())
     }

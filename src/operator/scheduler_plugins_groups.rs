@@ -48,6 +48,7 @@ use kube::{Client, Resource, ResourceExt};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::info;
 
+use super::podgroups::ReconcileError;
 use super::types::{LoopMessage, OperatorState};
 use crate::api::POD_GROUP_LABEL_COMPAT;
 use crate::api::scheduler_plugins::{PodGroup, PodGroupStatus};
@@ -257,23 +258,6 @@ fn status_patch(status: &PodGroupStatus) -> serde_json::Value {
             "failed": status.failed,
         }
     })
-}
-
-/// Why a reconcile failed; the group is retried.
-#[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
-    #[error("cannot list the members of PodGroup {group}: {source}")]
-    ListMembers {
-        group: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("cannot patch the status of PodGroup {group}: {source}")]
-    PatchStatus {
-        group: String,
-        #[source]
-        source: kube::Error,
-    },
 }
 
 struct Context {

@@ -227,25 +227,8 @@ async fn gang_job_pods_get_an_implicit_pod_group_owned_by_the_job_and_are_bound(
     // A real Job: its controller creates the members (and would garbage-collect pods
     // that name a Job that does not exist).
     let mut template = member("ignored", "job-a");
-    template["metadata"]
-        .as_object_mut()
-        .expect("metadata")
-        .remove("name");
     template["metadata"]["annotations"] = json!({"berth.dev/min-member": "3"});
-    template["spec"]["restartPolicy"] = json!("Never");
-    let (status, job) = cluster
-        .raw(
-            "POST",
-            "/apis/batch/v1/namespaces/default/jobs",
-            &json!({
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "metadata": {"name": "job-a"},
-                "spec": {"parallelism": 3, "completions": 3, "template": template},
-            }),
-        )
-        .await;
-    assert_eq!(status, 201, "creating Job job-a: {job}");
+    let job = cluster.create_job("job-a", &template, 3).await;
     let job_uid = job["metadata"]["uid"].as_str().expect("a uid").to_string();
     let names: Vec<String> = eventually("the Job creates its 3 pods", WAIT, || async {
         let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), "default");

@@ -550,6 +550,28 @@ impl Cluster {
             .filter(|n| !n.is_empty())
     }
 
+    /// Creates Job `default/<name>` that runs `count` copies of `pod` at once (its
+    /// metadata without the name, its spec with `restartPolicy: Never`); returns the Job
+    /// as created.
+    pub async fn create_job(&self, name: &str, pod: &Value, count: u32) -> Value {
+        let mut template = pod.clone();
+        if let Some(metadata) = template["metadata"].as_object_mut() {
+            metadata.remove("name");
+        }
+        template["spec"]["restartPolicy"] = json!("Never");
+        let job = json!({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"parallelism": count, "completions": count, "template": template},
+        });
+        let (code, answer) = self
+            .raw("POST", "/apis/batch/v1/namespaces/default/jobs", &job)
+            .await;
+        assert_eq!(code, 201, "creating Job {name}: {answer}");
+        answer
+    }
+
     /// The node of every pod of Job `job` in `default` (None while pending).
     pub async fn job_pods(&self, job: &str) -> BTreeMap<String, Option<String>> {
         let params =

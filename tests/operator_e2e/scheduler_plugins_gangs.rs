@@ -82,22 +82,9 @@ async fn a_jobs_scheduler_plugins_gang_of_eight_binds_whole_or_not_at_all() {
         .await;
     cluster.wait_bound(&["blocker"], WAIT).await;
     create_group(&cluster, "train", json!({"minMember": 8})).await;
-    let mut template = member("ignored", "train");
-    template["metadata"]
-        .as_object_mut()
-        .expect("metadata")
-        .remove("name");
-    template["spec"]["restartPolicy"] = json!("Never");
-    let job = json!({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "train", "namespace": "default"},
-        "spec": {"parallelism": 8, "completions": 8, "template": template},
-    });
-    let (code, answer) = cluster
-        .raw("POST", "/apis/batch/v1/namespaces/default/jobs", &job)
+    cluster
+        .create_job("train", &member("ignored", "train"), 8)
         .await;
-    assert_eq!(code, 201, "creating the Job: {answer}");
     eventually("the Job controller made 8 pods", WAIT, || async {
         let pods = cluster.job_pods("train").await;
         if pods.len() == 8 {

@@ -180,7 +180,7 @@ async fn a_jobs_gang_of_eight_binds_whole_or_not_at_all() {
     let (_, reason, _) = initially_scheduled(&cluster, "train", "True").await;
     assert_eq!(reason, "Scheduled");
     // Upstream's pod-group metrics: at least one rejected cycle, then the one that placed
-    // the gang; the incomplete-members gauge exported for the profile.
+    // the gang.
     for (result, at_least) in [("unschedulable", 1.0), ("scheduled", 1.0)] {
         let count = metric(&berth, "scheduler_podgroup_schedule_attempts_total", result).await;
         assert!(count >= at_least, "{result}: {count}");
