@@ -45,6 +45,10 @@ struct PodState {
     deadline: Option<Instant>,
 }
 
+/// A pod [`Cache::set_aside`] took out, to be [`Cache::put_back`].
+#[derive(Debug)]
+pub struct SetAside(PodState);
+
 /// The nodes that have an image, and its size as first reported.
 #[derive(Debug)]
 struct ImageState {
@@ -241,6 +245,27 @@ impl Cache {
                 self.detach(key);
                 Ok(())
             }
+        }
+    }
+
+    /// Takes pod `key` out for a moment (a group preemption trying the cluster without
+    /// its potential victims); [`Cache::put_back`] restores it as it was, assumed or not.
+    pub fn set_aside(&mut self, key: &str) -> Option<SetAside> {
+        self.detach(key).map(SetAside)
+    }
+
+    /// Restores a pod [`Cache::set_aside`] took out.
+    pub fn put_back(&mut self, aside: SetAside) {
+        let PodState {
+            pod,
+            node,
+            assumed,
+            deadline,
+        } = aside.0;
+        let key = pod.key().to_owned();
+        self.attach(pod, node, assumed);
+        if let Some(state) = self.pods.get_mut(&key) {
+            state.deadline = deadline;
         }
     }
 

@@ -21,17 +21,17 @@ mod volumes;
 mod workloads;
 
 pub use assume::resource_version;
-pub use cache::{Cache, CacheError};
+pub use cache::{Cache, CacheError, SetAside};
 pub use device_resources::{
     DeviceResources, IMPLICIT_EXTENDED_RESOURCE_PREFIX, allocated_devices, is_allocated,
     is_controlled_by, reserved_for,
 };
-pub use disruption_budgets::DisruptionBudgets;
+pub use disruption_budgets::{BudgetTracker, DisruptionBudgets};
 pub use legacy_pod::WorkloadReference;
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo, normalized_image_name};
 pub use pod_group_states::{GroupKey, PodGroupState, PodGroupStates, gang_min_count};
 pub use pod_groups::{PodGroups, implicit_group, implicit_owner, min_member_of, pod_group_of};
-pub use pod_info::{Memo, PodInfo, host_ports, pod_key, scheduler_name};
+pub use pod_info::{Memo, PodInfo, StartTime, host_ports, pod_key, scheduler_name, start_time};
 pub use pod_requests::default_pod_level_requests;
 pub use resource::{
     DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, QuantityError, Resource,

@@ -4,6 +4,7 @@ use std::any::Any;
 use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::core::v1::{ContainerPort, Pod, PodSpec};
+use k8s_openapi::jiff::Timestamp;
 
 use super::pod_requests::{SchedulerRequests, is_restartable, scheduler_requests};
 use super::{QuantityError, Resource};
@@ -216,6 +217,21 @@ pub fn host_ports(pod: &Pod) -> Vec<&ContainerPort> {
         .flat_map(|c| c.ports.iter().flatten())
         .filter(|p| p.host_port.is_some_and(|port| port > 0))
         .collect()
+}
+
+/// When a pod started, for ordering: a pod without `status.startTime` counts as started
+/// after every pod that has one (upstream takes "now" for it, the newest possible time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum StartTime {
+    At(Timestamp),
+    Unknown,
+}
+
+pub fn start_time(pod: &Pod) -> StartTime {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.start_time.as_ref())
+        .map_or(StartTime::Unknown, |t| StartTime::At(t.0))
 }
 
 #[cfg(test)]

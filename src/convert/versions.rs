@@ -252,10 +252,12 @@ pub const UPSTREAM_DIFFERENCES: &[UpstreamDifference] = &[
                    then preempts for a pod group as a unit",
         berth: "always in the default set, last (a pod names a PodGroup only where the API \
                 server has the gate on); the pod-group cycle places a PodGroup's members as \
-                one operation, but nothing preempts for a group yet, so a gang that does \
-                not fit waits instead of evicting lower-priority pods (its message ends \
-                `pod group preemption: berth does not preempt for pod groups yet`; where \
-                upstream cannot preempt either, berth gives upstream's reason); a pod it \
+                one operation and preempts for the group as upstream does (victims across \
+                the cluster, a PodGroup with `disruptionMode: All` evicted whole), but a \
+                lone pod's preemption still weighs each pod alone at its own priority \
+                (upstream also groups those victims and ranks a grouped pod at its \
+                PodGroup's priority), and the workload-preemption metrics are not exported; \
+                a pod it \
                 held at PreEnqueue or Permit is retried on any pod or PodGroup addition, not \
                 only its own group's; a member waiting at Permit gets no \
                 `nominatedNodeName` (upstream sets it, NominatedNodeNameForExpectation); a \

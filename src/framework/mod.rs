@@ -39,8 +39,8 @@ pub use registry::{
 pub use runner::{Framework, MAX_PERMIT_TIMEOUT, implements};
 pub use status::{Code, Status};
 pub use types::{
-    NodeScoreDetail, NodeToStatus, PodGroupCycle, PodsToActivate, PostFilterResult,
-    PreFilterOutcome, PreFilterResult, Preemption, QueuedPodInfo, RetryAfterBackoff, ScoredNode,
-    Victim,
+    GROUP_PREEMPTION_DOMAIN, NodeScoreDetail, NodeToStatus, PodGroupCycle, PodsToActivate,
+    PostFilterResult, PreFilterOutcome, PreFilterResult, Preemption, QueuedPodInfo,
+    RetryAfterBackoff, ScoredNode, Victim,
 };
 pub use waiting_pods::{WaitingPod, WaitingPods, format_duration};

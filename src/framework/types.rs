@@ -4,6 +4,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 
 use crate::cluster::{NodeInfo, PodInfo};
 
@@ -126,7 +127,8 @@ pub struct Victim {
 }
 
 /// Evictions a PostFilter decided so that `preemptor` fits `node` (upstream's chosen
-/// candidate, handed to its executor).
+/// candidate, handed to its executor), or, for a pod group, so that its members fit the
+/// nodes they are nominated to ([`Preemption::group`]).
 ///
 /// The scheduler returns it with the attempt's report; the adapter carries it out off the
 /// scheduling loop (upstream's asynchronous preemption) and reports the end through
@@ -143,7 +145,17 @@ pub struct Preemption {
     /// nominations (they must look for room elsewhere), and the adapter clears their
     /// `status.nominatedNodeName`.
     pub cleared_nominations: Vec<Arc<Pod>>,
+    /// Set when a Workload API PodGroup preempts (DefaultPreemption's
+    /// PodGroupPostFilter): the group is the preemptor upstream names, `preemptor` is its
+    /// first member (the one the scheduler holds back until the evictions end, which
+    /// holds the group), and `node` is upstream's name for the whole cluster,
+    /// [`GROUP_PREEMPTION_DOMAIN`].
+    pub group: Option<Arc<PodGroup>>,
 }
+
+/// The candidate name upstream gives a pod group's preemption, whose domain is the whole
+/// cluster (the `node` of its `Preempted` events).
+pub const GROUP_PREEMPTION_DOMAIN: &str = "cluster";
 
 impl Preemption {
     /// The key of the preemptor, as the scheduler keys pods.

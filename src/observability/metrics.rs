@@ -55,13 +55,17 @@ pub enum AttemptResult {
     Unschedulable,
     /// An internal scheduler problem.
     Error,
+    /// A pod group that did not fit, for which preemption is evicting victims (pod-group
+    /// attempts only).
+    WaitingOnPreemption,
 }
 
 impl AttemptResult {
-    const ALL: [AttemptResult; 3] = [
+    const ALL: [AttemptResult; 4] = [
         AttemptResult::Scheduled,
         AttemptResult::Unschedulable,
         AttemptResult::Error,
+        AttemptResult::WaitingOnPreemption,
     ];
 
     /// The label value upstream uses (`pkg/scheduler/metrics/profile_metrics.go`).
@@ -70,6 +74,7 @@ impl AttemptResult {
             AttemptResult::Scheduled => "scheduled",
             AttemptResult::Unschedulable => "unschedulable",
             AttemptResult::Error => "error",
+            AttemptResult::WaitingOnPreemption => "waiting_on_preemption",
         }
     }
 }

@@ -15,6 +15,10 @@
 //!    uid> on node <node>"`, related object the preemptor) is published on it, reported
 //!    by the preemptor's scheduler as `reporting` reports its events.
 //!
+//! When a Workload API PodGroup preempts ([`Preemption::group`]), upstream names it
+//! instead: `preempting to accommodate a higher priority podgroup`, `Preempted by
+//! podgroup <PodGroup uid> on node cluster`, related object the PodGroup.
+//!
 //! A victim that is gone (404 on either call) counts as preempted, with no event. A victim
 //! held at Permit is rejected in memory by the scheduler; here it only gets the event
 //! ([`PreemptionExecutor::record_preempted`]).
@@ -32,7 +36,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::join_all;
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::{ObjectReference, Pod, PodCondition};
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
@@ -109,8 +114,8 @@ impl PreemptionExecutor {
     /// if preempting still helps).
     pub async fn run(&self, preemption: &Preemption) -> bool {
         let succeeded = self
-            .run_preemption(
-                &preemption.preemptor,
+            .run_preemption_as(
+                Preemptor::of(preemption),
                 &preemption.node,
                 &preemption.victims,
                 &preemption.cleared_nominations,
@@ -133,9 +138,20 @@ impl PreemptionExecutor {
         victims: &[Victim],
         nominees: &[Arc<Pod>],
     ) -> bool {
+        self.run_preemption_as(Preemptor::Pod(preemptor), node, victims, nominees)
+            .await
+    }
+
+    async fn run_preemption_as(
+        &self,
+        preemptor: Preemptor<'_>,
+        node: &str,
+        victims: &[Victim],
+        nominees: &[Arc<Pod>],
+    ) -> bool {
         let span = tracing::debug_span!(
             "preemption",
-            preemptor = %pod_key(preemptor),
+            preemptor = %preemptor.key(),
             node,
             victims = victims.len()
         );
@@ -149,10 +165,10 @@ impl PreemptionExecutor {
             }
             let preempted = preempt_in_order(victims, |victim| async move {
                 if victim.waiting {
-                    self.record_preempted(&victim.pod, preemptor, node).await;
+                    self.record_preempted_as(&victim.pod, preemptor, node).await;
                     Ok(())
                 } else {
-                    self.evict_victim(&victim.pod, preemptor, node).await
+                    self.evict_victim_as(&victim.pod, preemptor, node).await
                 }
             })
             .await;
@@ -173,8 +189,20 @@ impl PreemptionExecutor {
         preemptor: &Pod,
         node: &str,
     ) -> Result<(), String> {
+        self.evict_victim_as(victim, Preemptor::Pod(preemptor), node)
+            .await
+    }
+
+    async fn evict_victim_as(
+        &self,
+        victim: &Pod,
+        preemptor: Preemptor<'_>,
+        node: &str,
+    ) -> Result<(), String> {
         let key = pod_key(victim);
-        if let Some(patch) = disruption_target_patch(victim, scheduler_name(preemptor)) {
+        if let Some(patch) =
+            disruption_target_patch(victim, preemptor.scheduler_name(), preemptor.kind())
+        {
             match self.patch_status(victim, &patch).await {
                 Ok(()) => {}
                 Err(kube::Error::Api(status)) if status.code == 404 => {
@@ -197,20 +225,25 @@ impl PreemptionExecutor {
             }
             Err(error) => return Err(format!("deleting pod {key}: {error}")),
         }
-        self.record_preempted(victim, preemptor, node).await;
+        self.record_preempted_as(victim, preemptor, node).await;
         Ok(())
     }
 
     /// Publishes `Preempted` on `victim`, related to `preemptor`. Failures are logged.
     pub async fn record_preempted(&self, victim: &Pod, preemptor: &Pod, node: &str) {
+        self.record_preempted_as(victim, Preemptor::Pod(preemptor), node)
+            .await;
+    }
+
+    async fn record_preempted_as(&self, victim: &Pod, preemptor: Preemptor<'_>, node: &str) {
         let event = Event {
             type_: EventType::Normal,
             reason: "Preempted".into(),
-            note: Some(preempted_note(preemptor, node)),
+            note: Some(preempted_note(preemptor.kind(), preemptor.uid(), node)),
             action: "Preempting".into(),
-            secondary: Some(preemptor.object_ref(&())),
+            secondary: Some(preemptor.object_ref()),
         };
-        let recorder = self.recorder(scheduler_name(preemptor));
+        let recorder = self.recorder(preemptor.scheduler_name());
         if let Err(error) = recorder.publish(&event, &victim.object_ref(&())).await {
             tracing::warn!(victim = %pod_key(victim), %error, "publishing Preempted failed");
         }
@@ -306,8 +339,8 @@ where
 /// The status patch setting the `DisruptionTarget` condition, or None when the victim
 /// carries it already. As upstream's `UpdatePodCondition`, the transition time moves only
 /// when the condition's status changes.
-fn disruption_target_patch(victim: &Pod, scheduler_name: &str) -> Option<Value> {
-    let message = format!("{scheduler_name}: preempting to accommodate a higher priority pod");
+fn disruption_target_patch(victim: &Pod, scheduler_name: &str, kind: &str) -> Option<Value> {
+    let message = format!("{scheduler_name}: preempting to accommodate a higher priority {kind}");
     let existing: Option<&PodCondition> = victim
         .status
         .as_ref()
@@ -333,12 +366,74 @@ fn disruption_target_patch(victim: &Pod, scheduler_name: &str) -> Option<Value> 
     }]}}))
 }
 
-/// Upstream's note, naming the preemptor by uid.
-fn preempted_note(preemptor: &Pod, node: &str) -> String {
-    format!(
-        "Preempted by pod {} on node {node}",
-        preemptor.metadata.uid.as_deref().unwrap_or_default()
-    )
+/// Upstream's note, naming the preemptor by kind and uid.
+fn preempted_note(kind: &str, uid: &str, node: &str) -> String {
+    format!("Preempted by {kind} {uid} on node {node}")
+}
+
+/// Who preempts, as upstream's executor names it in a victim's condition and event: a
+/// pod, or a Workload API PodGroup whose members need room (its first member gives the
+/// scheduler's name).
+#[derive(Clone, Copy)]
+enum Preemptor<'a> {
+    Pod(&'a Pod),
+    Group {
+        pod_group: &'a PodGroup,
+        member: &'a Pod,
+    },
+}
+
+impl<'a> Preemptor<'a> {
+    fn of(preemption: &'a Preemption) -> Self {
+        match &preemption.group {
+            Some(pod_group) => Preemptor::Group {
+                pod_group,
+                member: &preemption.preemptor,
+            },
+            None => Preemptor::Pod(&preemption.preemptor),
+        }
+    }
+
+    /// Upstream's `ExecutorPreemptor.Type()`.
+    fn kind(&self) -> &'static str {
+        match self {
+            Preemptor::Pod(_) => "pod",
+            Preemptor::Group { .. } => "podgroup",
+        }
+    }
+
+    fn uid(&self) -> &'a str {
+        let uid = match self {
+            Preemptor::Pod(pod) => &pod.metadata.uid,
+            Preemptor::Group { pod_group, .. } => &pod_group.metadata.uid,
+        };
+        uid.as_deref().unwrap_or_default()
+    }
+
+    fn scheduler_name(&self) -> &'a str {
+        match self {
+            Preemptor::Pod(pod) | Preemptor::Group { member: pod, .. } => scheduler_name(pod),
+        }
+    }
+
+    fn object_ref(&self) -> ObjectReference {
+        match self {
+            Preemptor::Pod(pod) => pod.object_ref(&()),
+            Preemptor::Group { pod_group, .. } => pod_group.object_ref(&()),
+        }
+    }
+
+    /// `namespace/name`, for logs.
+    fn key(&self) -> String {
+        match self {
+            Preemptor::Pod(pod) => pod_key(pod),
+            Preemptor::Group { pod_group, .. } => format!(
+                "{}/{}",
+                pod_group.metadata.namespace.as_deref().unwrap_or("default"),
+                pod_group.metadata.name.as_deref().unwrap_or_default()
+            ),
+        }
+    }
 }
 
 /// Runs `call` until it succeeds, fails with an error that is not retriable, or has
@@ -476,7 +571,7 @@ mod tests {
             ),
         ];
         for (name, status, patched, keeps_time) in cases {
-            let got = disruption_target_patch(&pod("victim", status), "default-scheduler");
+            let got = disruption_target_patch(&pod("victim", status), "default-scheduler", "pod");
             assert_eq!(got.is_some(), patched, "case {name}");
             let Some(patch) = got else { continue };
             let written = &patch["status"]["conditions"][0];
@@ -498,11 +593,45 @@ mod tests {
 
     #[test]
     fn preempted_note_names_the_preemptor_by_uid() {
-        let preemptor = pod("preemptor", json!({}));
         assert_eq!(
-            preempted_note(&preemptor, "node1"),
+            preempted_note("pod", "uid-preemptor", "node1"),
             "Preempted by pod uid-preemptor on node node1"
         );
+    }
+
+    #[test]
+    fn a_pod_group_preempts_as_upstream_names_it() {
+        let member = pod("worker-0", json!({}));
+        let pod_group: PodGroup = serde_json::from_value(json!({
+            "metadata": {"name": "gang", "namespace": "default", "uid": "uid-gang"},
+            "spec": {},
+        }))
+        .expect("a PodGroup");
+        let preemption = Preemption {
+            preemptor: Arc::new(member),
+            node: crate::framework::GROUP_PREEMPTION_DOMAIN.into(),
+            victims: vec![],
+            cleared_nominations: vec![],
+            group: Some(Arc::new(pod_group)),
+        };
+        let preemptor = Preemptor::of(&preemption);
+        assert_eq!(
+            preempted_note(preemptor.kind(), preemptor.uid(), &preemption.node),
+            "Preempted by podgroup uid-gang on node cluster"
+        );
+        let patch = disruption_target_patch(
+            &pod("victim", json!({})),
+            preemptor.scheduler_name(),
+            preemptor.kind(),
+        )
+        .expect("a patch");
+        assert_eq!(
+            patch["status"]["conditions"][0]["message"],
+            "default-scheduler: preempting to accommodate a higher priority podgroup"
+        );
+        let related = preemptor.object_ref();
+        assert_eq!(related.kind.as_deref(), Some("PodGroup"));
+        assert_eq!(related.name.as_deref(), Some("gang"));
     }
 
     /// Upstream's TestAsyncPreemptionFailure: preempting a pod whose name starts with

@@ -439,6 +439,7 @@ impl SchedulingLoop {
                 GroupResult::Scheduled => AttemptResult::Scheduled,
                 GroupResult::Unschedulable => AttemptResult::Unschedulable,
                 GroupResult::Error => AttemptResult::Error,
+                GroupResult::WaitingOnPreemption => AttemptResult::WaitingOnPreemption,
             };
             self.metrics.pod_group_attempt(
                 &report.scheduler_name,

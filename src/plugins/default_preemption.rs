@@ -389,6 +389,7 @@ impl DefaultPreemption {
             node: best.node.clone(),
             victims,
             cleared_nominations,
+            group: None,
         })
     }
 }

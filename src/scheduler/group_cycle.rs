@@ -22,11 +22,13 @@
 //! 5. The PodGroup's condition is computed ([`PodGroupReport`]) and the members not
 //!    placed go back to the queue as the group ([`SchedulingQueue::requeue_group`]).
 //!
-//! Upstream runs PodGroupPostFilter (DynamicResources' claim cleanup, DefaultPreemption's
-//! workload-aware preemption) after a rejection and appends its reason to the group's
-//! message. berth gives the reasons upstream gives when no preemption is possible (not
-//! eligible, no victims) but does not yet preempt for a group where victims exist
-//! (`pod group preemption: berth does not preempt for pod groups yet`).
+//! 6. A rejected group runs PodGroupPostFilter, whose reason joins the group's message:
+//!    DynamicResources' claim cleanup, then DefaultPreemption's workload-aware preemption
+//!    ([`super::group_preemption`]). When preemption found room, the members go back to
+//!    the queue nominated to the nodes they would take, and the group is held until the
+//!    victims are evicted; the next cycle places it (upstream's `waitingOnPreemption`).
+//!    Members the algorithm did not try keep the group's message from before
+//!    PodGroupPostFilter, as upstream's copies of it are taken before.
 
 use std::sync::Arc;
 
@@ -45,8 +47,7 @@ const DEFAULT_PREEMPTION: &str = "DefaultPreemption";
 const DYNAMIC_RESOURCES: &str = "DynamicResources";
 /// DynamicResources' PodGroupPostFilter reason.
 const CLAIMS_RELEASED: &str = "deallocation and deletion of ResourceClaims completed";
-/// How upstream prefixes that plugin's reason.
-const POD_GROUP_PREEMPTION: &str = "pod group preemption: ";
+use super::group_preemption::GroupPreemption;
 use super::{CycleDiagnosis, CycleOutput, Scheduler, cycle};
 
 /// Upstream's `errPodGroupUnschedulable`.
@@ -88,19 +89,37 @@ pub enum GroupResult {
     Scheduled,
     Unschedulable,
     Error,
+    /// Unschedulable, and preemption is making room for the group.
+    WaitingOnPreemption,
 }
 
 /// What one member's try in the algorithm gave.
-struct Tried {
-    state: CycleState,
-    result: Result<(String, Option<CycleDiagnosis>), Failure>,
+pub(super) struct Tried {
+    pub(super) state: CycleState,
+    pub(super) result: Result<(String, Option<CycleDiagnosis>), Failure>,
 }
 
 /// The group's verdict: success, a rejection (message), or an error (message).
-enum Verdict {
+pub(super) enum Verdict {
     Feasible,
     Rejected(String),
     Error(String),
+}
+
+/// A rejected group's PodGroupPostFilter outcome.
+struct PostFilter {
+    /// The status to give the group: its message with the reason appended, or the
+    /// error that replaces it.
+    verdict: Verdict,
+    /// The group waits on a preemption.
+    preempting: Option<Preempting>,
+}
+
+/// The nominations and evictions of a group waiting on preemption.
+struct Preempting {
+    /// By member key; "" clears a nomination.
+    nominations: std::collections::HashMap<String, String>,
+    preemption: Option<crate::framework::Preemption>,
 }
 
 impl Scheduler {
@@ -167,24 +186,42 @@ impl Scheduler {
             .unwrap_or(0);
         let started = std::time::Instant::now();
         let (tried, verdict) = self
-            .run_group_algorithm(index, &group, &pod_group, scheduled_before)
+            .place_group(index, &group, &pod_group, scheduled_before)
             .await;
+        // Members not tried keep the message from before PodGroupPostFilter.
+        let untried = match &verdict {
+            Verdict::Rejected(message) => message.clone(),
+            _ => String::new(),
+        };
+        let post = match verdict {
+            Verdict::Rejected(message) => {
+                self.pod_group_post_filter(index, &group, &pod_group, scheduled_before, message)
+                    .await
+            }
+            other => PostFilter {
+                verdict: other,
+                preempting: None,
+            },
+        };
         let attempt = PodGroupAttempt {
-            result: match verdict {
+            result: match &post.verdict {
                 Verdict::Feasible => GroupResult::Scheduled,
+                Verdict::Rejected(_) if post.preempting.is_some() => {
+                    GroupResult::WaitingOnPreemption
+                }
                 Verdict::Rejected(_) => GroupResult::Unschedulable,
                 Verdict::Error(_) => GroupResult::Error,
             },
             algorithm: started.elapsed(),
         };
         let members = group.members.len();
-        let condition = match &verdict {
+        let condition = match &post.verdict {
             Verdict::Feasible => condition(&pod_group, "True", "Scheduled", ""),
             Verdict::Rejected(message) => condition(&pod_group, "False", "Unschedulable", message),
             Verdict::Error(message) => condition(&pod_group, "False", "SchedulerError", message),
         };
         let placed = self
-            .submit_group(index, group, pod_cycle, tried, &verdict)
+            .submit_group(index, group, pod_cycle, tried, post, &untried)
             .await;
         self.pending
             .push_back(CycleOutput::PodGroup(PodGroupReport {
@@ -250,7 +287,7 @@ impl Scheduler {
     }
 
     /// Upstream `podGroupSchedulingDefaultAlgorithm`, its tentative placements undone.
-    async fn run_group_algorithm(
+    pub(super) async fn place_group(
         &mut self,
         index: usize,
         group: &QueuedGroup,
@@ -263,7 +300,8 @@ impl Scheduler {
             scheduled: scheduled_before,
         };
         let mut tried: Vec<Tried> = Vec::with_capacity(group.members.len());
-        let mut tentative: Vec<(usize, Arc<PodInfo>, String)> = Vec::new();
+        // (member's index in `tried`, the assumed pod, its node, its nomination before)
+        let mut tentative: Vec<(usize, Arc<PodInfo>, String, Option<String>)> = Vec::new();
         let mut any_placed = false;
         let mut status = framework.run_placement_feasible(pod_group, progress);
         let mut verdict = None;
@@ -288,12 +326,13 @@ impl Scheduler {
                 .await;
                 let result = match result {
                     Ok((node, diagnosis)) => {
+                        let nominated = self.nominator.nominated_node(member.pod_info.key());
                         match self
                             .assume_tentatively(&framework, &mut state, &member.pod_info, &node)
                             .await
                         {
                             Ok(assumed) => {
-                                tentative.push((tried.len(), assumed, node.clone()));
+                                tentative.push((tried.len(), assumed, node.clone(), nominated));
                                 Ok((node, diagnosis))
                             }
                             Err(failure) => Err(failure.with_diagnosis(diagnosis)),
@@ -332,12 +371,19 @@ impl Scheduler {
                 any_placed |= placed;
             }
         }
-        // Every tentative placement is undone, last first.
-        for (at, assumed, node) in tentative.into_iter().rev() {
+        // Every tentative placement is undone, last first, and the nominations the
+        // assumptions dropped come back (upstream's failure handler adds them again from
+        // the pods' status; a placed member loses its nomination when it is assumed for
+        // real).
+        for (at, assumed, node, nominated) in tentative.into_iter().rev() {
             framework
                 .run_unreserve(&mut tried[at].state, &assumed, &node)
                 .await;
             self.forget(&assumed);
+            if let Some(nominated) = nominated {
+                let member = &group.members[at];
+                self.nominator.nominate(member.pod_info.clone(), &nominated);
+            }
         }
         self.cache.update_snapshot(&mut self.snapshot);
         // As upstream words it: a rejection after a member was tried is the plugin's own
@@ -349,97 +395,74 @@ impl Scheduler {
             Code::Unschedulable if !tried.is_empty() => Verdict::Rejected(status.message()),
             _ => Verdict::Rejected(join_reasons(POD_GROUP_UNSCHEDULABLE, &status.message())),
         });
-        // PodGroupPostFilter's reason joins the group's (empty without the plugin).
-        let verdict = match verdict {
-            Verdict::Rejected(message) => {
-                let reason = self.pod_group_post_filter(&framework, group, pod_group);
-                Verdict::Rejected(format!("{message}, {reason}"))
-            }
-            other => other,
-        };
         (tried, verdict)
     }
 
-    /// Upstream's PodGroupPostFilter run for a rejected group, as far as berth has it: the
-    /// reason appended to the group's message. The profile's plugins that implement it go
-    /// in order: an Unschedulable reason is collected and the next plugin runs, an
-    /// UnschedulableAndUnresolvable one is the whole reason. Without such plugins the
-    /// reason is empty.
+    /// Upstream's PodGroupPostFilter for a group rejected with `message`: the profile's
+    /// plugins that implement it go in order. An Unschedulable reason is collected and
+    /// the next plugin runs; an UnschedulableAndUnresolvable reason is the whole reason;
+    /// a success (a preemption) ends it with its own reason, and the group waits on the
+    /// preemption. The reason is appended to the group's message, even when empty (as
+    /// upstream appends it).
     ///
     /// - DynamicResources: `deallocation and deletion of ResourceClaims completed`
     ///   (berth deallocates nothing for a group: its members' claims are allocated only
     ///   when they bind).
-    /// - DefaultPreemption ([`Self::group_preemption`]).
-    fn pod_group_post_filter(
-        &self,
-        framework: &crate::framework::Framework,
+    /// - DefaultPreemption: [`Scheduler::preempt_for_group`].
+    async fn pod_group_post_filter(
+        &mut self,
+        index: usize,
         group: &QueuedGroup,
-        pod_group: &PodGroup,
-    ) -> String {
+        pod_group: &Arc<PodGroup>,
+        scheduled_before: usize,
+        message: String,
+    ) -> PostFilter {
+        let framework = self.profiles[index].framework.clone();
         let mut reasons = Vec::new();
+        let rejected = |reason: String| PostFilter {
+            verdict: Verdict::Rejected(format!("{message}, {reason}")),
+            preempting: None,
+        };
         for plugin in framework.plugins(crate::api::ExtensionPoint::PostFilter) {
             match plugin.name() {
                 DYNAMIC_RESOURCES => reasons.push(CLAIMS_RELEASED.to_string()),
-                DEFAULT_PREEMPTION => match self.group_preemption(group, pod_group) {
-                    Ok(reason) => reasons.push(reason),
-                    Err(unresolvable) => return unresolvable,
+                DEFAULT_PREEMPTION => match self
+                    .preempt_for_group(index, group, pod_group, scheduled_before)
+                    .await
+                {
+                    GroupPreemption::Preempting {
+                        reason,
+                        nominations,
+                        preemption,
+                    } => {
+                        return PostFilter {
+                            preempting: Some(Preempting {
+                                nominations,
+                                preemption,
+                            }),
+                            ..rejected(reason)
+                        };
+                    }
+                    GroupPreemption::Unschedulable(reason) => reasons.push(reason),
+                    GroupPreemption::Unresolvable(reason) => return rejected(reason),
+                    GroupPreemption::Error(error) => {
+                        return PostFilter {
+                            verdict: Verdict::Error(format!(
+                                "error in \"{DEFAULT_PREEMPTION}\" PodGroupPostFilter plugins: {error}"
+                            )),
+                            preempting: None,
+                        };
+                    }
                 },
                 _ => {}
             }
         }
-        reasons.join(", ")
+        rejected(reasons.join(", "))
     }
 
-    /// DefaultPreemption's PodGroupPostFilter: the group (its priority, as a victim's, is
-    /// its PodGroup's) is not eligible when a member has `preemptionPolicy: Never`
-    /// (Unschedulable, `Ok`), and finds no victims when no pod in the cluster has a lower
-    /// priority (UnschedulableAndUnresolvable, `Err`). Where there are some, upstream
-    /// picks victims for the group as one; berth does not yet, and says so.
-    fn group_preemption(
-        &self,
-        group: &QueuedGroup,
-        pod_group: &PodGroup,
-    ) -> Result<String, String> {
-        let never = group.members.iter().any(|m| {
-            m.pod_info
-                .pod
-                .spec
-                .as_ref()
-                .and_then(|s| s.preemption_policy.as_deref())
-                == Some("Never")
-        });
-        if never {
-            return Ok(format!(
-                "{POD_GROUP_PREEMPTION}not eligible due to preemptionPolicy=Never."
-            ));
-        }
-        let priority = pod_group.spec.priority.unwrap_or(0);
-        let states = &self.options.pod_group_states;
-        let victim_priority = |pod: &k8s_openapi::api::core::v1::Pod| {
-            GroupKey::of_pod(pod)
-                .and_then(|key| states.pod_group(&key))
-                .map(|g| g.spec.priority.unwrap_or(0))
-                .unwrap_or_else(|| pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0))
-        };
-        let any_victim = self
-            .snapshot
-            .nodes()
-            .iter()
-            .flat_map(|node| node.pods.iter())
-            .any(|p| victim_priority(&p.pod) < priority);
-        if any_victim {
-            Ok(format!(
-                "{POD_GROUP_PREEMPTION}berth does not preempt for pod groups yet"
-            ))
-        } else {
-            Err(format!(
-                "{POD_GROUP_PREEMPTION}No preemption victims found for incoming preemptor"
-            ))
-        }
-    }
-
-    /// Assumes `pod` on `node` for the rest of the algorithm and runs Reserve; a Reserve
-    /// rejection is the member's failure.
+    /// Assumes `pod` on `node` for the rest of the algorithm (dropping its nomination, as
+    /// upstream's assume does, so that the next members do not count it twice) and runs
+    /// Reserve; a Reserve rejection is the member's failure.
     async fn assume_tentatively(
         &mut self,
         framework: &crate::framework::Framework,
@@ -453,6 +476,7 @@ impl Scheduler {
                 "assuming pod on node {node}: {e}"
             ))));
         }
+        self.nominator.delete(pod.key());
         let status = framework.run_reserve(state, &assumed, node).await;
         if !status.is_success() {
             framework.run_unreserve(state, &assumed, node).await;
@@ -473,14 +497,25 @@ impl Scheduler {
         mut group: QueuedGroup,
         pod_cycle: u64,
         tried: Vec<Tried>,
-        verdict: &Verdict,
+        post: PostFilter,
+        untried: &str,
     ) -> usize {
+        let PostFilter {
+            verdict,
+            preempting,
+        } = post;
+        let verdict = &verdict;
         let members = std::mem::take(&mut group.members);
         let mut tried = tried.into_iter();
         let mut failed = Vec::new();
         let mut placed = 0;
+        let (mut nominations, mut preemption) = match preempting {
+            Some(p) => (Some(p.nominations), p.preemption),
+            None => (None, None),
+        };
         for member in members {
-            let failure = match (verdict, tried.next()) {
+            let waiting = nominations.is_some();
+            let mut failure = match (verdict, tried.next()) {
                 // A member's own error is its message; the others get the group's.
                 (Verdict::Error(_), Some(Tried { result: Err(f), .. })) if f.is_error => f,
                 (Verdict::Error(message), _) => Failure::error(&Status::error(message.clone())),
@@ -505,15 +540,26 @@ impl Scheduler {
                     }
                     continue;
                 }
+                // Waiting on preemption, a member that fit gets the group's status as it
+                // is; otherwise the group's rejection wrapped as upstream wraps it.
+                (Verdict::Rejected(message), Some(Tried { result: Ok(_), .. })) if waiting => {
+                    Failure::group_rejected(message.clone())
+                }
                 (Verdict::Rejected(message), Some(Tried { result: Ok(_), .. })) => {
                     Failure::group_rejected(join_reasons(POD_GROUP_UNSCHEDULABLE, message))
                 }
                 // Not tried: the algorithm stopped before the member.
-                (Verdict::Rejected(message), None) => Failure::group_rejected(message.clone()),
+                (Verdict::Rejected(_), None) => Failure::group_rejected(untried.to_string()),
                 (Verdict::Feasible, None) => Failure::error(&Status::error(
                     "scheduling error for pod group, some pods were not processed",
                 )),
             };
+            if let Some(nominations) = &mut nominations {
+                failure.nominating = nominations.remove(member.pod_info.key());
+                // The first member carries the evictions: the scheduler holds it (and so
+                // the group) back until they end.
+                failure.preemption = preemption.take();
+            }
             failed.push((member, failure));
         }
         let mut requeue = Vec::new();

@@ -15,6 +15,7 @@
 mod cycle;
 mod failure;
 mod group_cycle;
+mod group_preemption;
 mod profile;
 pub mod unsupported;
 

@@ -195,6 +195,7 @@ mod tests {
                     },
                 ],
                 cleared_nominations: vec![Arc::new(nominee.clone())],
+                group: None,
             })),
         };
         let mut budgets = SimulatedBudgets::default();

@@ -571,6 +571,7 @@ async fn a_failed_preemption_clears_the_preemptors_nomination() {
                 waiting: false,
             }],
             cleared_nominations: vec![],
+            group: None,
         };
 
         assert_eq!(executor.run(&preemption).await, !failing, "{case}");

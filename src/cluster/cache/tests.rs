@@ -159,6 +159,39 @@ fn assumed_pods_expire_after_binding_plus_ttl() {
 }
 
 #[test]
+fn a_pod_set_aside_comes_back_as_it_was() {
+    let start = Instant::now();
+    let mut cache = cache_with(&["n1"]);
+    cache.add_pod(pod("bound", Some("n1"), "1")).expect("add");
+    cache
+        .assume_pod(&info("assumed", "2"), "n1")
+        .expect("assume");
+    cache.finish_binding("assumed", start);
+    let mut snapshot = snapshot_of(&cache);
+    assert_eq!(requested_cpu(&snapshot, "n1"), 3000);
+
+    let bound = cache.set_aside("bound").expect("in the cache");
+    let assumed = cache.set_aside("assumed").expect("in the cache");
+    assert!(cache.set_aside("bound").is_none(), "taken out once");
+    cache.update_snapshot(&mut snapshot);
+    assert_eq!(
+        requested_cpu(&snapshot, "n1"),
+        0,
+        "neither counts meanwhile"
+    );
+    assert_eq!(cache.pod_count(), 0);
+
+    cache.put_back(bound);
+    cache.put_back(assumed);
+    cache.update_snapshot(&mut snapshot);
+    assert_eq!(requested_cpu(&snapshot, "n1"), 3000);
+    assert!(!cache.is_assumed("bound"));
+    assert!(cache.is_assumed("assumed"), "still assumed");
+    let expired = cache.cleanup_assumed_pods(start + Duration::from_secs(31));
+    assert_eq!(expired, vec!["assumed".to_string()], "with its deadline");
+}
+
+#[test]
 fn snapshot_reclones_only_changed_nodes() {
     let mut cache = cache_with(&["n1", "n2", "n3"]);
     let mut snapshot = Snapshot::default();

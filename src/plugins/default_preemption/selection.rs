@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::victims::{StartTime, pod_priority, start_time};
+use crate::cluster::{StartTime, start_time};
+
+use super::victims::pod_priority;
 
 /// A node where the preemptor fits once `victims` are evicted.
 #[derive(Debug, Clone, PartialEq)]

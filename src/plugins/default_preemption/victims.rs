@@ -10,14 +10,9 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use crate::cluster::{BudgetTracker, PodInfo, start_time};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::jiff::Timestamp;
-use kube::core::{Selector, SelectorExt};
-
-use crate::cluster::PodInfo;
-
-const DEFAULT_NAMESPACE: &str = "default";
 
 /// Something that holds a pod: a `Pod`, a `PodInfo`, or an `Arc` of either.
 pub trait AsPod {
@@ -53,21 +48,6 @@ pub fn pod_priority(pod: &Pod) -> i32 {
     pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
 }
 
-/// When a pod started, for ordering: a pod without `status.startTime` counts as started
-/// after every pod that has one (upstream takes "now" for it, the newest possible time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum StartTime {
-    At(Timestamp),
-    Unknown,
-}
-
-pub(super) fn start_time(pod: &Pod) -> StartTime {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.start_time.as_ref())
-        .map_or(StartTime::Unknown, |t| StartTime::At(t.0))
-}
-
 /// The importance order: `Less` when `a` is more important than `b`, i.e. has the higher
 /// priority or, at equal priority, started earlier. Pods that tie compare `Equal`.
 pub fn importance(a: &Pod, b: &Pod) -> Ordering {
@@ -99,70 +79,15 @@ pub fn filter_pods_with_pdb_violation<T: AsPod>(
     pods: Vec<T>,
     pdbs: &[PodDisruptionBudget],
 ) -> (Vec<T>, Vec<T>) {
-    let budgets: Vec<Option<Selector>> = pdbs.iter().map(budget_selector).collect();
-    let mut allowed: Vec<i64> = pdbs
-        .iter()
-        .map(|pdb| {
-            pdb.status
-                .as_ref()
-                .and_then(|s| s.disruptions_allowed)
-                .map_or(0, i64::from)
-        })
-        .collect();
+    let mut budgets = BudgetTracker::new(pdbs);
     let mut violating = Vec::new();
     let mut non_violating = Vec::new();
     for holder in pods {
-        let pod = holder.as_pod();
-        let mut violates = false;
-        for ((pdb, selector), allowed) in pdbs.iter().zip(&budgets).zip(&mut allowed) {
-            if budget_counts(pdb, selector.as_ref(), pod) {
-                *allowed -= 1;
-                violates |= *allowed < 0;
-            }
-        }
-        if violates {
+        if budgets.evict(holder.as_pod()) {
             violating.push(holder);
         } else {
             non_violating.push(holder);
         }
     }
     (violating, non_violating)
-}
-
-/// The budget's selector, `None` when it selects nothing (missing, empty or invalid).
-fn budget_selector(pdb: &PodDisruptionBudget) -> Option<Selector> {
-    let selector = pdb.spec.as_ref()?.selector.clone()?;
-    Selector::try_from(selector)
-        .ok()
-        .filter(|s| !s.selects_all())
-}
-
-/// Whether evicting `pod` uses up one disruption of `pdb`.
-fn budget_counts(pdb: &PodDisruptionBudget, selector: Option<&Selector>, pod: &Pod) -> bool {
-    let Some(labels) = pod.metadata.labels.as_ref().filter(|l| !l.is_empty()) else {
-        return false;
-    };
-    let Some(selector) = selector else {
-        return false;
-    };
-    if namespace(&pdb.metadata.namespace) != namespace(&pod.metadata.namespace)
-        || !selector.matches(labels)
-    {
-        return false;
-    }
-    let name = pod.metadata.name.as_deref().unwrap_or_default();
-    let disrupted = pdb
-        .status
-        .as_ref()
-        .and_then(|s| s.disrupted_pods.as_ref())
-        .is_some_and(|pods| pods.contains_key(name));
-    !disrupted
-}
-
-/// A namespace as the cache reads it: `default` when unset or empty.
-fn namespace(namespace: &Option<String>) -> &str {
-    namespace
-        .as_deref()
-        .filter(|ns| !ns.is_empty())
-        .unwrap_or(DEFAULT_NAMESPACE)
 }
