@@ -5,8 +5,9 @@
 //! Expected from the specification (kube-scheduler 1.37's pod-group cycle and
 //! GangScheduling): a gang is bound whole or not at all; its PodGroup's
 //! `PodGroupInitiallyScheduled` condition says which; two gangs competing for room for
-//! one never both hold part of it. Node sizes make every verdict follow from the pods'
-//! requests.
+//! one never both hold part of it; a gang that needs room preempts lower-priority pods,
+//! a PodGroup with `disruptionMode: All` as one (PodGroupPostFilter). Node sizes make
+//! every verdict follow from the pods' requests.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -264,5 +265,125 @@ async fn two_gangs_competing_for_room_for_one_never_deadlock() {
     }
     cluster.wait_bound(&losing, WAIT).await;
     initially_scheduled(&cluster, loser, "True").await;
+    berth.terminate_cleanly().await;
+}
+
+/// Creates `default/<name>` at PriorityClass `class`: a gang of `min_count`, or a basic
+/// group whose pods are evicted together (`disruptionMode: All`) for `None`.
+async fn create_prioritized_group(
+    cluster: &Cluster,
+    name: &str,
+    class: &str,
+    min_count: Option<i32>,
+) -> Value {
+    let policy = match min_count {
+        Some(min_count) => json!({"gang": {"minCount": min_count}}),
+        None => json!({"basic": {}}),
+    };
+    let mut group = json!({
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"priorityClassName": class, "schedulingPolicy": policy},
+    });
+    if min_count.is_none() {
+        group["spec"]["disruptionMode"] = json!({"all": {}});
+    }
+    let (code, answer) = cluster
+        .raw(
+            "POST",
+            "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups",
+            &group,
+        )
+        .await;
+    assert_eq!(code, 201, "creating PodGroup {name}: {answer}");
+    answer
+}
+
+/// Workload-aware preemption live: a gang of two at high priority, with room for one,
+/// preempts a low-priority PodGroup of two whose `disruptionMode` is All. One evicted pod
+/// would make room, but the group goes as one: both are evicted, each told by a
+/// `Preempted` event naming the PodGroup, and the gang binds whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_preempts_a_pod_group_as_a_unit() {
+    let Some(cluster) = cluster().await else {
+        return;
+    };
+    for n in ["n1", "n2"] {
+        cluster.create_node(node(n, "2", "8Gi")).await;
+    }
+    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
+    berth.wait_ready().await;
+    cluster.create_profile(profile(SCHEDULER, json!({}))).await;
+    cluster.wait_profile_ready(SCHEDULER, WAIT).await;
+    let low = cluster.ensure_priority_class(10).await;
+    let high = cluster.ensure_priority_class(1000).await;
+    let at = |p: Value, class: &str| {
+        let mut p = p;
+        p["spec"]["priorityClassName"] = json!(class);
+        p
+    };
+
+    // Three of four cpus taken: a high-priority pod of one, and the batch group of two.
+    cluster
+        .create_pod(at(pod("keeper", SCHEDULER, "1", "128Mi"), &high))
+        .await;
+    create_prioritized_group(&cluster, "batch", &low, None).await;
+    for name in ["batch-0", "batch-1"] {
+        cluster.create_pod(at(member(name, "batch"), &low)).await;
+    }
+    cluster
+        .wait_bound(&["keeper", "batch-0", "batch-1"], WAIT)
+        .await;
+
+    let train = create_prioritized_group(&cluster, "train", &high, Some(2)).await;
+    let uid = train["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    for name in ["train-0", "train-1"] {
+        cluster.create_pod(at(member(name, "train"), &high)).await;
+    }
+    let bound = cluster.wait_bound(&["train-0", "train-1"], WAIT).await;
+    assert_eq!(bound.len(), 2);
+    for victim in ["batch-0", "batch-1"] {
+        let preempted = eventually(&format!("a Preempted event on {victim}"), WAIT, || async {
+            let events = cluster.events_for(victim).await;
+            events
+                .iter()
+                .find(|e| e.reason.as_deref() == Some("Preempted"))
+                .cloned()
+                .ok_or_else(|| format!("{events:?}"))
+        })
+        .await;
+        assert_eq!(
+            preempted.note.as_deref(),
+            Some(format!("Preempted by podgroup {uid} on node cluster").as_str()),
+            "{victim}"
+        );
+        let related = preempted.related.expect("the preemptor");
+        assert_eq!(
+            (related.kind.as_deref(), related.name.as_deref()),
+            (Some("PodGroup"), Some("train")),
+            "{victim}"
+        );
+    }
+    assert!(
+        cluster
+            .events_for("keeper")
+            .await
+            .iter()
+            .all(|e| e.reason.as_deref() != Some("Preempted")),
+        "the high-priority pod stays"
+    );
+    let (_, reason, _) = initially_scheduled(&cluster, "train", "True").await;
+    assert_eq!(reason, "Scheduled");
+    let waited = metric(
+        &berth,
+        "scheduler_podgroup_schedule_attempts_total",
+        "waiting_on_preemption",
+    )
+    .await;
+    assert!(waited >= 1.0, "{waited}");
     berth.terminate_cleanly().await;
 }
