@@ -253,11 +253,9 @@ pub const UPSTREAM_DIFFERENCES: &[UpstreamDifference] = &[
         berth: "always in the default set, last (a pod names a PodGroup only where the API \
                 server has the gate on); the pod-group cycle places a PodGroup's members as \
                 one operation and preempts for the group as upstream does (victims across \
-                the cluster, a PodGroup with `disruptionMode: All` evicted whole), but a \
-                lone pod's preemption still weighs each pod alone at its own priority \
-                (upstream also groups those victims and ranks a grouped pod at its \
-                PodGroup's priority), and the workload-preemption metrics are not exported; \
-                a pod it \
+                the cluster, a PodGroup with `disruptionMode: All` evicted whole, as it is \
+                by a lone pod's preemption), but the workload-preemption metrics are not \
+                exported; a pod it \
                 held at PreEnqueue or Permit is retried on any pod or PodGroup addition, not \
                 only its own group's; a member waiting at Permit gets no \
                 `nominatedNodeName` (upstream sets it, NominatedNodeNameForExpectation); a \

@@ -18,6 +18,7 @@ mod registry;
 mod runner;
 mod status;
 mod types;
+pub mod victim_units;
 mod waiting_pods;
 
 pub use crate::api::{ExtensionPoint, FieldError, FieldErrorKind};

@@ -13,6 +13,9 @@
 //! - [`victims`]: the order in which pods are kept ([`more_important_pod`]: higher
 //!   priority, then older), and the split of potential victims into those whose eviction
 //!   would violate a PodDisruptionBudget and the others ([`filter_pods_with_pdb_violation`]).
+//!   The dry run weighs units of eviction ([`crate::framework::victim_units`]): with
+//!   Workload API PodGroups, a pod counts at its group's priority and a group whose
+//!   `disruptionMode` is `All` goes whole, as upstream's GenericWorkload preemption.
 //! - [`selection`]: [`pick_one_node_for_preemption`], upstream's criteria for choosing
 //!   among the candidates.
 //! - [`eligibility`]: [`pod_eligible_to_preempt_others`], which refuses pods with
@@ -49,8 +52,9 @@ use rand_chacha::ChaCha8Rng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::{DisruptionBudgets, PodInfo, Snapshot, pod_key};
+use crate::cluster::{DisruptionBudgets, PodGroupStates, PodInfo, Snapshot, pod_key};
 use crate::framework::nominator::status_nominated_node;
+use crate::framework::victim_units::victim_priority;
 use crate::framework::{
     ActionType, ClusterEvent, Code, CycleState, EventResource, FieldError, FilterRunner, Handle,
     NodeToStatus, Nominator, PluginArgs, PluginError, PostFilterPlugin, PostFilterResult,
@@ -214,6 +218,9 @@ mod dry_run_tests;
 #[cfg(test)]
 mod preempt_tests;
 
+#[cfg(test)]
+mod select_victims_tests;
+
 /// upstream's PreEnqueue message for a preemptor whose victims are still being evicted.
 pub const WAITING_FOR_PREEMPTION: &str = "waiting for the preemption for this pod to be finished";
 
@@ -227,6 +234,9 @@ pub struct DefaultPreemption {
     budgets: Arc<DisruptionBudgets>,
     nominator: Arc<Nominator>,
     waiting_pods: Arc<WaitingPods>,
+    /// The Workload API's pod groups: a victim's priority and whether its group goes
+    /// whole.
+    pod_groups: Arc<PodGroupStates>,
     /// Where each dry run starts among the potential nodes: random, as upstream, from a
     /// fixed seed so that simulations repeat.
     offsets: Mutex<ChaCha8Rng>,
@@ -259,6 +269,7 @@ crate::plugin! {
                 budgets: handle.disruption_budgets.clone(),
                 nominator: handle.nominator.clone(),
                 waiting_pods: handle.waiting_pods.clone(),
+                pod_groups: handle.pod_group_states.clone(),
                 offsets: Mutex::new(ChaCha8Rng::seed_from_u64(0)),
             })
         }
@@ -296,11 +307,13 @@ impl DefaultPreemption {
                 .get(node)
                 .map(|n| n.pods.iter().map(|p| p.pod.as_ref()).collect::<Vec<_>>())
                 .unwrap_or_default();
-            if let Err(message) = pod_eligible_to_preempt_others(&pod.pod, code, pods) {
+            let priority =
+                |p: &k8s_openapi::api::core::v1::Pod| victim_priority(&self.pod_groups, p);
+            if let Err(message) = pod_eligible_to_preempt_others(&pod.pod, code, pods, priority) {
                 return (None, Status::unschedulable(message));
             }
         } else if let Err(message) =
-            pod_eligible_to_preempt_others(&pod.pod, Code::Success, Vec::new())
+            pod_eligible_to_preempt_others(&pod.pod, Code::Success, Vec::new(), pod_priority)
         {
             return (None, Status::unschedulable(message));
         }
@@ -319,7 +332,14 @@ impl DefaultPreemption {
         }
         let budgets: Vec<_> = self.budgets.list().iter().map(|b| (**b).clone()).collect();
         let offset = self.offset(potential.len());
-        let run = dry_run::dry_run(fwk, state, pod, &potential, &budgets, &self.args, offset);
+        let rules = dry_run::Rules {
+            budgets: &budgets,
+            grouping: Some(dry_run::Grouping {
+                states: &self.pod_groups,
+                snapshot,
+            }),
+        };
+        let run = dry_run::dry_run(fwk, state, pod, &potential, rules, &self.args, offset);
         if run.candidates.is_empty() {
             if let Some(error) = run.errors.first() {
                 return (None, error.clone());

@@ -6,7 +6,7 @@
 //! 2. An earlier preemption of the group is still going on when a member's nominated
 //!    node holds a lower-priority pod terminating by preemption: the members keep their
 //!    nominations and nothing more is evicted.
-//! 3. Victims are units ([`Unit`]): a pod, or every scheduled pod of a PodGroup whose
+//! 3. Victims are units ([`VictimUnit`]): a pod, or every scheduled pod of a PodGroup whose
 //!    `disruptionMode` is `All`. A unit's priority is its PodGroup's (a pod outside
 //!    groups: its own); the units below the preemptor PodGroup's priority are the
 //!    potential victims. None: `No preemption victims found for incoming preemptor`
@@ -25,14 +25,15 @@
 //! The simulation works on the scheduler's own cache and snapshot: the scheduling loop
 //! is single-threaded, and everything set aside or assumed is restored before it ends.
 
-use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 
-use crate::cluster::{BudgetTracker, GroupKey, PodInfo, SetAside, StartTime, pod_key, start_time};
+use crate::cluster::{PodInfo, SetAside};
+use crate::framework::victim_units::{
+    VictimUnit, importance, split_by_budgets, terminating_by_preemption, units_on, victim_priority,
+};
 use crate::framework::{
     CycleState, FilterRunner, Framework, GROUP_PREEMPTION_DOMAIN, Preemption, Victim,
 };
@@ -70,41 +71,6 @@ pub enum GroupPreemption {
     Error(String),
 }
 
-/// One unit of eviction (upstream `Victim`).
-struct Unit {
-    pods: Vec<Arc<PodInfo>>,
-    priority: i32,
-    /// Upstream's key type is a pod group's: the unit is a group's, or a pod that names
-    /// a pod group (it ranks with groups).
-    group: bool,
-    earliest: StartTime,
-}
-
-impl Unit {
-    fn new(pods: Vec<Arc<PodInfo>>, priority: i32, group: bool) -> Unit {
-        let earliest = pods
-            .iter()
-            .map(|p| start_time(&p.pod))
-            .min()
-            .unwrap_or(StartTime::Unknown);
-        Unit {
-            pods,
-            priority,
-            group,
-            earliest,
-        }
-    }
-}
-
-/// Upstream `MoreImportantVictim` as an order: `Less` when `a` is the more important.
-fn importance(a: &Unit, b: &Unit) -> Ordering {
-    b.priority
-        .cmp(&a.priority)
-        .then_with(|| b.group.cmp(&a.group))
-        .then_with(|| b.pods.len().cmp(&a.pods.len()))
-        .then_with(|| a.earliest.cmp(&b.earliest))
-}
-
 /// A member the algorithm placed, with the cycle state it was placed with.
 struct Assignment {
     pod: Arc<PodInfo>,
@@ -112,30 +78,7 @@ struct Assignment {
     state: CycleState,
 }
 
-/// Whether `pod` is terminating because the scheduler preempted it (upstream
-/// `PodTerminatingByPreemption`).
-pub fn terminating_by_preemption(pod: &Pod) -> bool {
-    pod.metadata.deletion_timestamp.is_some()
-        && pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| cs.iter().find(|c| c.type_ == "DisruptionTarget"))
-            .is_some_and(|c| {
-                c.status == "True" && c.reason.as_deref() == Some("PreemptionByScheduler")
-            })
-}
-
 impl Scheduler {
-    /// The priority preemption gives `pod` (upstream `GetPodPriority`): its PodGroup's
-    /// when it names one that exists, else its own.
-    fn victim_priority(&self, pod: &Pod) -> i32 {
-        GroupKey::of_pod(pod)
-            .and_then(|key| self.options.pod_group_states.pod_group(&key))
-            .map(|g| g.spec.priority.unwrap_or(0))
-            .unwrap_or_else(|| pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0))
-    }
-
     /// DefaultPreemption's PodGroupPostFilter for `group`, rejected in this cycle; see the
     /// module docs. `scheduled_before` is how many members were placed before the cycle.
     pub(super) async fn preempt_for_group(
@@ -178,7 +121,7 @@ impl Scheduler {
                 preemption: None,
             };
         }
-        let potential: Vec<Unit> = self
+        let potential: Vec<VictimUnit> = self
             .units()
             .into_iter()
             .filter(|u| u.priority < priority)
@@ -267,54 +210,22 @@ impl Scheduler {
         nominated.into_iter().any(|name| {
             self.snapshot.get(name).is_some_and(|node| {
                 node.pods.iter().any(|p| {
-                    self.victim_priority(&p.pod) < priority && terminating_by_preemption(&p.pod)
+                    victim_priority(&self.options.pod_group_states, &p.pod) < priority
+                        && terminating_by_preemption(&p.pod)
                 })
             })
         })
     }
 
     /// Every unit of eviction in the cluster, in snapshot order (upstream
-    /// `getCrossNodesVictims`): a PodGroup with `disruptionMode: All` is one unit of all
-    /// its scheduled pods, any other pod a unit of its own.
-    fn units(&self) -> Vec<Unit> {
+    /// `getCrossNodesVictims` over every node).
+    fn units(&self) -> Vec<VictimUnit> {
         let states = &self.options.pod_group_states;
-        let mut seen: HashSet<GroupKey> = HashSet::new();
-        let mut units = Vec::new();
-        for node in self.snapshot.nodes() {
-            for info in &node.pods {
-                let key = GroupKey::of_pod(&info.pod);
-                let pod_group = key.as_ref().and_then(|k| states.pod_group(k));
-                let priority = self.victim_priority(&info.pod);
-                let all = pod_group.as_ref().is_some_and(|g| {
-                    g.spec
-                        .disruption_mode
-                        .as_ref()
-                        .is_some_and(|m| m.all.is_some())
-                });
-                let grouped = key.is_some();
-                let Some(key) = key.filter(|_| all) else {
-                    units.push(Unit::new(vec![info.clone()], priority, grouped));
-                    continue;
-                };
-                if !seen.insert(key.clone()) {
-                    continue;
-                }
-                let members: Vec<Arc<PodInfo>> = states
-                    .with_state(&key, |s| {
-                        s.scheduled_pods()
-                            .filter_map(|p| self.cache.get_pod(&pod_key(p)))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let pods = if members.is_empty() {
-                    vec![info.clone()]
-                } else {
-                    members
-                };
-                units.push(Unit::new(pods, priority, true));
-            }
-        }
-        units
+        units_on(
+            self.snapshot.nodes().iter().map(|n| n.as_ref()),
+            states,
+            &self.snapshot,
+        )
     }
 
     /// Steps 4 to 6 with the potential victims set aside in `aside`: the victims, most
@@ -327,9 +238,9 @@ impl Scheduler {
         group: &QueuedGroup,
         pod_group: &PodGroup,
         scheduled_before: usize,
-        potential: Vec<Unit>,
+        potential: Vec<VictimUnit>,
         aside: &mut HashMap<String, SetAside>,
-    ) -> Result<(Vec<Unit>, HashMap<String, String>), GroupPreemption> {
+    ) -> Result<(Vec<VictimUnit>, HashMap<String, String>), GroupPreemption> {
         let (tried, verdict) = self
             .place_group(index, group, pod_group, scheduled_before)
             .await;
@@ -366,14 +277,9 @@ impl Scheduler {
             .iter()
             .map(|b| (**b).clone())
             .collect();
-        let mut tracker = BudgetTracker::new(&budgets);
-        let (violating, non_violating): (Vec<Unit>, Vec<Unit>) =
-            potential.into_iter().partition(|unit| {
-                // Every pod counts against the budgets (upstream counts them all).
-                unit.pods.iter().filter(|p| tracker.evict(&p.pod)).count() > 0
-            });
+        let (violating, non_violating) = split_by_budgets(potential, &budgets);
         let mut victims = Vec::new();
-        for unit in violating.into_iter().chain(non_violating) {
+        for unit in violating.into_iter().map(|(u, _)| u).chain(non_violating) {
             let kept = self
                 .reprieve(&framework, &unit, &mut assignments, aside)
                 .await
@@ -400,7 +306,7 @@ impl Scheduler {
     async fn reprieve(
         &mut self,
         framework: &Arc<Framework>,
-        unit: &Unit,
+        unit: &VictimUnit,
         assignments: &mut [Assignment],
         aside: &mut HashMap<String, SetAside>,
     ) -> Result<bool, String> {
@@ -468,120 +374,5 @@ impl Scheduler {
         }
         self.cache.update_snapshot(&mut self.snapshot);
         outcome
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pod(name: &str, start: Option<&str>) -> Arc<PodInfo> {
-        let mut pod: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"nodeName": "n", "containers": []},
-        }))
-        .expect("a pod");
-        if let Some(start) = start {
-            pod.status = Some(k8s_openapi::api::core::v1::PodStatus {
-                start_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                    start.parse().expect("a time"),
-                )),
-                ..Default::default()
-            });
-        }
-        Arc::new(PodInfo::new(pod).expect("a pod info"))
-    }
-
-    fn unit(names: &[&str], priority: i32, group: bool, start: Option<&str>) -> Unit {
-        Unit::new(
-            names.iter().map(|n| pod(n, start)).collect(),
-            priority,
-            group,
-        )
-    }
-
-    /// Upstream's TestMoreImportantVictim rules: priority, then a group before a pod,
-    /// then the larger group, then the earlier start.
-    #[test]
-    fn victims_are_ordered_as_upstream_orders_them() {
-        let early = Some("2026-01-01T00:00:00Z");
-        let late = Some("2026-01-02T00:00:00Z");
-        // (case, a, b, a more important than b)
-        let cases = [
-            (
-                "higher priority wins",
-                unit(&["a"], 2, false, late),
-                unit(&["b", "c"], 1, true, early),
-                true,
-            ),
-            (
-                "a group before a pod at equal priority",
-                unit(&["a"], 1, true, late),
-                unit(&["b"], 1, false, early),
-                true,
-            ),
-            (
-                "the larger group",
-                unit(&["a", "b"], 1, true, late),
-                unit(&["c"], 1, true, early),
-                true,
-            ),
-            (
-                "the earlier start at equal size",
-                unit(&["a"], 1, false, early),
-                unit(&["b"], 1, false, late),
-                true,
-            ),
-            (
-                "a pod without start time counts as started now",
-                unit(&["a"], 1, false, None),
-                unit(&["b"], 1, false, late),
-                false,
-            ),
-            (
-                "equal units: neither",
-                unit(&["a"], 1, false, early),
-                unit(&["b"], 1, false, early),
-                false,
-            ),
-        ];
-        for (case, a, b, want) in cases {
-            assert_eq!(importance(&a, &b) == Ordering::Less, want, "{case}");
-        }
-    }
-
-    #[test]
-    fn terminating_by_preemption_needs_deletion_and_the_scheduler_condition() {
-        let base = serde_json::json!({"metadata": {"name": "p"}});
-        let with = |deleting: bool, reason: &str, status: &str| -> Pod {
-            let mut v = base.clone();
-            if deleting {
-                v["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z".into();
-            }
-            v["status"] = serde_json::json!({"conditions": [
-                {"type": "DisruptionTarget", "status": status, "reason": reason}
-            ]});
-            serde_json::from_value(v).expect("a pod")
-        };
-        assert!(terminating_by_preemption(&with(
-            true,
-            "PreemptionByScheduler",
-            "True"
-        )));
-        assert!(!terminating_by_preemption(&with(
-            false,
-            "PreemptionByScheduler",
-            "True"
-        )));
-        assert!(!terminating_by_preemption(&with(
-            true,
-            "EvictionByEvictionAPI",
-            "True"
-        )));
-        assert!(!terminating_by_preemption(&with(
-            true,
-            "PreemptionByScheduler",
-            "False"
-        )));
     }
 }

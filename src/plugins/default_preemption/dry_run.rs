@@ -1,8 +1,10 @@
 //! Preemption's dry run (upstream `SelectVictimsOnNode`, `DryRunPreemption` and
 //! `Evaluator.Preempt` up to the choice of a node): on each candidate node, remove every
-//! pod of lower priority, check that the preemptor fits, then give pods back greedily
-//! (most important first, PodDisruptionBudget-violating ones before the others) while it
-//! still fits. What could not be given back are the node's victims.
+//! victim of lower priority, check that the preemptor fits, then give victims back
+//! greedily (most important first, PodDisruptionBudget-violating ones before the others)
+//! while it still fits. What could not be given back are the node's victims. Victims are
+//! units ([`crate::framework::victim_units`]): a pod of a PodGroup evicted whole takes
+//! the whole group along, wherever its members run.
 //!
 //! Everything runs on clones of the cycle state and of the node: the cluster is not
 //! touched. Filter runs as in the Filter phase, nominated pods included, and PreFilter's
@@ -13,13 +15,11 @@ use std::sync::Arc;
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
-use crate::cluster::{NodeInfo, PodInfo, Snapshot};
+use crate::cluster::{NodeInfo, PodGroupStates, PodInfo, Snapshot};
+use crate::framework::victim_units::{VictimUnit, importance, split_by_budgets, units_on};
 use crate::framework::{Code, CycleState, FilterRunner, NodeToStatus, Status};
 
-use super::{
-    Candidate, CandidateList, DefaultPreemptionArgs, filter_pods_with_pdb_violation,
-    num_candidates, sort_by_importance, visiting_order,
-};
+use super::{Candidate, CandidateList, DefaultPreemptionArgs, num_candidates, visiting_order};
 
 /// The status of a node without lower-priority pods.
 pub const NO_VICTIMS: &str = "No preemption victims found for incoming pod";
@@ -27,73 +27,141 @@ pub const NO_VICTIMS: &str = "No preemption victims found for incoming pod";
 /// The status of the nodes preemption does not try.
 pub const NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
 
+/// Where the dry run learns how victims group (GenericWorkload): the Workload API's pod
+/// groups, and the snapshot, which holds a group's members on other nodes. Without it,
+/// every pod is a victim of its own at its own priority.
+#[derive(Clone, Copy)]
+pub struct Grouping<'a> {
+    pub states: &'a PodGroupStates,
+    pub snapshot: &'a Snapshot,
+}
+
+/// What weighs on the choice of victims: the budgets, and how victims group.
+#[derive(Clone, Copy)]
+pub struct Rules<'a> {
+    pub budgets: &'a [PodDisruptionBudget],
+    pub grouping: Option<Grouping<'a>>,
+}
+
 /// The victims on `node` that would let `pod` fit, with how many of them violate a
-/// PodDisruptionBudget; the node's status when none would.
+/// PodDisruptionBudget; the node's status when none would. Victims go by units
+/// ([`VictimUnit`]): a PodGroup evicted whole brings its members on other nodes, whose
+/// nodes see the change only through PreFilter's RemovePod/AddPod (upstream changes only
+/// the main node's info; Filter runs on it alone).
 pub fn select_victims_on_node(
     fwk: &dyn FilterRunner,
     state: &CycleState,
     pod: &PodInfo,
     node: &NodeInfo,
-    budgets: &[PodDisruptionBudget],
+    rules: Rules<'_>,
 ) -> Result<(Vec<Arc<PodInfo>>, i64), Status> {
+    let Rules { budgets, grouping } = rules;
     let mut state = state.clone();
     let mut node = node.clone();
-    let potential: Vec<Arc<PodInfo>> = node
-        .pods
-        .iter()
-        .filter(|p| p.priority() < pod.priority())
-        .cloned()
+    let units = match grouping {
+        Some(g) => units_on([&node], g.states, g.snapshot),
+        None => node
+            .pods
+            .iter()
+            .map(|p| VictimUnit::new(vec![p.clone()], p.priority(), false))
+            .collect(),
+    };
+    let potential: Vec<VictimUnit> = units
+        .into_iter()
+        .filter(|u| u.priority < pod.priority())
         .collect();
-    for victim in &potential {
-        node.remove_pod(victim.key());
-        let status = fwk.pre_filter_remove_pod(&mut state, pod, victim, &node);
-        if !status.is_success() {
-            return Err(status);
-        }
-    }
     if potential.is_empty() {
         return Err(Status::unresolvable(NO_VICTIMS));
+    }
+    let remote = |victim: &PodInfo| {
+        grouping.and_then(|g| victim.node_name().and_then(|n| g.snapshot.get(n)).cloned())
+    };
+    for unit in &potential {
+        remove_unit(fwk, &mut state, pod, &mut node, unit, &remote)?;
     }
     let status = fwk.filter_with_nominated_pods(&state, pod, &node);
     if !status.is_success() {
         return Err(status);
     }
     let mut sorted = potential;
-    sort_by_importance(&mut sorted);
-    let (violating, non_violating) = filter_pods_with_pdb_violation(sorted, budgets);
+    sorted.sort_by(importance);
+    let (violating, non_violating) = split_by_budgets(sorted, budgets);
     let both = !violating.is_empty() && !non_violating.is_empty();
-    let mut victims = Vec::new();
+    let mut victims: Vec<VictimUnit> = Vec::new();
     let mut num_violating = 0;
-    for (is_violating, candidate) in violating
+    for (violations, unit) in violating
         .into_iter()
-        .map(|p| (true, p))
-        .chain(non_violating.into_iter().map(|p| (false, p)))
+        .map(|(u, count)| (count, u))
+        .chain(non_violating.into_iter().map(|u| (0, u)))
     {
-        node.add_pod(candidate.clone());
-        let status = fwk.pre_filter_add_pod(&mut state, pod, &candidate, &node);
-        if !status.is_success() {
-            return Err(status);
-        }
+        add_unit(fwk, &mut state, pod, &mut node, &unit, &remote)?;
         if fwk
             .filter_with_nominated_pods(&state, pod, &node)
             .is_success()
         {
             continue;
         }
-        node.remove_pod(candidate.key());
-        let status = fwk.pre_filter_remove_pod(&mut state, pod, &candidate, &node);
+        remove_unit(fwk, &mut state, pod, &mut node, &unit, &remote)?;
+        num_violating += violations as i64;
+        victims.push(unit);
+    }
+    if both {
+        victims.sort_by(importance);
+    }
+    Ok((
+        victims.into_iter().flat_map(|u| u.pods).collect(),
+        num_violating,
+    ))
+}
+
+/// Takes `unit` off `node` (its pods there) and out of the cycle state (all its pods).
+fn remove_unit(
+    fwk: &dyn FilterRunner,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    node: &mut NodeInfo,
+    unit: &VictimUnit,
+    remote: &dyn Fn(&PodInfo) -> Option<Arc<NodeInfo>>,
+) -> Result<(), Status> {
+    for victim in &unit.pods {
+        let status = if victim.node_name() == Some(node.name()) {
+            node.remove_pod(victim.key());
+            fwk.pre_filter_remove_pod(state, pod, victim, node)
+        } else if let Some(other) = remote(victim) {
+            fwk.pre_filter_remove_pod(state, pod, victim, &other)
+        } else {
+            continue;
+        };
         if !status.is_success() {
             return Err(status);
         }
-        if is_violating {
-            num_violating += 1;
+    }
+    Ok(())
+}
+
+/// Gives `unit` back: [`remove_unit`] undone.
+fn add_unit(
+    fwk: &dyn FilterRunner,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    node: &mut NodeInfo,
+    unit: &VictimUnit,
+    remote: &dyn Fn(&PodInfo) -> Option<Arc<NodeInfo>>,
+) -> Result<(), Status> {
+    for victim in &unit.pods {
+        let status = if victim.node_name() == Some(node.name()) {
+            node.add_pod(victim.clone());
+            fwk.pre_filter_add_pod(state, pod, victim, node)
+        } else if let Some(other) = remote(victim) {
+            fwk.pre_filter_add_pod(state, pod, victim, &other)
+        } else {
+            continue;
+        };
+        if !status.is_success() {
+            return Err(status);
         }
-        victims.push(candidate);
     }
-    if both {
-        sort_by_importance(&mut victims);
-    }
-    Ok((victims, num_violating))
+    Ok(())
 }
 
 /// What the dry run found: candidates (PDB-clean ones first) and the status of every node
@@ -113,7 +181,7 @@ pub fn dry_run(
     state: &CycleState,
     pod: &PodInfo,
     potential: &[Arc<NodeInfo>],
-    budgets: &[PodDisruptionBudget],
+    rules: Rules<'_>,
     args: &DefaultPreemptionArgs,
     offset: usize,
 ) -> DryRun {
@@ -122,7 +190,7 @@ pub fn dry_run(
     let mut run = DryRun::default();
     for index in visiting_order(n, offset) {
         let node = &potential[index];
-        match select_victims_on_node(fwk, state, pod, node, budgets) {
+        match select_victims_on_node(fwk, state, pod, node, rules) {
             Ok((victims, _)) if victims.is_empty() => {
                 let status = Status::error(format!(
                     "expected at least one victim pod on node {:?}",

@@ -58,7 +58,7 @@ fn app_foo(pod: Pod) -> Pod {
 }
 
 /// upstream's `st.MakeLabelSelector().Exists("foo")`.
-fn foo_exists() -> Option<LabelSelector> {
+pub(super) fn foo_exists() -> Option<LabelSelector> {
     Some(LabelSelector {
         match_expressions: Some(vec![
             k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement {
@@ -165,7 +165,7 @@ fn limited(percentage: i32, absolute: i32) -> DefaultPreemptionArgs {
     }
 }
 
-fn snapshot(nodes: &[&str], pods: &[Pod]) -> Snapshot {
+pub(super) fn snapshot(nodes: &[&str], pods: &[Pod]) -> Snapshot {
     let mut cache = Cache::new(None);
     for spec in nodes {
         let mut parts = spec.split('/');
@@ -213,7 +213,11 @@ fn run(
         let pre = complete(framework.run_pre_filter(&mut state, &pod, snapshot));
         assert!(pre.status.is_success(), "{name}: {:?}", pre.status);
         let before = counting.filters.load(Ordering::Relaxed);
-        let run = dry_run::dry_run(&counting, &state, &pod, &potential, budgets, args, *offset);
+        let rules = dry_run::Rules {
+            budgets,
+            grouping: None,
+        };
+        let run = dry_run::dry_run(&counting, &state, &pod, &potential, rules, args, *offset);
         let mut got: Got = run
             .candidates
             .iter()

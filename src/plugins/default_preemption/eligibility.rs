@@ -4,6 +4,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::victims::pod_priority;
 use crate::framework::Code;
+use crate::framework::victim_units::terminating_by_preemption;
 
 /// Why a pod with `preemptionPolicy: Never` does not preempt (the period is upstream's).
 pub const ERR_PREEMPTION_POLICY_NEVER: &str = "not eligible due to preemptionPolicy=Never.";
@@ -13,8 +14,6 @@ pub const ERR_TERMINATING_POD_ON_NOMINATED_NODE: &str =
     "not eligible due to a terminating pod on the nominated node.";
 
 const PREEMPT_NEVER: &str = "Never";
-const DISRUPTION_TARGET: &str = "DisruptionTarget";
-const PREEMPTION_BY_SCHEDULER: &str = "PreemptionByScheduler";
 
 /// `Ok` when `pod` may preempt other pods, else the reason it may not:
 ///
@@ -27,12 +26,14 @@ const PREEMPTION_BY_SCHEDULER: &str = "PreemptionByScheduler";
 ///   good (`nominated_node_status` `UnschedulableAndUnresolvable`).
 ///
 /// `pods_on_nominated_node` are the pods the snapshot has on the nominated node (none when
-/// the node is gone); `nominated_node_status` is the code Filter gave that node this cycle
+/// the node is gone), weighed by `victim_priority` (a pod of a Workload API PodGroup at
+/// its group's); `nominated_node_status` is the code Filter gave that node this cycle
 /// (`Success` when it recorded none).
 pub fn pod_eligible_to_preempt_others<'a>(
     pod: &Pod,
     nominated_node_status: Code,
     pods_on_nominated_node: impl IntoIterator<Item = &'a Pod>,
+    victim_priority: impl Fn(&Pod) -> i32,
 ) -> Result<(), String> {
     let spec = pod.spec.as_ref();
     if spec.and_then(|s| s.preemption_policy.as_deref()) == Some(PREEMPT_NEVER) {
@@ -49,23 +50,9 @@ pub fn pod_eligible_to_preempt_others<'a>(
     let priority = pod_priority(pod);
     let still_evicting = pods_on_nominated_node
         .into_iter()
-        .any(|p| pod_priority(p) < priority && terminating_by_preemption(p));
+        .any(|p| victim_priority(p) < priority && terminating_by_preemption(p));
     if still_evicting {
         return Err(ERR_TERMINATING_POD_ON_NOMINATED_NODE.to_owned());
     }
     Ok(())
-}
-
-/// Upstream `podTerminatingByPreemption`: deletion requested, and the first
-/// `DisruptionTarget` condition is `True` with reason `PreemptionByScheduler`. A pod a user
-/// deleted does not count.
-fn terminating_by_preemption(pod: &Pod) -> bool {
-    if pod.metadata.deletion_timestamp.is_none() {
-        return false;
-    }
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|conditions| conditions.iter().find(|c| c.type_ == DISRUPTION_TARGET))
-        .is_some_and(|c| c.status == "True" && c.reason.as_deref() == Some(PREEMPTION_BY_SCHEDULER))
 }

@@ -886,7 +886,7 @@ fn pod_eligible_to_preempt_others_as_upstream() {
         ),
     ];
     for (name, pod, on_nominated_node, status, want) in cases {
-        let got = pod_eligible_to_preempt_others(&pod, status, &on_nominated_node);
+        let got = pod_eligible_to_preempt_others(&pod, status, &on_nominated_node, pod_priority);
         assert_eq!(got, want.map_err(str::to_owned), "{name}");
     }
 }
