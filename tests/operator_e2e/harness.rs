@@ -695,6 +695,19 @@ impl Cluster {
         self.events_about("Pod", name).await
     }
 
+    /// The `Preempted` event on pod `default/<name>`, once there is one.
+    pub async fn preempted_event(&self, name: &str) -> Event {
+        eventually(&format!("a Preempted event on {name}"), WAIT, || async {
+            let events = self.events_for(name).await;
+            events
+                .iter()
+                .find(|e| e.reason.as_deref() == Some("Preempted"))
+                .cloned()
+                .ok_or_else(|| format!("{events:?}"))
+        })
+        .await
+    }
+
     /// events.k8s.io/v1 Events (any namespace) whose `regarding` is `kind` `name`.
     pub async fn events_about(&self, kind: &str, name: &str) -> Vec<Event> {
         let events: Api<Event> = Api::all(self.client.clone());

@@ -162,15 +162,7 @@ async fn evicts_one_victim(cluster: Cluster, mut berth: Berth) {
         )),
         "{victim}'s DisruptionTarget condition"
     );
-    let preempted = eventually("a Preempted event on the victim", WAIT, || async {
-        let events = cluster.events_for(&victim).await;
-        events
-            .iter()
-            .find(|e| e.reason.as_deref() == Some("Preempted"))
-            .cloned()
-            .ok_or_else(|| format!("{events:?}"))
-    })
-    .await;
+    let preempted = cluster.preempted_event(&victim).await;
     assert_eq!(preempted.type_.as_deref(), Some("Normal"));
     assert_eq!(preempted.action.as_deref(), Some("Preempting"));
     assert_eq!(

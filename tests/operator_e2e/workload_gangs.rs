@@ -33,6 +33,19 @@ async fn cluster() -> Option<Cluster> {
     .await
 }
 
+/// The cluster with 2-cpu `nodes`, and berth serving profile `berth` on it.
+async fn start(nodes: &[&str]) -> Option<(Cluster, Berth)> {
+    let cluster = cluster().await?;
+    for n in nodes {
+        cluster.create_node(node(n, "2", "8Gi")).await;
+    }
+    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
+    berth.wait_ready().await;
+    cluster.create_profile(profile(SCHEDULER, json!({}))).await;
+    cluster.wait_profile_ready(SCHEDULER, WAIT).await;
+    Some((cluster, berth))
+}
+
 /// Creates the PodGroup `default/<name>` with a gang policy of `min_count`.
 async fn create_pod_group(cluster: &Cluster, name: &str, min_count: i32) {
     let group = json!({
@@ -89,16 +102,9 @@ fn member(name: &str, group: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jobs_gang_of_eight_binds_whole_or_not_at_all() {
-    let Some(cluster) = cluster().await else {
+    let Some((cluster, mut berth)) = start(&["n1", "n2", "n3", "n4"]).await else {
         return;
     };
-    for n in ["n1", "n2", "n3", "n4"] {
-        cluster.create_node(node(n, "2", "8Gi")).await;
-    }
-    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
-    berth.wait_ready().await;
-    cluster.create_profile(profile(SCHEDULER, json!({}))).await;
-    cluster.wait_profile_ready(SCHEDULER, WAIT).await;
 
     // One cpu taken: 7 free, the gang of 8 one-cpu pods does not fit.
     cluster
@@ -220,16 +226,9 @@ async fn metric(berth: &Berth, name: &str, result: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_gangs_competing_for_room_for_one_never_deadlock() {
-    let Some(cluster) = cluster().await else {
+    let Some((cluster, mut berth)) = start(&["n1", "n2"]).await else {
         return;
     };
-    for n in ["n1", "n2"] {
-        cluster.create_node(node(n, "2", "8Gi")).await;
-    }
-    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
-    berth.wait_ready().await;
-    cluster.create_profile(profile(SCHEDULER, json!({}))).await;
-    cluster.wait_profile_ready(SCHEDULER, WAIT).await;
 
     // Room for 4 one-cpu pods; two gangs of 4 arrive interleaved.
     create_pod_group(&cluster, "a", 4).await;
@@ -306,16 +305,9 @@ async fn create_prioritized_group(
 /// `Preempted` event naming the PodGroup, and the gang binds whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gang_preempts_a_pod_group_as_a_unit() {
-    let Some(cluster) = cluster().await else {
+    let Some((cluster, mut berth)) = start(&["n1", "n2"]).await else {
         return;
     };
-    for n in ["n1", "n2"] {
-        cluster.create_node(node(n, "2", "8Gi")).await;
-    }
-    let mut berth = Berth::spawn(&cluster, BerthOptions::default());
-    berth.wait_ready().await;
-    cluster.create_profile(profile(SCHEDULER, json!({}))).await;
-    cluster.wait_profile_ready(SCHEDULER, WAIT).await;
     let low = cluster.ensure_priority_class(10).await;
     let high = cluster.ensure_priority_class(1000).await;
     let at = |p: Value, class: &str| {
@@ -347,15 +339,7 @@ async fn a_gang_preempts_a_pod_group_as_a_unit() {
     let bound = cluster.wait_bound(&["train-0", "train-1"], WAIT).await;
     assert_eq!(bound.len(), 2);
     for victim in ["batch-0", "batch-1"] {
-        let preempted = eventually(&format!("a Preempted event on {victim}"), WAIT, || async {
-            let events = cluster.events_for(victim).await;
-            events
-                .iter()
-                .find(|e| e.reason.as_deref() == Some("Preempted"))
-                .cloned()
-                .ok_or_else(|| format!("{events:?}"))
-        })
-        .await;
+        let preempted = cluster.preempted_event(victim).await;
         assert_eq!(
             preempted.note.as_deref(),
             Some(format!("Preempted by podgroup {uid} on node cluster").as_str()),

@@ -77,7 +77,7 @@ pub fn select_victims_on_node(
         grouping.and_then(|g| victim.node_name().and_then(|n| g.snapshot.get(n)).cloned())
     };
     for unit in &potential {
-        remove_unit(fwk, &mut state, pod, &mut node, unit, &remote)?;
+        move_unit(fwk, &mut state, pod, &mut node, unit, &remote, false)?;
     }
     let status = fwk.filter_with_nominated_pods(&state, pod, &node);
     if !status.is_success() {
@@ -94,14 +94,14 @@ pub fn select_victims_on_node(
         .map(|(u, count)| (count, u))
         .chain(non_violating.into_iter().map(|u| (0, u)))
     {
-        add_unit(fwk, &mut state, pod, &mut node, &unit, &remote)?;
+        move_unit(fwk, &mut state, pod, &mut node, &unit, &remote, true)?;
         if fwk
             .filter_with_nominated_pods(&state, pod, &node)
             .is_success()
         {
             continue;
         }
-        remove_unit(fwk, &mut state, pod, &mut node, &unit, &remote)?;
+        move_unit(fwk, &mut state, pod, &mut node, &unit, &remote, false)?;
         num_violating += violations as i64;
         victims.push(unit);
     }
@@ -114,46 +114,34 @@ pub fn select_victims_on_node(
     ))
 }
 
-/// Takes `unit` off `node` (its pods there) and out of the cycle state (all its pods).
-fn remove_unit(
+/// Takes `unit` off `node` (its pods there) and out of the cycle state (all its pods),
+/// or, with `back`, gives it back.
+fn move_unit(
     fwk: &dyn FilterRunner,
     state: &mut CycleState,
     pod: &PodInfo,
     node: &mut NodeInfo,
     unit: &VictimUnit,
     remote: &dyn Fn(&PodInfo) -> Option<Arc<NodeInfo>>,
+    back: bool,
 ) -> Result<(), Status> {
-    for victim in &unit.pods {
-        let status = if victim.node_name() == Some(node.name()) {
-            node.remove_pod(victim.key());
-            fwk.pre_filter_remove_pod(state, pod, victim, node)
-        } else if let Some(other) = remote(victim) {
-            fwk.pre_filter_remove_pod(state, pod, victim, &other)
+    let change = |state: &mut CycleState, victim: &PodInfo, on: &NodeInfo| {
+        if back {
+            fwk.pre_filter_add_pod(state, pod, victim, on)
         } else {
-            continue;
-        };
-        if !status.is_success() {
-            return Err(status);
+            fwk.pre_filter_remove_pod(state, pod, victim, on)
         }
-    }
-    Ok(())
-}
-
-/// Gives `unit` back: [`remove_unit`] undone.
-fn add_unit(
-    fwk: &dyn FilterRunner,
-    state: &mut CycleState,
-    pod: &PodInfo,
-    node: &mut NodeInfo,
-    unit: &VictimUnit,
-    remote: &dyn Fn(&PodInfo) -> Option<Arc<NodeInfo>>,
-) -> Result<(), Status> {
+    };
     for victim in &unit.pods {
         let status = if victim.node_name() == Some(node.name()) {
-            node.add_pod(victim.clone());
-            fwk.pre_filter_add_pod(state, pod, victim, node)
+            if back {
+                node.add_pod(victim.clone());
+            } else {
+                node.remove_pod(victim.key());
+            }
+            change(state, victim, node)
         } else if let Some(other) = remote(victim) {
-            fwk.pre_filter_add_pod(state, pod, victim, &other)
+            change(state, victim, &other)
         } else {
             continue;
         };
