@@ -11,6 +11,8 @@
 //!
 //! - 4 (Complex Mixed), 6, 7, 16, 17 (PreemptLowerPriority policy rows): the victims
 //!   follow the fake algorithm's node choice among equally free nodes.
+//! - 25 (Cannot preempt if node is empty): through the core, a group with room is placed;
+//!   it never gets to preemption.
 //! - Upstream's `numPodGroupDisruptions` and `NumPDBViolations` feed only metrics berth
 //!   does not export yet; the victims are what is compared.
 //!
@@ -667,6 +669,23 @@ fn rows() -> Vec<Row> {
             budgets: false,
             preemptor: preemptor(HIGH, 3),
             want: Ok(&["p1", "p2"]),
+        },
+        Row {
+            name: "Basic scheduling: preempt a pod group victim but do not schedule full pod group",
+            nodes: &[("node1", 1), ("node2", 1), ("node3", 1), ("node4", 1)],
+            pods: vec![
+                running("v1", "node1", MID).in_group("victim-pg"),
+                running("v2", "node2", MID).in_group("victim-pg"),
+                running("v3", "node3", HIGH).in_group("victim-pg2"),
+                running("v4", "node4", HIGH).in_group("victim-pg2"),
+            ],
+            groups: vec![
+                pod_group("victim-pg", MID, Mode::All, Some(2)),
+                pod_group("victim-pg2", HIGH, Mode::All, Some(2)),
+            ],
+            budgets: false,
+            preemptor: preemptor(HIGH, 3),
+            want: Ok(&["v1", "v2"]),
         },
         Row {
             name: "Basic scheduling: do not reprieve victim pod group of lower priority",
