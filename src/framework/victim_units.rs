@@ -71,7 +71,11 @@ pub fn victim_priority(states: &PodGroupStates, pod: &Pod) -> i32 {
     GroupKey::of_pod(pod)
         .and_then(|key| states.pod_group(&key))
         .map(|g| g.spec.priority.unwrap_or(0))
-        .unwrap_or_else(|| pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0))
+        .unwrap_or_else(|| own_priority(pod))
+}
+
+fn own_priority(pod: &Pod) -> i32 {
+    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
 }
 
 /// The units the pods on `nodes` make, in order. A PodGroup evicted whole brings all its
@@ -88,7 +92,10 @@ pub fn units_on<'a>(
         for info in &node.pods {
             let key = GroupKey::of_pod(&info.pod);
             let pod_group = key.as_ref().and_then(|k| states.pod_group(k));
-            let priority = victim_priority(states, &info.pod);
+            let priority = match &pod_group {
+                Some(group) => group.spec.priority.unwrap_or(0),
+                None => own_priority(&info.pod),
+            };
             let all = pod_group.as_ref().is_some_and(|g| {
                 g.spec
                     .disruption_mode

@@ -10,12 +10,11 @@
 //! - [`num_candidates`] and [`visiting_order`]: the sample of nodes the dry run tries,
 //!   starting at a random offset so that successive preemptions spread over the cluster,
 //!   and [`CandidateList`], which collects what the dry run finds and says when to stop.
-//! - [`victims`]: the order in which pods are kept ([`more_important_pod`]: higher
-//!   priority, then older), and the split of potential victims into those whose eviction
-//!   would violate a PodDisruptionBudget and the others ([`filter_pods_with_pdb_violation`]).
-//!   The dry run weighs units of eviction ([`crate::framework::victim_units`]): with
-//!   Workload API PodGroups, a pod counts at its group's priority and a group whose
-//!   `disruptionMode` is `All` goes whole, as upstream's GenericWorkload preemption.
+//! - The order in which victims are kept (higher priority, then older) and their split by
+//!   PodDisruptionBudget live in [`crate::framework::victim_units`], shared with the pod
+//!   group's preemption: the dry run weighs units of eviction, and with Workload API
+//!   PodGroups a pod counts at its group's priority and a group whose `disruptionMode` is
+//!   `All` goes whole, as upstream's GenericWorkload preemption.
 //! - [`selection`]: [`pick_one_node_for_preemption`], upstream's criteria for choosing
 //!   among the candidates.
 //! - [`eligibility`]: [`pod_eligible_to_preempt_others`], which refuses pods with
@@ -42,7 +41,6 @@
 pub mod dry_run;
 pub mod eligibility;
 pub mod selection;
-pub mod victims;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -63,12 +61,9 @@ use crate::framework::{
 
 pub use eligibility::{
     ERR_PREEMPTION_POLICY_NEVER, ERR_TERMINATING_POD_ON_NOMINATED_NODE,
-    pod_eligible_to_preempt_others,
+    pod_eligible_to_preempt_others, pod_priority,
 };
 pub use selection::{Candidate, pick_one_node_for_preemption, select_candidate};
-pub use victims::{
-    AsPod, filter_pods_with_pdb_violation, more_important_pod, pod_priority, sort_by_importance,
-};
 
 /// The plugin's name in profiles (upstream `names.DefaultPreemption`).
 pub const NAME: &str = "DefaultPreemption";

@@ -2,9 +2,13 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::victims::pod_priority;
 use crate::framework::Code;
 use crate::framework::victim_units::terminating_by_preemption;
+
+/// `spec.priority`, 0 when unset (upstream `corev1helpers.PodPriority`).
+pub fn pod_priority(pod: &Pod) -> i32 {
+    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
+}
 
 /// Why a pod with `preemptionPolicy: Never` does not preempt (the period is upstream's).
 pub const ERR_PREEMPTION_POLICY_NEVER: &str = "not eligible due to preemptionPolicy=Never.";

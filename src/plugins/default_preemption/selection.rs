@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::{StartTime, start_time};
 
-use super::victims::pod_priority;
+use super::eligibility::pod_priority;
 
 /// A node where the preemptor fits once `victims` are evicted.
 #[derive(Debug, Clone, PartialEq)]

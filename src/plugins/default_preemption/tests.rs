@@ -9,8 +9,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 };
 use k8s_openapi::jiff::Timestamp;
 
+use std::cmp::Ordering;
+
 use super::*;
+use crate::cluster::PodInfo;
 use crate::framework::Code;
+use crate::framework::victim_units::{VictimUnit, importance, split_by_budgets};
 use crate::testing::{labels, make_pod};
 
 // ---------------------------------------------------------------------------------------
@@ -234,9 +238,21 @@ fn pod(name: &str, priority: i32, day: Option<i64>) -> Pod {
     pod
 }
 
-fn names<T: AsPod>(pods: &[T]) -> Vec<&str> {
-    pods.iter()
-        .map(|p| p.as_pod().metadata.name.as_deref().unwrap_or_default())
+/// `pod` as a unit of eviction of its own, at its own priority.
+fn lone(pod: Pod) -> VictimUnit {
+    let priority = pod_priority(&pod);
+    VictimUnit::new(
+        vec![Arc::new(PodInfo::new(pod).expect("a pod"))],
+        priority,
+        false,
+    )
+}
+
+fn names(units: &[VictimUnit]) -> Vec<&str> {
+    units
+        .iter()
+        .flat_map(|u| &u.pods)
+        .map(|p| p.pod.metadata.name.as_deref().unwrap_or_default())
         .collect()
 }
 
@@ -293,13 +309,14 @@ fn more_important_means_higher_priority_then_older() {
         ),
     ];
     for (name, a, b, want) in cases {
-        assert_eq!(more_important_pod(&a, &b), want, "{name}");
+        let more_important = importance(&lone(a), &lone(b)) == Ordering::Less;
+        assert_eq!(more_important, want, "{name}");
     }
 }
 
 #[test]
 fn sorting_keeps_the_order_of_pods_that_tie() {
-    let mut pods = vec![
+    let mut pods: Vec<VictimUnit> = [
         pod("new-1", 0, None),
         pod("low", -10, Some(0)),
         pod("old", 0, Some(1)),
@@ -307,8 +324,11 @@ fn sorting_keeps_the_order_of_pods_that_tie() {
         pod("high", 100, Some(9)),
         pod("tie-1", 0, Some(4)),
         pod("tie-2", 0, Some(4)),
-    ];
-    sort_by_importance(&mut pods);
+    ]
+    .into_iter()
+    .map(lone)
+    .collect();
+    pods.sort_by(importance);
     assert_eq!(
         names(&pods),
         ["high", "old", "tie-1", "tie-2", "new-1", "new-2", "low"]
@@ -492,8 +512,10 @@ fn pdb_violations_are_counted_in_importance_order() {
         ),
     ];
     for (name, pods, pdbs, want_violating) in cases {
-        let all: Vec<String> = names(&pods).iter().map(|s| s.to_string()).collect();
-        let (violating, non_violating) = filter_pods_with_pdb_violation(pods, &pdbs);
+        let units: Vec<VictimUnit> = pods.into_iter().map(lone).collect();
+        let all: Vec<String> = names(&units).iter().map(|s| s.to_string()).collect();
+        let (violating, non_violating) = split_by_budgets(units, &pdbs);
+        let violating: Vec<VictimUnit> = violating.into_iter().map(|(u, _)| u).collect();
         assert_eq!(names(&violating), want_violating, "{name}: violating");
         let want_non_violating: Vec<&str> = all
             .iter()
@@ -512,9 +534,9 @@ fn pdb_violations_are_counted_in_importance_order() {
 fn a_budget_without_status_allows_no_disruption() {
     let mut budget = pdb("ns", match_labels(&[("app", "a")]), 5, &[]);
     budget.status = None;
-    let pods = vec![Arc::new(labelled("p1", "ns", &[("app", "a")]))];
-    let (violating, non_violating) = filter_pods_with_pdb_violation(pods, &[budget]);
-    assert_eq!(names(&violating), ["p1"]);
+    let units = vec![lone(labelled("p1", "ns", &[("app", "a")]))];
+    let (violating, non_violating) = split_by_budgets(units, &[budget]);
+    assert_eq!(violating.len(), 1, "p1 violates");
     assert!(non_violating.is_empty());
 }
 
@@ -525,14 +547,14 @@ fn a_budget_without_status_allows_no_disruption() {
 /// order. In upstream's table the preemptor fills the whole node (all cases but the
 /// first, where each node holds one pod), so the dry run evicts every pod on it.
 fn evicting(node: &str, pods: &[(&str, i32, Option<i64>)]) -> Candidate {
-    let mut victims: Vec<Arc<Pod>> = pods
+    let mut units: Vec<VictimUnit> = pods
         .iter()
-        .map(|&(name, priority, day)| Arc::new(pod(name, priority, day)))
+        .map(|&(name, priority, day)| lone(pod(name, priority, day)))
         .collect();
-    sort_by_importance(&mut victims);
+    units.sort_by(importance);
     Candidate {
         node: node.to_owned(),
-        victims,
+        victims: units.into_iter().map(|u| u.pods[0].pod.clone()).collect(),
         num_pdb_violations: 0,
     }
 }
