@@ -25,6 +25,8 @@ mod faults;
 mod gang;
 #[path = "operator_e2e/leader.rs"]
 mod leader;
+#[path = "operator_e2e/legacy_gangs.rs"]
+mod legacy_gangs;
 #[path = "operator_e2e/lifecycle.rs"]
 mod lifecycle;
 #[path = "operator_e2e/metrics.rs"]

@@ -95,6 +95,7 @@ impl Harness {
             clock: RuntimeClock::shared(),
             nominator: Default::default(),
             pod_group_states: Default::default(),
+            legacy_workloads: Default::default(),
             serve_default_scheduler: false,
             reporter: Reporter {
                 controller: "berth".into(),

@@ -109,6 +109,7 @@ pub async fn run_workload(
         clock: Arc::new(clock.clone()),
         nominator: Default::default(),
         pod_group_states: Default::default(),
+        legacy_workloads: Default::default(),
     });
     // The `podgroup/` test cases turn GenericWorkload on (beta, off by default in 1.37):
     // their pods are then queued as groups. Before any pod is added.
@@ -136,6 +137,7 @@ pub async fn run_workload(
         workloads: Arc::new(Workloads::new()),
         pod_groups: Arc::new(PodGroups::new()),
         pod_group_states: scheduler.pod_group_states().clone(),
+        legacy_workloads: scheduler.legacy_workloads().clone(),
         volumes: Arc::new(Volumes::new()),
         disruption_budgets: Default::default(),
         device_resources: resources.clone(),

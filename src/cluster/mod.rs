@@ -2,13 +2,15 @@
 //! precomputed requests ([`PodInfo`]), per-node aggregates ([`NodeInfo`]), the incremental
 //! [`Cache`] fed by pod and node events (with assumed pods), and the cheap [`Snapshot`] a
 //! scheduling cycle works on; beside them, the listers plugins read directly
-//! ([`Workloads`], [`PodGroups`], [`Volumes`], [`DeviceResources`]).
+//! ([`Workloads`], [`PodGroups`], [`Volumes`], [`DeviceResources`], and 1.35's
+//! [`LegacyWorkloads`]).
 
 mod assume;
 mod cache;
 mod device_resources;
 mod disruption_budgets;
 mod legacy_pod;
+mod legacy_workloads;
 pub(crate) mod lock;
 mod node_info;
 mod pod_group_states;
@@ -27,7 +29,12 @@ pub use device_resources::{
     is_controlled_by, reserved_for,
 };
 pub use disruption_budgets::{BudgetTracker, DisruptionBudgets};
-pub use legacy_pod::WorkloadReference;
+pub use legacy_pod::{WORKLOAD_REF_ANNOTATION, WorkloadReference};
+pub use legacy_workloads::{
+    LEGACY_SCHEDULING_TIMEOUT, LegacyGangPolicy, LegacyGroup, LegacyGroupKey, LegacyWorkloads,
+    Workload as LegacyWorkload, WorkloadPodGroup as LegacyWorkloadPodGroup,
+    WorkloadPodGroupPolicy as LegacyWorkloadPodGroupPolicy, WorkloadSpec as LegacyWorkloadSpec,
+};
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo, normalized_image_name};
 pub use pod_group_states::{GroupKey, PodGroupState, PodGroupStates, gang_min_count};
 pub use pod_groups::{PodGroups, implicit_group, implicit_owner, min_member_of, pod_group_of};

@@ -86,14 +86,14 @@ pub fn gang_min_count(group: &PodGroup) -> Option<i32> {
         .map(|gang| gang.min_count)
 }
 
-fn is_assigned(pod: &Pod) -> bool {
+pub(super) fn is_assigned(pod: &Pod) -> bool {
     pod.spec
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
         .is_some_and(|n| !n.is_empty())
 }
 
-fn is_terminal(pod: &Pod) -> bool {
+pub(super) fn is_terminal(pod: &Pod) -> bool {
     matches!(
         pod.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Succeeded" | "Failed")

@@ -260,7 +260,10 @@ pub const UPSTREAM_DIFFERENCES: &[UpstreamDifference] = &[
                 only its own group's; a member waiting at Permit gets no \
                 `nominatedNodeName` (upstream sets it, NominatedNodeNameForExpectation); a \
                 rejected gang's claims are not deallocated by DynamicResources' \
-                PodGroupPostFilter (berth allocates a member's claims only when it binds)",
+                PodGroupPostFilter (berth allocates a member's claims only when it binds); \
+                on a 1.35 API server it serves `spec.workloadRef` pods as 1.35's plugin \
+                does (PreEnqueue and Permit over the `v1alpha1` Workloads), retried on any \
+                pod or Workload addition and also on a Workload update",
     },
     UpstreamDifference {
         plugin: "NodeDeclaredFeatures",

@@ -23,6 +23,8 @@ pub enum EventResource {
     CSIStorageCapacity,
     VolumeAttachment,
     PodGroup,
+    /// A Kubernetes 1.35 `scheduling.k8s.io/v1alpha1` Workload.
+    Workload,
     ResourceClaim,
     /// No plugin registers it: the resourceclaim controller makes claims from templates,
     /// and the claim and the pod's status change then.

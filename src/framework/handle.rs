@@ -12,7 +12,8 @@ use super::clock::{Clock, RuntimeClock};
 use super::parallel::Parallelizer;
 use super::{Nominator, PluginHealth, WaitingPods};
 use crate::cluster::{
-    DeviceResources, DisruptionBudgets, PodGroupStates, PodGroups, Volumes, Workloads,
+    DeviceResources, DisruptionBudgets, LegacyWorkloads, PodGroupStates, PodGroups, Volumes,
+    Workloads,
 };
 
 /// Why a bind failed.
@@ -77,6 +78,9 @@ pub struct Handle {
     /// The Workload API's pod groups and their members, for GangScheduling; one per
     /// scheduler, kept current by its core.
     pub pod_group_states: Arc<PodGroupStates>,
+    /// Kubernetes 1.35's Workloads and gangs (`spec.workloadRef`), which GangScheduling
+    /// reads on a 1.35 API server.
+    pub legacy_workloads: Arc<LegacyWorkloads>,
     /// PodDisruptionBudgets, for preemption (DefaultPreemption).
     pub disruption_budgets: Arc<DisruptionBudgets>,
     /// PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and
@@ -113,6 +117,7 @@ pub struct HandleBuilder {
     workloads: Option<Arc<Workloads>>,
     pod_groups: Option<Arc<PodGroups>>,
     pod_group_states: Option<Arc<PodGroupStates>>,
+    legacy_workloads: Option<Arc<LegacyWorkloads>>,
     disruption_budgets: Option<Arc<DisruptionBudgets>>,
     volumes: Option<Arc<Volumes>>,
     device_resources: Option<Arc<DeviceResources>>,
@@ -161,6 +166,11 @@ impl HandleBuilder {
         self
     }
 
+    pub fn legacy_workloads(mut self, workloads: Arc<LegacyWorkloads>) -> Self {
+        self.legacy_workloads = Some(workloads);
+        self
+    }
+
     pub fn disruption_budgets(mut self, budgets: Arc<DisruptionBudgets>) -> Self {
         self.disruption_budgets = Some(budgets);
         self
@@ -199,6 +209,7 @@ impl HandleBuilder {
             workloads: self.workloads.unwrap_or_default(),
             pod_groups: self.pod_groups.unwrap_or_default(),
             pod_group_states: self.pod_group_states.unwrap_or_default(),
+            legacy_workloads: self.legacy_workloads.unwrap_or_default(),
             disruption_budgets: self.disruption_budgets.unwrap_or_default(),
             volumes: self.volumes.unwrap_or_default(),
             device_resources: self.device_resources.unwrap_or_default(),

@@ -1,10 +1,9 @@
 //! Pods as a Kubernetes 1.35 API server sends them.
 //!
 //! berth is built on the 1.37 types, whose decoder drops 1.35's `spec.workloadRef`. Against
-//! a 1.35 server the pod watch decodes [`LegacyPod`] instead, which reads that field into
-//! `spec.schedulingGroup` (see `crate::cluster::WorkloadReference`), so the scheduler refuses
-//! Workload API pods on every supported release. Newer servers get the plain `Pod` watch:
-//! the extra decoding step costs nothing there.
+//! a 1.35 server the pod watch decodes [`LegacyPod`] instead, which keeps that field on the
+//! pod (see `crate::cluster::WorkloadReference`) for GangScheduling's 1.35 behaviour. Newer
+//! servers get the plain `Pod` watch: the extra decoding step costs nothing there.
 
 use std::borrow::Cow;
 
@@ -45,18 +44,19 @@ impl<'de> Deserialize<'de> for LegacyPod {
             spec: PodSpec,
         }
         let wire = Wire::deserialize(deserializer)?;
-        let spec = wire.spec.map(|wire| {
-            let mut spec = wire.spec;
-            if let Some(reference) = wire.workload_ref {
-                reference.carry_into(&mut spec);
-            }
-            spec
-        });
-        Ok(LegacyPod(Pod {
+        let (spec, reference) = match wire.spec {
+            Some(WireSpec { workload_ref, spec }) => (Some(spec), workload_ref),
+            None => (None, None),
+        };
+        let mut pod = Pod {
             metadata: wire.metadata,
             spec,
             status: wire.status,
-        }))
+        };
+        if let Some(reference) = reference {
+            reference.carry_into(&mut pod);
+        }
+        Ok(LegacyPod(pod))
     }
 }
 
@@ -114,11 +114,14 @@ mod tests {
         let spec = pod.0.spec.as_ref().expect("spec");
         assert_eq!(spec.scheduler_name.as_deref(), Some("berth"));
         assert_eq!(spec.containers.len(), 1);
+        assert!(spec.scheduling_group.is_none());
         assert_eq!(
-            spec.scheduling_group
-                .as_ref()
-                .and_then(|g| g.pod_group_name.as_deref()),
-            Some("workers")
+            WorkloadReference::of_pod(&pod.0),
+            Some(WorkloadReference {
+                name: "training".into(),
+                pod_group: "workers".into(),
+                pod_group_replica_key: String::new(),
+            })
         );
         assert_eq!(pod.0.metadata.name.as_deref(), Some("worker-0"));
         assert_eq!(
@@ -131,7 +134,6 @@ mod tests {
             "spec": {"containers": [{"name": "main", "image": "nginx"}]},
         }))
         .expect("decodes");
-        let spec = plain.0.spec.expect("spec");
-        assert!(spec.scheduling_group.is_none());
+        assert_eq!(WorkloadReference::of_pod(&plain.0), None);
     }
 }

@@ -28,6 +28,7 @@ pub mod devices;
 pub mod discovery;
 pub mod leader;
 pub mod legacy_pods;
+pub mod legacy_workloads;
 pub mod pod_group_status;
 pub mod podgroups;
 pub mod preemption;
@@ -219,6 +220,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         loop_tx.clone(),
     ));
     let pod_group_states = Arc::new(crate::cluster::PodGroupStates::new());
+    let legacy_workloads = Arc::new(crate::cluster::LegacyWorkloads::new());
     // Asked once the metrics port serves (a bad certificate fails the start first, and
     // /healthz answers while discovery retries); the loop then waits for these kinds too.
     let device_kinds = devices::served_kinds(&client)
@@ -239,6 +241,18 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         pod_group_states.set_served();
         unlisted_tx.send_modify(|kinds| kinds.push(scheduling_groups::KIND));
         watch_tasks.push(scheduling_groups::spawn(client.clone(), loop_tx.clone()));
+    }
+    if legacy_workloads::served(&client)
+        .await
+        .map_err(OperatorError::Discovery)?
+    {
+        legacy_workloads.set_served();
+        unlisted_tx.send_modify(|kinds| kinds.push(legacy_workloads::KIND));
+        watch_tasks.push(legacy_workloads::spawn(
+            client.clone(),
+            legacy_workloads.clone(),
+            loop_tx.clone(),
+        ));
     }
     let scheduler_plugins_groups = scheduler_plugins_groups::served(&client)
         .await
@@ -270,6 +284,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         clock: clock.clone(),
         nominator: nominator.clone(),
         pod_group_states: pod_group_states.clone(),
+        legacy_workloads: legacy_workloads.clone(),
         serve_default_scheduler: config.serve_default_scheduler,
         reporter: kube::runtime::events::Reporter {
             controller: "berth".into(),
@@ -319,6 +334,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
             clock,
             nominator,
             pod_group_states,
+            legacy_workloads,
         },
         LoopChannels {
             messages: loop_rx,

@@ -116,6 +116,8 @@ pub struct ProfileContext {
     pub nominator: Arc<Nominator>,
     /// The scheduler's Workload API pod groups, for GangScheduling.
     pub pod_group_states: Arc<crate::cluster::PodGroupStates>,
+    /// The scheduler's 1.35 Workloads and gangs, for GangScheduling.
+    pub legacy_workloads: Arc<crate::cluster::LegacyWorkloads>,
     /// Accept profiles serving [`RESERVED_SCHEDULER_NAME`] (`--serve-default-scheduler`).
     pub serve_default_scheduler: bool,
     /// The controller name (and replica) events are reported as.
@@ -484,6 +486,7 @@ impl Planner<'_> {
             workloads: self.ctx.state.workloads.clone(),
             pod_groups: self.ctx.state.pod_groups.clone(),
             pod_group_states: self.ctx.pod_group_states.clone(),
+            legacy_workloads: self.ctx.legacy_workloads.clone(),
             volumes: self.ctx.state.volumes.clone(),
             disruption_budgets: self.ctx.state.disruption_budgets.clone(),
             device_resources: self.ctx.state.device_resources.clone(),

@@ -20,6 +20,20 @@
 //! - **PlacementFeasible** (the pod-group cycle, not a configurable point): whether the
 //!   pods still to try can bring the group to `minCount` (1 for a basic group).
 //!
+//! **Kubernetes 1.35** (`spec.workloadRef`, [`LegacyGroupKey`]): kube-scheduler 1.35's
+//! plugin, which has no pod-group cycle. A gang is the pods sharing a reference (Workload,
+//! pod group, replica key) whose `scheduling.k8s.io/v1alpha1` Workload gives that pod
+//! group a gang policy; they are counted in [`LegacyWorkloads`].
+//!
+//! - **PreEnqueue**: a pod stays out of activeQ until its Workload is known, names the pod
+//!   group, and (for a gang) the scheduler knows at least `minCount` pods of the gang.
+//! - **Permit**: a pod waits until at least `minCount` pods of the gang are assumed or
+//!   bound, then allows every one waiting; until then it activates the gang's unscheduled
+//!   pods. The wait ends at the gang's deadline, set 5 minutes ahead by the first pod to
+//!   wait and shared by the rest ([`LegacyWorkloads::scheduling_timeout`]).
+//! - Upstream's Reserve and Unreserve (assume and forget in the gang's state) are done by
+//!   the scheduler core, which assumes and forgets every pod there.
+//!
 //! Upstream enables the plugin only with the GenericWorkload feature gate (beta in 1.37,
 //! off by default), appending it to the default plugins after DefaultBinder. berth's
 //! default set follows 1.37 with that gate on, so GangScheduling is in it, last.
@@ -31,7 +45,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 
-use crate::cluster::{GroupKey, PodGroupStates, PodInfo, gang_min_count};
+use crate::cluster::{
+    GroupKey, LegacyGroup, LegacyGroupKey, LegacyWorkloads, PodGroupStates, PodInfo, gang_min_count,
+};
+use crate::framework::clock::Clock;
 use crate::framework::{
     ActionType, ClusterEvent, Code, CycleState, EventResource, Handle, NoArgs, PermitPlugin,
     PlacementFeasiblePlugin, PlacementProgress, PluginError, PluginFactory, PodsToActivate,
@@ -45,7 +62,9 @@ pub const PERMIT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// The GangScheduling plugin.
 pub struct GangScheduling {
     states: Arc<PodGroupStates>,
+    legacy: Arc<LegacyWorkloads>,
     waiting_pods: Arc<WaitingPods>,
+    clock: Arc<dyn Clock>,
 }
 
 crate::plugin! {
@@ -60,7 +79,9 @@ crate::plugin! {
         }
 
         /// As upstream: a member added (pending or bound) may complete its gang's count,
-        /// and a PodGroup added or updated (its minCount lowered) may admit its members.
+        /// and a PodGroup added or updated (its minCount lowered) may admit its members;
+        /// on 1.35, a Workload added (berth also takes updates: a pod group may have been
+        /// added to it).
         /// Upstream filters each event with a queueing hint (same group only; for an
         /// update, only a lower minCount); berth has no hints, so any such event retries
         /// every pod this plugin rejected.
@@ -70,6 +91,8 @@ crate::plugin! {
                 ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
                 ClusterEvent::new(EventResource::PodGroup, ActionType::ADD),
                 ClusterEvent::new(EventResource::PodGroup, ActionType::UPDATE),
+                ClusterEvent::new(EventResource::Workload, ActionType::ADD),
+                ClusterEvent::new(EventResource::Workload, ActionType::UPDATE),
             ])
         }
     }
@@ -81,7 +104,9 @@ crate::plugin! {
         fn build(_: NoArgs, handle: &Handle) -> Result<Self, PluginError> {
             Ok(GangScheduling {
                 states: handle.pod_group_states.clone(),
+                legacy: handle.legacy_workloads.clone(),
                 waiting_pods: handle.waiting_pods.clone(),
+                clock: handle.clock.clone(),
             })
         }
     }
@@ -106,6 +131,9 @@ enum Quorum {
 
 impl PreEnqueuePlugin for GangScheduling {
     fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        if let Some(key) = LegacyGroupKey::of_pod(&pod.pod) {
+            return self.legacy_pre_enqueue(&key);
+        }
         let Some(key) = GroupKey::of_pod(&pod.pod) else {
             return Status::success();
         };
@@ -144,6 +172,9 @@ impl PermitPlugin for GangScheduling {
         pod: &PodInfo,
         _node_name: &str,
     ) -> (Status, Duration) {
+        if let Some(key) = LegacyGroupKey::of_pod(&pod.pod) {
+            return self.legacy_permit(state, &key);
+        }
         let Some(key) = GroupKey::of_pod(&pod.pod) else {
             return (Status::success(), Duration::ZERO);
         };
@@ -183,12 +214,114 @@ impl PermitPlugin for GangScheduling {
                 )
             }
             Quorum::Met(assumed) => {
-                for member in assumed {
-                    if let Some(waiting) = self.waiting_pods.get(&member) {
-                        waiting.allow(Self::NAME);
-                    }
-                }
+                self.allow(assumed);
                 (Status::success(), Duration::ZERO)
+            }
+        }
+    }
+}
+
+/// The gang policy's `minCount` of a 1.35 gang, read from its Workload: `Ok(None)` for a
+/// basic pod group, `Err` with upstream's wording when the Workload or the pod group is
+/// missing (`Err(None)`: the Workload).
+fn legacy_min_count(
+    legacy: &LegacyWorkloads,
+    key: &LegacyGroupKey,
+) -> Result<Option<i32>, Option<String>> {
+    let reference = &key.reference;
+    let workload = legacy
+        .workload(&key.namespace, &reference.name)
+        .ok_or(None)?;
+    let policy = workload
+        .pod_group_policy(&reference.pod_group)
+        .ok_or_else(|| {
+            Some(format!(
+                "pod group \"{}\" doesn't exist for a workload \"{}\"",
+                reference.pod_group, reference.name
+            ))
+        })?;
+    Ok(policy.gang.as_ref().map(|gang| gang.min_count))
+}
+
+/// Upstream 1.35's error for a gang without pods in the scheduler's state.
+const NO_LEGACY_GROUP: &str = "internal pod group state doesn't exist for a pod's workload";
+
+impl GangScheduling {
+    /// Kubernetes 1.35's PreEnqueue; see the module docs.
+    fn legacy_pre_enqueue(&self, key: &LegacyGroupKey) -> Status {
+        if !self.legacy.is_served() {
+            // Refused with why (`scheduler::unsupported`).
+            return Status::success();
+        }
+        let min_count = match legacy_min_count(&self.legacy, key) {
+            Ok(Some(min_count)) => min_count,
+            Ok(None) => return Status::success(),
+            Err(None) => {
+                return Status::unresolvable(format!(
+                    "waiting for pods's workload \"{}\" to appear in scheduling queue",
+                    key.reference.name
+                ));
+            }
+            Err(Some(message)) => return Status::unresolvable(message),
+        };
+        match self.legacy.with_group(key, LegacyGroup::all_pods_count) {
+            None => Status::error(NO_LEGACY_GROUP),
+            Some(pods) if short_of(pods, min_count) => Status::unresolvable(
+                "waiting for minCount pods from a gang to appear in scheduling queue",
+            ),
+            Some(_) => Status::success(),
+        }
+    }
+
+    /// Kubernetes 1.35's Permit; see the module docs.
+    fn legacy_permit(&self, state: &mut CycleState, key: &LegacyGroupKey) -> (Status, Duration) {
+        let min_count = match legacy_min_count(&self.legacy, key) {
+            Ok(Some(min_count)) => min_count,
+            Ok(None) => return (Status::success(), Duration::ZERO),
+            Err(None) => {
+                let (namespace, name) = (&key.namespace, &key.reference.name);
+                return (
+                    Status::error(format!(
+                        "failed to get workload {namespace}/{name}: workload.scheduling.k8s.io \"{name}\" not found"
+                    )),
+                    Duration::ZERO,
+                );
+            }
+            Err(Some(message)) => return (Status::error(message), Duration::ZERO),
+        };
+        let quorum = self.legacy.with_group(key, |group| {
+            if short_of(group.scheduled_pods_count(), min_count) {
+                Quorum::NotMet(group.unscheduled_pods().map(String::from).collect())
+            } else {
+                Quorum::Met(group.assumed_pods().map(String::from).collect())
+            }
+        });
+        match quorum {
+            None => (Status::error(NO_LEGACY_GROUP), Duration::ZERO),
+            Some(Quorum::NotMet(pending)) => {
+                activate(state, pending);
+                let timeout = self.legacy.scheduling_timeout(key, self.clock.now());
+                (
+                    Status::new(
+                        Code::Wait,
+                        "waiting for minCount pods from a gang to be waiting on permit",
+                    ),
+                    timeout,
+                )
+            }
+            Some(Quorum::Met(assumed)) => {
+                self.allow(assumed);
+                (Status::success(), Duration::ZERO)
+            }
+            Some(_) => (Status::success(), Duration::ZERO),
+        }
+    }
+
+    /// Allows the pods among `keys` that wait at Permit.
+    fn allow(&self, keys: Vec<String>) {
+        for member in keys {
+            if let Some(waiting) = self.waiting_pods.get(&member) {
+                waiting.allow(Self::NAME);
             }
         }
     }
@@ -231,3 +364,6 @@ impl PlacementFeasiblePlugin for GangScheduling {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod legacy_tests;

@@ -51,9 +51,13 @@ pub(super) async fn schedule_pod(
 ) -> Result<(String, Option<CycleDiagnosis>), Failure> {
     let all_nodes = snapshot.nodes();
     let mut diagnosis = record.then(CycleDiagnosis::default);
-    let claims_served = fwk.handle().device_resources.is_served();
-    let groups_served = fwk.handle().pod_group_states.is_served();
-    if let Some(status) = unsupported::refusal(&pod.pod, claims_served, groups_served) {
+    let handle = fwk.handle();
+    let served = unsupported::Served {
+        claims: handle.device_resources.is_served(),
+        pod_groups: handle.pod_group_states.is_served(),
+        workloads: handle.legacy_workloads.is_served(),
+    };
+    if let Some(status) = unsupported::refusal(&pod.pod, served) {
         // PostFilter does not run: no eviction helps a pod berth refuses.
         let fit = rejected_everywhere(all_nodes, status, &mut diagnosis);
         return Err(Failure::fit(&fit).with_diagnosis(diagnosis));

@@ -28,7 +28,8 @@ use rand_chacha::ChaCha8Rng;
 use tracing::Instrument;
 
 use crate::cluster::{
-    Cache, CacheError, GroupKey, PodGroupStates, PodInfo, QuantityError, Snapshot, pod_key,
+    Cache, CacheError, GroupKey, LegacyGroupKey, LegacyWorkloads, PodGroupStates, PodInfo,
+    QuantityError, Snapshot, pod_key,
 };
 use crate::framework::clock::{Clock, Instant, RuntimeClock};
 use crate::framework::{
@@ -62,6 +63,8 @@ pub struct SchedulerOptions {
     /// The Workload API's pod groups and their members (see
     /// [`Scheduler::pod_group_states`]).
     pub pod_group_states: Arc<PodGroupStates>,
+    /// Kubernetes 1.35's Workloads and gangs (see [`Scheduler::legacy_workloads`]).
+    pub legacy_workloads: Arc<LegacyWorkloads>,
 }
 
 impl Default for SchedulerOptions {
@@ -74,6 +77,7 @@ impl Default for SchedulerOptions {
             clock: RuntimeClock::shared(),
             nominator: Arc::default(),
             pod_group_states: Arc::default(),
+            legacy_workloads: Arc::default(),
         }
     }
 }
@@ -298,6 +302,14 @@ impl Scheduler {
         &self.options.pod_group_states
     }
 
+    /// Kubernetes 1.35's gangs, kept current by this core (every non-terminal pod with a
+    /// `spec.workloadRef`, assume and forget) and the adapter (the Workloads, reporting them as
+    /// lister changes): for the handle of every profile's
+    /// framework, as [`Scheduler::pod_group_states`].
+    pub fn legacy_workloads(&self) -> &Arc<LegacyWorkloads> {
+        &self.options.legacy_workloads
+    }
+
     /// The scheduler's time: hand it to every profile's
     /// [`Handle`](crate::framework::Handle), so that plugins and Permit waits read the
     /// time the queues read.
@@ -425,6 +437,8 @@ impl Scheduler {
     /// its queue; pods of other schedulers are ignored.
     pub fn on_pod_add(&mut self, pod: impl Into<Arc<Pod>>) -> Result<(), IngestError> {
         let info = PodInfo::new(pod)?;
+        // Upstream 1.35 registers every pod with its workload manager, whoever schedules it.
+        self.options.legacy_workloads.add_pod(&info.pod);
         if info.node_name().is_some() {
             self.options.pod_group_states.add_pod(&info.pod);
             self.cache.add_pod_info(Arc::new(info))?;
@@ -436,7 +450,8 @@ impl Scheduler {
             let now = self.now();
             let info = Arc::new(info);
             // Upstream counts a pending member only where a profile serves it.
-            let member = GroupKey::of_pod(&info.pod).is_some();
+            let member = GroupKey::of_pod(&info.pod).is_some()
+                || LegacyGroupKey::of_pod(&info.pod).is_some();
             self.options.pod_group_states.add_pod(&info.pod);
             self.nominator.add(info.clone());
             self.profiles[i].queue.add(info, now);
@@ -468,6 +483,7 @@ impl Scheduler {
         if was_assigned || info.node_name().is_some() || self.serves(info.scheduler_name()) {
             self.options.pod_group_states.update_pod(old, &info.pod);
         }
+        self.options.legacy_workloads.update_pod(old, &info.pod);
         match (was_assigned, info.node_name().is_some()) {
             (false, true) => {
                 self.nominator.delete(&key);
@@ -505,6 +521,7 @@ impl Scheduler {
 
     pub fn on_pod_delete(&mut self, pod: &Pod) {
         self.options.pod_group_states.delete_pod(pod);
+        self.options.legacy_workloads.delete_pod(pod);
         let key = pod_key(pod);
         let assigned = pod
             .spec
@@ -760,6 +777,8 @@ impl Scheduler {
             let assumed = pod.with_node_name(node);
             self.options.pod_group_states.assume(&assumed.pod);
         }
+        // Upstream 1.35's GangScheduling Reserve.
+        self.options.legacy_workloads.assume(&pod.pod);
         Ok(())
     }
 
@@ -768,6 +787,7 @@ impl Scheduler {
     pub(super) fn forget(&mut self, assumed: &PodInfo) {
         let _ = self.cache.forget_pod(assumed.key());
         self.options.pod_group_states.forget(&assumed.pod);
+        self.options.legacy_workloads.forget(&assumed.pod);
     }
 }
 

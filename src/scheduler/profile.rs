@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use crate::cluster::{
-    DeviceResources, DisruptionBudgets, PodGroupStates, PodGroups, Volumes, Workloads,
+    DeviceResources, DisruptionBudgets, LegacyWorkloads, PodGroupStates, PodGroups, Volumes,
+    Workloads,
 };
 use crate::framework::{
     Binder, ClaimWriter, Clock, Framework, Handle, Nominator, Observer, Parallelizer, PluginError,
@@ -32,6 +33,8 @@ pub struct ProfileServices {
     pub pod_groups: Arc<PodGroups>,
     /// The Workload API's pod groups ([`Scheduler::pod_group_states`](super::Scheduler::pod_group_states)).
     pub pod_group_states: Arc<PodGroupStates>,
+    /// Kubernetes 1.35's gangs ([`Scheduler::legacy_workloads`](super::Scheduler::legacy_workloads)).
+    pub legacy_workloads: Arc<LegacyWorkloads>,
     /// Storage objects, for the volume plugins.
     pub volumes: Arc<Volumes>,
     /// PodDisruptionBudgets, for preemption.
@@ -63,6 +66,7 @@ impl ProfileServices {
             .workloads(self.workloads.clone())
             .pod_groups(self.pod_groups.clone())
             .pod_group_states(self.pod_group_states.clone())
+            .legacy_workloads(self.legacy_workloads.clone())
             .volumes(self.volumes.clone())
             .disruption_budgets(self.disruption_budgets.clone())
             .device_resources(self.device_resources.clone())

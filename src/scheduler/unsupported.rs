@@ -1,16 +1,16 @@
 //! Pods berth cannot schedule as upstream would where the objects they need are not fed
 //! to the scheduler, refused before any plugin runs.
 //!
-//! Upstream kube-scheduler 1.37 serves two kinds of pods that read objects beyond pods
-//! and nodes: pods with `spec.resourceClaims`, whose devices DynamicResources allocates
-//! from the resource.k8s.io objects, and pods in a Workload API pod group
-//! (`spec.schedulingGroup`, `spec.workloadRef` on 1.35), which the pod-group cycle and
-//! GangScheduling place as a unit from the `scheduling.k8s.io/v1beta1` PodGroups. An
-//! adapter feeds those objects only where the API server serves them
-//! ([`DeviceResources::is_served`](crate::cluster::DeviceResources::is_served),
-//! [`PodGroupStates::is_served`](crate::cluster::PodGroupStates::is_served)): every
-//! release berth supports serves resource.k8s.io/v1; PodGroups are served from 1.37 with
-//! the `GenericWorkload` gate on (1.35's `v1alpha1` Workloads are not read yet). Placing
+//! Upstream kube-scheduler serves three kinds of pods that read objects beyond pods and
+//! nodes: pods with `spec.resourceClaims`, whose devices DynamicResources allocates from
+//! the resource.k8s.io objects; pods in a Workload API pod group (`spec.schedulingGroup`),
+//! which the pod-group cycle and GangScheduling place as a unit from the
+//! `scheduling.k8s.io/v1beta1` PodGroups; and, on 1.35, pods naming a Workload
+//! (`spec.workloadRef`), which GangScheduling holds together from the
+//! `scheduling.k8s.io/v1alpha1` Workloads. An adapter feeds those objects only where the
+//! API server serves them ([`Served`]): every release berth supports serves
+//! resource.k8s.io/v1; PodGroups are served from 1.37 with the `GenericWorkload` gate on,
+//! `v1alpha1` Workloads by 1.35 with that gate and the API enabled. Placing
 //! such pods as if the claim or the group did not exist would bind pods that cannot
 //! start, or gangs one member at a time. So where the objects are not fed, every profile
 //! refuses them: the attempt fails with an UnschedulableAndUnresolvable status naming
@@ -26,6 +26,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::cluster::WorkloadReference;
 use crate::framework::{ClusterEvent, Status};
 
 /// The upstream plugin that allocates a pod's resource claims.
@@ -38,21 +39,37 @@ pub const RESOURCE_CLAIMS_MESSAGE: &str = "pod has resourceClaims (dynamic resou
      the API server does not serve resource.k8s.io/v1, from which DynamicResources reads devices";
 /// The message for a pod in a Workload API pod group.
 pub const SCHEDULING_GROUP_MESSAGE: &str = "pod belongs to a Workload pod group \
-     (spec.schedulingGroup, spec.workloadRef before Kubernetes 1.36); \
+     (spec.schedulingGroup); \
      the API server does not serve scheduling.k8s.io/v1beta1 PodGroups, \
      from which the pod-group cycle reads the group";
+/// The message for a pod naming a Kubernetes 1.35 Workload.
+pub const WORKLOAD_REF_MESSAGE: &str = "pod names a Workload (spec.workloadRef, Kubernetes 1.35); \
+     the API server does not serve scheduling.k8s.io/v1alpha1 Workloads, \
+     from which GangScheduling reads the gang";
+
+/// Which of the objects those pods need the adapter feeds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Served {
+    /// The resource.k8s.io objects.
+    pub claims: bool,
+    /// The `scheduling.k8s.io/v1beta1` PodGroups.
+    pub pod_groups: bool,
+    /// The `scheduling.k8s.io/v1alpha1` Workloads.
+    pub workloads: bool,
+}
 
 /// Why berth refuses `pod`, if it does: an UnschedulableAndUnresolvable status from the
-/// plugin upstream would serve it with. A pod with claims is refused only where the
-/// adapter does not feed the resource.k8s.io objects (`claims_served` false), a pod in a
-/// pod group only where it does not feed the PodGroups (`groups_served` false).
-pub fn refusal(pod: &Pod, claims_served: bool, groups_served: bool) -> Option<Status> {
+/// plugin upstream would serve it with, where the objects it needs are not [`Served`].
+pub fn refusal(pod: &Pod, served: Served) -> Option<Status> {
     let spec = pod.spec.as_ref()?;
-    if !claims_served && spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
+    if !served.claims && spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
         return Some(Status::unresolvable(RESOURCE_CLAIMS_MESSAGE).with_plugin(DYNAMIC_RESOURCES));
     }
-    if !groups_served && spec.scheduling_group.is_some() {
+    if !served.pod_groups && spec.scheduling_group.is_some() {
         return Some(Status::unresolvable(SCHEDULING_GROUP_MESSAGE).with_plugin(GANG_SCHEDULING));
+    }
+    if !served.workloads && WorkloadReference::of_pod(pod).is_some() {
+        return Some(Status::unresolvable(WORKLOAD_REF_MESSAGE).with_plugin(GANG_SCHEDULING));
     }
     None
 }
@@ -76,6 +93,32 @@ mod tests {
             spec: Some(spec),
             ..Default::default()
         }
+    }
+
+    const ALL: Served = Served {
+        claims: true,
+        pod_groups: true,
+        workloads: true,
+    };
+
+    #[test]
+    fn refuses_workload_refs_where_workloads_are_not_served() {
+        let mut member = pod(PodSpec::default());
+        WorkloadReference {
+            name: "training".into(),
+            pod_group: "workers".into(),
+            pod_group_replica_key: String::new(),
+        }
+        .carry_into(&mut member);
+        assert!(refusal(&member, ALL).is_none());
+        let pod_groups_only = Served {
+            workloads: false,
+            ..ALL
+        };
+        let got = refusal(&member, pod_groups_only).expect("refused");
+        assert_eq!(got.code(), Code::UnschedulableAndUnresolvable);
+        assert_eq!(got.plugin(), Some(GANG_SCHEDULING));
+        assert_eq!(got.message(), WORKLOAD_REF_MESSAGE);
     }
 
     #[test]
@@ -125,19 +168,25 @@ mod tests {
             ),
         ];
         for (name, spec, want) in cases {
-            let served = refusal(&pod(spec.clone()), true, true);
+            let served = refusal(&pod(spec.clone()), ALL);
             assert!(
                 served.is_none(),
                 "case {name}: everything served: {served:?}"
             );
             let group = spec.scheduling_group.is_some();
-            let claims_only = refusal(&pod(spec.clone()), true, false);
+            let claims_only = refusal(
+                &pod(spec.clone()),
+                Served {
+                    pod_groups: false,
+                    ..ALL
+                },
+            );
             assert_eq!(
                 claims_only.is_some(),
                 group,
                 "case {name}: with claims served only a pod group is refused"
             );
-            let got = refusal(&pod(spec), false, false);
+            let got = refusal(&pod(spec), Served::default());
             match want {
                 None => assert!(got.is_none(), "case {name}: {got:?}"),
                 Some((plugin, message)) => {

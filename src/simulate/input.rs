@@ -34,7 +34,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::api::{PodGroup, scheduler_plugins};
-use crate::cluster::{WorkloadReference, default_pod_level_requests, implicit_group, pod_group_of};
+use crate::cluster::{
+    LegacyWorkload, WorkloadReference, default_pod_level_requests, implicit_group, pod_group_of,
+};
 use crate::files;
 use crate::framework::FieldError;
 use crate::simulate::validation;
@@ -163,6 +165,9 @@ pub struct ClusterInput {
     /// The Workload API's `scheduling.k8s.io/v1beta1` Workloads. The scheduler reads
     /// only PodGroups; a Workload is where a controller's PodGroups come from.
     pub scheduling_workloads: Vec<Workload>,
+    /// Kubernetes 1.35's `scheduling.k8s.io/v1alpha1` Workloads, which GangScheduling
+    /// reads for pods with `spec.workloadRef` ([`crate::cluster::LegacyWorkloads`]).
+    pub legacy_workloads: Vec<LegacyWorkload>,
     /// Set when the cluster was read from an API server that does not serve
     /// `scheduling.k8s.io/v1beta1` PodGroups (the GenericWorkload gate is off by default
     /// in 1.37): members of pod groups are then refused, as the live scheduler would

@@ -21,7 +21,9 @@ use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
 
-use crate::cluster::{GroupKey, PodGroupStates, gang_min_count};
+use crate::cluster::{
+    GroupKey, LegacyGroup, LegacyGroupKey, LegacyWorkloads, PodGroupStates, gang_min_count,
+};
 use crate::framework::clock::Instant;
 use crate::scheduler::{INITIALLY_SCHEDULED, merge_condition};
 
@@ -155,10 +157,16 @@ fn qualified(pod: &Pod) -> String {
 }
 
 /// Says why a member of a pod group never reached a scheduling cycle, from the group
-/// state GangScheduling's PreEnqueue reads when the simulation ends: its PodGroup does
-/// not exist, or its gang has fewer members than `minCount`. Other rows, and members
-/// held by scheduling gates (SchedulingGates runs first), keep their message.
-pub fn explain_held_members(report: &mut Report, pending: &[&Pod], states: &PodGroupStates) {
+/// state GangScheduling's PreEnqueue reads when the simulation ends: its PodGroup (or,
+/// for a 1.35 `spec.workloadRef`, its Workload or the Workload's pod group) does not
+/// exist, or its gang has fewer members than `minCount`. Other rows, and members held by
+/// scheduling gates (SchedulingGates runs first), keep their message.
+pub fn explain_held_members(
+    report: &mut Report,
+    pending: &[&Pod],
+    states: &PodGroupStates,
+    legacy: &LegacyWorkloads,
+) {
     for (row, pod) in report.pods.iter_mut().zip(pending) {
         let held = row.attempts == 0 && row.result == PodResult::Unschedulable;
         let gated = pod
@@ -166,7 +174,16 @@ pub fn explain_held_members(report: &mut Report, pending: &[&Pod], states: &PodG
             .as_ref()
             .and_then(|s| s.scheduling_gates.as_ref())
             .is_some_and(|g| !g.is_empty());
-        let Some(key) = GroupKey::of_pod(pod).filter(|_| held && !gated) else {
+        if !held || gated {
+            continue;
+        }
+        if let Some(key) = LegacyGroupKey::of_pod(pod) {
+            if let Some(message) = held_legacy_member(&key, legacy) {
+                row.message = message;
+            }
+            continue;
+        }
+        let Some(key) = GroupKey::of_pod(pod) else {
             continue;
         };
         let state = states.with_state(&key, |s| {
@@ -189,4 +206,31 @@ pub fn explain_held_members(report: &mut Report, pending: &[&Pod], states: &PodG
             Some(_) => {}
         }
     }
+}
+
+/// Why GangScheduling's 1.35 PreEnqueue holds a pod of gang `key`, if it does.
+fn held_legacy_member(key: &LegacyGroupKey, legacy: &LegacyWorkloads) -> Option<String> {
+    let (namespace, reference) = (&key.namespace, &key.reference);
+    let Some(workload) = legacy.workload(namespace, &reference.name) else {
+        return Some(format!(
+            "waiting for Workload {namespace}/{} (spec.workloadRef), which does not exist: \
+             the scheduler does not try the pods of a Workload it does not know",
+            reference.name
+        ));
+    };
+    let Some(policy) = workload.pod_group_policy(&reference.pod_group) else {
+        return Some(format!(
+            "waiting for Workload {namespace}/{} to have pod group {:?} (spec.workloadRef)",
+            reference.name, reference.pod_group
+        ));
+    };
+    let min = policy.gang.as_ref()?.min_count;
+    let count = legacy.with_group(key, LegacyGroup::all_pods_count)?;
+    usize::try_from(min).is_ok_and(|min| count < min).then(|| {
+        format!(
+            "waiting for the gang of Workload {namespace}/{} pod group {:?} to have minCount pods: \
+                 {count} of {min} exist",
+            reference.name, reference.pod_group
+        )
+    })
 }

@@ -320,7 +320,15 @@ async fn simulate_on(
         clock: Arc::new(clock.clone()),
         nominator: Default::default(),
         pod_group_states: Default::default(),
+        legacy_workloads: Default::default(),
     });
+    // A YAML cluster serves Kubernetes 1.35's Workloads as it serves everything: pods
+    // with `spec.workloadRef` are gang-scheduled as 1.35 does, from the input's Workloads.
+    let legacy = scheduler.legacy_workloads();
+    legacy.set_served();
+    for workload in &input.legacy_workloads {
+        legacy.apply_workload(workload.clone());
+    }
     // Before any profile and pod: members of pod groups are then queued as groups.
     if !input.pod_groups_not_served {
         scheduler
@@ -344,6 +352,7 @@ async fn simulate_on(
         workloads: Arc::new(workloads(&input)),
         pod_groups,
         pod_group_states: scheduler.pod_group_states().clone(),
+        legacy_workloads: scheduler.legacy_workloads().clone(),
         volumes: volumes.clone(),
         disruption_budgets: budgets.lister(),
         device_resources: device_resources.clone(),
@@ -399,7 +408,12 @@ async fn simulate_on(
         options.explain,
     );
     report.degraded = degraded_plugins(&health);
-    pod_groups::explain_held_members(&mut report, &pending, scheduler.pod_group_states());
+    pod_groups::explain_held_members(
+        &mut report,
+        &pending,
+        scheduler.pod_group_states(),
+        scheduler.legacy_workloads(),
+    );
     report.pod_groups =
         pod_groups::group_results(&input, &report, &simulated.pod_group_conditions, &time);
     let by_key: HashMap<String, &Pod> = pending

@@ -649,6 +649,8 @@ fn events_to_register_cover_upstreams_queue_hints() {
             ClusterEvent::new(EventResource::AssignedPod, ActionType::ADD),
             ClusterEvent::new(EventResource::PodGroup, ActionType::ADD),
             ClusterEvent::new(EventResource::PodGroup, ActionType::UPDATE),
+            ClusterEvent::new(EventResource::Workload, ActionType::ADD),
+            ClusterEvent::new(EventResource::Workload, ActionType::UPDATE),
         ]
     );
     let queue_rows = [
@@ -671,6 +673,19 @@ fn events_to_register_cover_upstreams_queue_hints() {
             "minCount decreased matches target pod (CPG=false)",
             EventResource::PodGroup,
             ActionType::UPDATE,
+        ),
+        // Kubernetes 1.35's Test_isSchedulableAfterPodAdded and _WorkloadAdded: berth has
+        // no queueing hints, so the rows whose hint is QueueSkip (another namespace,
+        // Workload, pod group or replica key) requeue too; those that queue are these.
+        (
+            "add a newPod which matches the pod's workload and pod group (1.35)",
+            EventResource::UnscheduledPod,
+            ActionType::ADD,
+        ),
+        (
+            "add a workload which matches the pod's workload name (1.35)",
+            EventResource::Workload,
+            ActionType::ADD,
         ),
     ];
     for (name, resource, action) in queue_rows {

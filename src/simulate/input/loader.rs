@@ -19,6 +19,9 @@ pub(super) enum Kind {
     SchedulerPluginsPodGroup,
     /// The Workload API's `scheduling.k8s.io/v1beta1` Workload.
     Workload,
+    /// Kubernetes 1.35's `scheduling.k8s.io/v1alpha1` Workload (GangScheduling of 1.35,
+    /// for pods with `spec.workloadRef`).
+    LegacyWorkload,
     SchedulerProfile,
     PersistentVolumeClaim,
     PersistentVolume,
@@ -42,13 +45,14 @@ pub(super) enum Kind {
 }
 
 impl Kind {
-    pub(super) const ALL: [Kind; 26] = [
+    pub(super) const ALL: [Kind; 27] = [
         Kind::Node,
         Kind::Pod,
         Kind::PodGroup,
         Kind::SchedulingPodGroup,
         Kind::SchedulerPluginsPodGroup,
         Kind::Workload,
+        Kind::LegacyWorkload,
         Kind::SchedulerProfile,
         Kind::PersistentVolumeClaim,
         Kind::PersistentVolume,
@@ -78,7 +82,7 @@ impl Kind {
             Kind::PodGroup | Kind::SchedulingPodGroup | Kind::SchedulerPluginsPodGroup => {
                 "PodGroup"
             }
-            Kind::Workload => "Workload",
+            Kind::Workload | Kind::LegacyWorkload => "Workload",
             Kind::SchedulerProfile => "SchedulerProfile",
             Kind::PersistentVolumeClaim => "PersistentVolumeClaim",
             Kind::PersistentVolume => "PersistentVolume",
@@ -118,6 +122,7 @@ impl Kind {
             Kind::PriorityClass => "scheduling.k8s.io/v1",
             Kind::SchedulingPodGroup | Kind::Workload => "scheduling.k8s.io/v1beta1",
             Kind::SchedulerPluginsPodGroup => "scheduling.x-k8s.io/v1alpha1",
+            Kind::LegacyWorkload => "scheduling.k8s.io/v1alpha1",
             Kind::PodDisruptionBudget => "policy/v1",
             Kind::ResourceSlice
             | Kind::DeviceClass
@@ -135,6 +140,7 @@ impl Kind {
                 | Kind::SchedulingPodGroup
                 | Kind::SchedulerPluginsPodGroup
                 | Kind::Workload
+                | Kind::LegacyWorkload
                 | Kind::PersistentVolumeClaim
                 | Kind::PodDisruptionBudget
                 | Kind::Service
@@ -344,8 +350,8 @@ impl Loader {
                     None => None,
                 };
                 let mut pod: Pod = decode(value, at, prefix)?;
-                if let (Some(reference), Some(spec)) = (workload_ref, pod.spec.as_mut()) {
-                    reference.carry_into(spec);
+                if let Some(reference) = workload_ref {
+                    reference.carry_into(&mut pod);
                 }
                 self.admit(kind, &mut pod.metadata, created, at, prefix)?;
                 default_pod(&mut pod);
@@ -383,6 +389,12 @@ impl Loader {
                 self.admit(kind, &mut workload.metadata, created, at, prefix)?;
                 validation::check(validation::workload(&workload), at, prefix)?;
                 self.input.scheduling_workloads.push(workload);
+            }
+            Kind::LegacyWorkload => {
+                let mut workload: LegacyWorkload = decode(value, at, prefix)?;
+                self.admit(kind, &mut workload.metadata, created, at, prefix)?;
+                validation::check(validation::legacy_workload(&workload), at, prefix)?;
+                self.input.legacy_workloads.push(workload);
             }
             Kind::SchedulerProfile => {
                 let raw = self.admit_raw(kind, value, created, at, prefix)?;

@@ -568,3 +568,52 @@ fn a_pod_names_its_pod_group_as_a_dns_subdomain() {
         "test.yaml: document 0: spec.schedulingGroup.podGroupName: Invalid value: null: must specify one of: `podGroupName`"
     );
 }
+
+/// Kubernetes 1.35's Workload (`scheduling.k8s.io/v1alpha1`) is its own kind beside the
+/// v1beta1 one, validated as 1.35's API server does; a pod's `spec.workloadRef` is kept.
+#[test]
+fn legacy_workloads_and_workload_refs_load() {
+    let legacy = |name: &str, groups: &str| {
+        format!(
+            "apiVersion: scheduling.k8s.io/v1alpha1\nkind: Workload\nmetadata: {{name: {name}}}\nspec:\n  podGroups: {groups}\n"
+        )
+    };
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  workloadRef: {name: w, podGroup: workers}\n  containers: [{name: c, image: i}]\n";
+    let text = [
+        legacy("w", "[{name: workers, policy: {gang: {minCount: 2}}}]"),
+        "apiVersion: scheduling.k8s.io/v1beta1\nkind: Workload\nmetadata: {name: w}\nspec:\n  podGroupTemplates:\n  - {name: t, schedulingPolicy: {basic: {}}}\n".to_string(),
+        pod.to_string(),
+    ]
+    .join("---\n");
+    let (input, _) = load(&text).expect("valid input");
+    assert_eq!(input.legacy_workloads.len(), 1);
+    assert_eq!(input.scheduling_workloads.len(), 1);
+    let reference = crate::cluster::WorkloadReference::of_pod(&input.pods[0]);
+    assert_eq!(
+        reference.map(|r| (r.name, r.pod_group)),
+        Some(("w".to_string(), "workers".to_string()))
+    );
+    // (pod groups, the error's tail)
+    let cases = [
+        (
+            "[]",
+            "spec.podGroups: Required value: must have at least one item",
+        ),
+        (
+            "[{name: a, policy: {gang: {minCount: 0}}}]",
+            "spec.podGroups[0].policy.gang.minCount: Invalid value: 0: must be greater than 0",
+        ),
+        (
+            "[{name: a, policy: {}}]",
+            "spec.podGroups[0].policy: Required value: exactly one of `basic`, `gang` is required",
+        ),
+        (
+            "[{name: a, policy: {basic: {}}}, {name: a, policy: {basic: {}}}]",
+            "spec.podGroups[1].name: Duplicate value: \"a\"",
+        ),
+    ];
+    for (groups, want) in cases {
+        let error = load(&legacy("bad", groups)).expect_err(groups).to_string();
+        assert!(error.ends_with(want), "{groups}: {error}");
+    }
+}

@@ -11,6 +11,7 @@ use k8s_openapi::api::scheduling::v1beta1::{
 };
 
 use super::*;
+use crate::cluster::LegacyWorkload;
 
 /// `WorkloadMaxPodGroupTemplates`.
 const MAX_POD_GROUP_TEMPLATES: u64 = 8;
@@ -236,6 +237,76 @@ pub fn workload(workload: &Workload) -> Vec<FieldError> {
             &Value::Null,
             "detected multiple priority configurations",
         ));
+    }
+    errors
+}
+
+/// `WorkloadMaxPodGroups` of Kubernetes 1.35.
+const MAX_LEGACY_POD_GROUPS: u64 = 8;
+
+/// Kubernetes 1.35's `scheduling.k8s.io/v1alpha1` Workload (`ValidateWorkload` of 1.35):
+/// one to eight pod groups with unique DNS-label names, each with exactly one of `basic`
+/// and `gang`, a gang's `minCount` positive; a `controllerRef` names a kind and a name.
+pub fn legacy_workload(workload: &LegacyWorkload) -> Vec<FieldError> {
+    let mut errors = object_meta(&workload.metadata, NameRule::DnsSubdomain, "metadata");
+    let spec = &workload.spec;
+    if let Some(reference) = &spec.controller_ref {
+        for field in ["kind", "name"] {
+            if reference[field].as_str().is_none_or(str::is_empty) {
+                errors.push(FieldError::required(
+                    format!("spec.controllerRef.{field}"),
+                    "",
+                ));
+            }
+        }
+    }
+    let groups = &spec.pod_groups;
+    if groups.is_empty() {
+        errors.push(FieldError::required(
+            "spec.podGroups",
+            "must have at least one item",
+        ));
+        return errors;
+    }
+    if groups.len() as u64 > MAX_LEGACY_POD_GROUPS {
+        errors.push(FieldError::too_many(
+            "spec.podGroups",
+            groups.len(),
+            MAX_LEGACY_POD_GROUPS,
+        ));
+        return errors;
+    }
+    let mut names = BTreeSet::new();
+    for (i, group) in groups.iter().enumerate() {
+        let path = index("spec.podGroups", i);
+        let name_path = child(&path, "name");
+        errors.extend(invalid_each(
+            &name_path,
+            &group.name,
+            dns1123_label(&group.name),
+        ));
+        if !names.insert(group.name.as_str()) {
+            errors.push(FieldError::duplicate(name_path, &string(&group.name), ""));
+        }
+        let policy_path = child(&path, "policy");
+        let policy = &group.policy;
+        match (&policy.basic, &policy.gang) {
+            (None, None) => errors.push(FieldError::required(
+                policy_path,
+                "exactly one of `basic`, `gang` is required",
+            )),
+            (Some(_), Some(_)) => errors.push(FieldError::invalid(
+                policy_path,
+                &string("{`basic`, `gang`}"),
+                "exactly one of `basic`, `gang` is required, but multiple fields are set",
+            )),
+            (None, Some(gang)) if gang.min_count <= 0 => errors.push(FieldError::invalid(
+                child(&child(&policy_path, "gang"), "minCount"),
+                &Value::from(gang.min_count),
+                "must be greater than 0",
+            )),
+            _ => {}
+        }
     }
     errors
 }
