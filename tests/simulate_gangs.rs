@@ -365,3 +365,65 @@ async fn with_workload_with_job_a_gang_job_is_placed_all_or_nothing() {
         .count();
     assert_eq!(bound, 2, "{report:#?}");
 }
+
+/// Kubernetes 1.35 gangs (`spec.workloadRef` and a `scheduling.k8s.io/v1alpha1`
+/// Workload), as kube-scheduler 1.35's GangScheduling holds them: `nodes`
+/// of `cpu` each, Workload `train` with pod group `workers` (gang, `min_count`), and the
+/// pods `(name, replica key)` of one cpu each.
+fn legacy_gang(nodes: &[&str], cpu: &str, min_count: u32, pods: &[(&str, &str)]) -> ClusterInput {
+    let mut docs: Vec<String> = nodes
+        .iter()
+        .map(|n| {
+            format!(
+                "apiVersion: v1\nkind: Node\nmetadata: {{name: {n}}}\nstatus:\n  allocatable: {{cpu: \"{cpu}\", memory: 8Gi, pods: \"110\"}}\n"
+            )
+        })
+        .collect();
+    docs.push(format!(
+        "apiVersion: scheduling.k8s.io/v1alpha1\nkind: Workload\nmetadata: {{name: train}}\nspec:\n  podGroups: [{{name: workers, policy: {{gang: {{minCount: {min_count}}}}}}}]\n"
+    ));
+    for (name, replica) in pods {
+        docs.push(format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  workloadRef: {{name: train, podGroup: workers, podGroupReplicaKey: \"{replica}\"}}\n  containers:\n  - name: c\n    image: i\n    resources: {{requests: {{cpu: \"1\"}}}}\n"
+        ));
+    }
+    inline(&docs.join("---\n"))
+}
+
+#[tokio::test]
+async fn a_1_35_gang_binds_whole_or_not_at_all() {
+    let three = [("w-0", ""), ("w-1", ""), ("w-2", "")];
+    // Room for all three: all bound.
+    let report = simulate_default(legacy_gang(&["n1", "n2"], "2", 3, &three)).await;
+    for (name, _) in three {
+        let member = pod(&report, name);
+        assert_eq!(member.result, PodResult::Scheduled, "{member:#?}");
+    }
+    // Room for two of three: none bound (two wait at Permit for a third that never fits).
+    let report = simulate_default(legacy_gang(&["n1", "n2"], "1", 3, &three)).await;
+    for (name, _) in three {
+        let member = pod(&report, name);
+        assert_ne!(member.result, PodResult::Scheduled, "{member:#?}");
+        assert_eq!(member.node, None, "{member:#?}");
+    }
+}
+
+#[tokio::test]
+async fn a_1_35_gang_is_one_replica_of_its_pod_group() {
+    // Replica keys split the pod group into gangs of one, each short of minCount 2: no
+    // pod is tried, and the report says what each waits for.
+    let report =
+        simulate_default(legacy_gang(&["n1"], "4", 2, &[("r-0", "0"), ("r-1", "1")])).await;
+    for name in ["r-0", "r-1"] {
+        let held = pod(&report, name);
+        assert_eq!(held.attempts, 0, "{held:#?}");
+        assert_eq!(held.node, None, "{held:#?}");
+        assert!(
+            held.message.starts_with(
+                "waiting for the gang of Workload default/train pod group \"workers\" to have minCount pods: 1 of 2 exist"
+            ),
+            "{name}: {}",
+            held.message
+        );
+    }
+}

@@ -19,6 +19,10 @@ const GROUP: &str = "0/1 nodes are available: pod belongs to a Workload pod grou
      (spec.schedulingGroup); the API server does not \
      serve scheduling.k8s.io/v1beta1 PodGroups, from which the pod-group cycle reads the group.";
 
+const WORKLOAD_REF: &str = "0/1 nodes are available: pod names a Workload \
+     (spec.workloadRef, Kubernetes 1.35); the API server does not serve \
+     scheduling.k8s.io/v1alpha1 Workloads, from which GangScheduling reads the gang.";
+
 fn example() -> ClusterInput {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/scenarios/unsupported-pods.yaml");
@@ -57,6 +61,19 @@ async fn members_of_a_missing_pod_group_are_never_tried() {
             held.message
         );
     }
+    assert_rest_schedules(&report);
+}
+
+#[tokio::test]
+async fn without_1_35_workloads_served_their_pods_are_refused_without_preemption() {
+    let mut input = example();
+    input.legacy_workloads_not_served = true;
+    let report = simulate_default(input).await;
+    let refused = pod(&report, "worker-1");
+    assert_eq!(refused.result, PodResult::Unschedulable, "{refused:#?}");
+    assert_eq!(refused.message, WORKLOAD_REF);
+    assert_eq!(refused.node, None);
+    assert_eq!(refused.nominated_node, None);
     assert_rest_schedules(&report);
 }
 

@@ -259,9 +259,11 @@ fn load_input(
     // Prints the `error:` line, or a `warning:` line per kind it could not list.
     let read = read_live_cluster(runtime, &cluster)?;
     let served = read.serves_scheduling_pod_groups();
+    let legacy_served = read.serves_legacy_workloads();
     let (mut input, warnings) = input::load_cluster(read.documents, &args.filenames)
         .map_err(|error| report_input_error(&error))?;
     input.pod_groups_not_served = !served;
+    input.legacy_workloads_not_served = !legacy_served;
     Ok((input, warnings))
 }
 

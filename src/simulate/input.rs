@@ -173,6 +173,10 @@ pub struct ClusterInput {
     /// in 1.37): members of pod groups are then refused, as the live scheduler would
     /// refuse them, instead of waiting for a PodGroup that cannot exist.
     pub pod_groups_not_served: bool,
+    /// The cluster read (`--from-cluster`) does not serve Kubernetes 1.35's
+    /// `scheduling.k8s.io/v1alpha1` Workloads: pods with `spec.workloadRef` are refused,
+    /// as the cluster's scheduler refuses them.
+    pub legacy_workloads_not_served: bool,
     /// SchedulerProfile documents as written (metadata admitted), validated later with
     /// [`validate_profile`](crate::schema::validate_profile), as the API server would.
     pub profiles: Vec<ProfileDocument>,

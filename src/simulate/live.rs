@@ -83,8 +83,18 @@ pub const SCHEDULING_V1BETA1: &str = "scheduling.k8s.io/v1beta1";
 /// ones, in the cluster as in the simulation.
 pub const SCHEDULER_PLUGINS_V1ALPHA1: &str = "scheduling.x-k8s.io/v1alpha1";
 
+/// Kubernetes 1.35's Workload API (`Workload` with `podGroups`), served only by 1.35
+/// with the GenericWorkload gate on and the API enabled. Its 404 is not a gap: the
+/// cluster's scheduler then refuses pods with `spec.workloadRef` (see
+/// [`ClusterRead::serves_legacy_workloads`]).
+pub const SCHEDULING_V1ALPHA1: &str = "scheduling.k8s.io/v1alpha1";
+
 /// Group versions a cluster may not serve without anything missing from the read.
-const OPTIONAL_API_VERSIONS: [&str; 2] = [SCHEDULING_V1BETA1, SCHEDULER_PLUGINS_V1ALPHA1];
+const OPTIONAL_API_VERSIONS: [&str; 3] = [
+    SCHEDULING_V1BETA1,
+    SCHEDULER_PLUGINS_V1ALPHA1,
+    SCHEDULING_V1ALPHA1,
+];
 
 /// The kinds read, in the order their documents are written.
 pub const KINDS: &[KindSpec] = &[
@@ -221,6 +231,12 @@ pub const KINDS: &[KindSpec] = &[
         consequence: "Workloads are left out (the scheduler reads only their PodGroups)",
     },
     KindSpec {
+        kind: "Workload",
+        api_version: SCHEDULING_V1ALPHA1,
+        path: "/apis/scheduling.k8s.io/v1alpha1/workloads",
+        consequence: "pods with spec.workloadRef (Kubernetes 1.35) are held as if their Workload did not exist",
+    },
+    KindSpec {
         kind: "SchedulerProfile",
         api_version: "berth.dev/v1alpha1",
         path: "/apis/berth.dev/v1alpha1/schedulerprofiles",
@@ -258,8 +274,8 @@ pub struct ClusterRead {
     /// The resourceVersion each read kind was listed at, by [`KindSpec::label`].
     pub resource_versions: BTreeMap<String, String>,
     /// The kinds of an optional API version ([`SCHEDULING_V1BETA1`],
-    /// [`SCHEDULER_PLUGINS_V1ALPHA1`]) the server does not serve (a 404), in [`KINDS`]
-    /// order; not gaps.
+    /// [`SCHEDULER_PLUGINS_V1ALPHA1`], [`SCHEDULING_V1ALPHA1`]) the server does not serve
+    /// (a 404), in [`KINDS`] order; not gaps.
     pub not_served: Vec<&'static KindSpec>,
 }
 
@@ -271,6 +287,15 @@ impl ClusterRead {
             .not_served
             .iter()
             .any(|spec| spec.kind == "PodGroup" && spec.api_version == SCHEDULING_V1BETA1)
+    }
+
+    /// Whether the server serves Kubernetes 1.35's Workloads (a 403 means served but not
+    /// readable).
+    pub fn serves_legacy_workloads(&self) -> bool {
+        !self
+            .not_served
+            .iter()
+            .any(|spec| spec.api_version == SCHEDULING_V1ALPHA1)
     }
 }
 

@@ -325,7 +325,9 @@ async fn simulate_on(
     // A YAML cluster serves Kubernetes 1.35's Workloads as it serves everything: pods
     // with `spec.workloadRef` are gang-scheduled as 1.35 does, from the input's Workloads.
     let legacy = scheduler.legacy_workloads();
-    legacy.set_served();
+    if !input.legacy_workloads_not_served {
+        legacy.set_served();
+    }
     for workload in &input.legacy_workloads {
         legacy.apply_workload(workload.clone());
     }

@@ -73,6 +73,7 @@ fn kinds_are_the_ones_the_simulation_reads_in_a_stable_order() {
             "PodGroup",
             "PodGroup",
             "Workload",
+            "Workload",
             "SchedulerProfile",
         ]
     );
@@ -288,7 +289,10 @@ async fn the_workload_api_is_read_where_served_and_else_noted_without_a_gap() {
                 assert!(groups.is_empty() && gaps.is_empty(), "{name}: {gaps:?}");
                 assert_eq!(
                     not_served,
-                    ["PodGroup (scheduling.k8s.io/v1beta1)", "Workload"],
+                    [
+                        "PodGroup (scheduling.k8s.io/v1beta1)",
+                        "Workload (scheduling.k8s.io/v1beta1)"
+                    ],
                     "{name}"
                 );
             }
@@ -416,4 +420,57 @@ fn a_read_scheduler_plugins_pod_group_loads_back_with_its_kind() {
         serde_json::to_value(&input.scheduler_plugins_pod_groups).expect("serializes")
     };
     assert_eq!(json(&from_file), json(&from_cluster));
+}
+
+#[tokio::test]
+async fn kubernetes_1_35_workloads_are_read_where_served_and_else_noted_without_a_gap() {
+    let workload = json!({"metadata": {"name": "train", "namespace": "ml"},
+        "spec": {"podGroups": [{"name": "workers", "policy": {"gang": {"minCount": 2}}}]}});
+    for (name, serves) in [
+        (
+            "a 1.35 cluster with GenericWorkload on and v1alpha1 enabled",
+            true,
+        ),
+        ("any other cluster", false),
+    ] {
+        let workload = workload.clone();
+        let client = scripted_client(move |path, _| match path {
+            "/apis/scheduling.k8s.io/v1alpha1/workloads" if serves => (
+                200,
+                json!({"metadata": {"resourceVersion": "4"}, "items": [workload.clone()]}),
+            ),
+            "/apis/scheduling.k8s.io/v1alpha1/workloads" => (
+                404,
+                json!({"kind": "Status", "code": 404, "message": "the server could not find the requested resource"}),
+            ),
+            _ => (
+                200,
+                json!({"metadata": {"resourceVersion": "1"}, "items": []}),
+            ),
+        });
+        let read = read_cluster(&client, &ReadOptions::default())
+            .await
+            .expect("read");
+        let workloads: Vec<&Value> = read
+            .documents
+            .iter()
+            .filter(|d| d["apiVersion"] == SCHEDULING_V1ALPHA1)
+            .collect();
+        let not_served: Vec<String> = read.not_served.iter().map(|k| k.label()).collect();
+        assert!(read.gaps.is_empty(), "{name}: {:?}", read.gaps);
+        assert_eq!(read.serves_legacy_workloads(), serves, "{name}");
+        assert!(read.serves_scheduling_pod_groups(), "{name}");
+        if serves {
+            assert_eq!(workloads.len(), 1, "{name}");
+            assert_eq!(workloads[0]["kind"], "Workload", "{name}");
+            assert!(not_served.is_empty(), "{name}: {not_served:?}");
+        } else {
+            assert!(workloads.is_empty(), "{name}");
+            assert_eq!(
+                not_served,
+                ["Workload (scheduling.k8s.io/v1alpha1)"],
+                "{name}"
+            );
+        }
+    }
 }
