@@ -26,8 +26,8 @@ use std::sync::Arc;
 use berth::api::SchedulerProfileSpec;
 use berth::cluster::DisruptionBudgets;
 use berth::framework::clock::Clock;
-use berth::framework::{Framework, Handle, Preemption, resolve};
-use berth::scheduler::{CycleOutput, Outcome, Scheduler, SchedulerOptions};
+use berth::framework::{Code, Framework, Handle, Preemption, resolve};
+use berth::scheduler::{CycleOutput, GroupPreemptionAttempt, Outcome, Scheduler, SchedulerOptions};
 use berth::simulate::clock::VirtualClock;
 use berth::testing::{make_node, make_pod};
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodSchedulingGroup, PodStatus};
@@ -212,6 +212,8 @@ struct Run {
     nominations: BTreeMap<String, Option<String>>,
     preemptions: Vec<Preemption>,
     conditions: Vec<String>,
+    /// DefaultPreemption's PodGroupPostFilter runs, as the pod-group reports give them.
+    group_preemptions: Vec<GroupPreemptionAttempt>,
 }
 
 fn scheduler(nodes: &[(&str, u32)], budgets: bool) -> (Scheduler, VirtualClock) {
@@ -278,6 +280,7 @@ async fn drain(run: &mut Run) {
             CycleOutput::Done(report) => report,
             CycleOutput::Binding(cycle) => run.scheduler.complete_binding(cycle.run().await),
             CycleOutput::PodGroup(report) => {
+                run.group_preemptions.extend(report.preemption);
                 if let Some(c) = report.condition {
                     run.conditions
                         .push(format!("{} {}: {}", c.status, c.reason, c.message));
@@ -322,6 +325,7 @@ async fn start(row: &Row) -> Run {
         nominations: BTreeMap::new(),
         preemptions: Vec::new(),
         conditions: Vec::new(),
+        group_preemptions: Vec::new(),
     };
     drain(&mut run).await;
     run
@@ -725,6 +729,16 @@ async fn victims_are_chosen_for_the_group_as_upstream_chooses_them() {
                 assert_eq!(run.preemptions.len(), 1, "{}: one preemption", row.name);
                 let preemption = &run.preemptions[0];
                 assert_eq!(preemption.node, "cluster", "{}", row.name);
+                // Upstream's workload-preemption metrics see a successful run with every
+                // chosen victim.
+                let attempt = run.group_preemptions.last().expect("a PodGroupPostFilter");
+                assert_eq!(attempt.code, Code::Success, "{}", row.name);
+                assert_eq!(
+                    attempt.victims.map(|(pods, _)| pods),
+                    Some(want.len()),
+                    "{}",
+                    row.name
+                );
                 let group = preemption.group.as_ref().expect("a group preemption");
                 assert_eq!(
                     group.metadata.name.as_deref(),
@@ -804,6 +818,14 @@ async fn an_ongoing_preemption_keeps_the_nominations() {
     };
     let run = start(&row).await;
     assert_eq!(victims(&run), BTreeSet::new());
+    // A successful run that chose no victims.
+    assert_eq!(
+        run.group_preemptions,
+        [GroupPreemptionAttempt {
+            code: Code::Success,
+            victims: None,
+        }]
+    );
     let condition = run.conditions.last().expect("a condition");
     assert!(
         condition.ends_with("pod group preemption: ongoing preemption on nominated nodes"),
@@ -838,6 +860,14 @@ async fn a_gang_preempts_as_a_unit_and_binds_once_the_victims_are_gone() {
     assert_eq!(
         victims(&run),
         BTreeSet::from(["batch-0".to_string(), "batch-1".to_string()])
+    );
+    // One run of PodGroupPostFilter: two pods, one pod group's unit.
+    assert_eq!(
+        run.group_preemptions,
+        [GroupPreemptionAttempt {
+            code: Code::Success,
+            victims: Some((2, 1)),
+        }]
     );
     // The member that fit has the group's status; the one that did not, its own; the
     // one never tried, the group's from before PodGroupPostFilter.

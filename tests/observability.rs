@@ -165,7 +165,7 @@ fn metadata_lines_carry_upstream_names_types_and_help() {
     // Families without series are not exported at all, as with upstream's client.
     assert_eq!(
         metrics.encode().matches("# TYPE").count(),
-        5,
+        6,
         "only the unlabelled ones"
     );
     metrics.schedule_attempt("p", AttemptResult::Scheduled, ms(1));
@@ -176,6 +176,7 @@ fn metadata_lines_carry_upstream_names_types_and_help() {
     metrics.reconcile(true, ms(1));
     metrics.set_profile_condition("p", "Ready", "True");
     metrics.pod_group_attempt("p", AttemptResult::Scheduled, ms(2), ms(1));
+    metrics.workload_preemption(Code::Success, Some((2, 1)));
     let text = metrics.encode();
     let expected = [
         "# HELP scheduler_schedule_attempts Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, while 'error' means an internal scheduler problem.",
@@ -200,6 +201,12 @@ fn metadata_lines_carry_upstream_names_types_and_help() {
         "# TYPE scheduler_podgroup_scheduling_attempt_duration_seconds histogram",
         "# HELP scheduler_podgroup_scheduling_algorithm_duration_seconds Pod group scheduling algorithm latency in seconds.",
         "# TYPE scheduler_podgroup_scheduling_algorithm_duration_seconds histogram",
+        "# HELP scheduler_workload_preemption_attempts Total preemption attempts initiated by workload (including pod groups) in the cluster till now.",
+        "# TYPE scheduler_workload_preemption_attempts counter",
+        "# HELP scheduler_workload_preemption_victims Number of pod preemption victims caused by workload preemption.",
+        "# TYPE scheduler_workload_preemption_victims histogram",
+        "# HELP scheduler_preemption_workload_disruptions Number of workload preemption units being preempted. A single preemption unit can be all pods in a pod group (in case of DisruptionMode=all), or a single pod (in case of DisruptionMode=single).",
+        "# TYPE scheduler_preemption_workload_disruptions histogram",
         "# TYPE berth_binding_duration_seconds histogram",
         "# TYPE berth_profile_reconcile counter",
         "# TYPE berth_profile_reconcile_duration_seconds histogram",
@@ -304,6 +311,63 @@ fn pod_group_attempts_by_result_and_the_algorithms_latency() {
     );
     metrics.remove_profile("batch");
     assert_no_series_with(&metrics.encode(), "profile=\"batch\"");
+}
+
+/// Upstream's workload-preemption metrics: every PodGroupPostFilter run of
+/// DefaultPreemption counted by its status code; a decided preemption's victims in
+/// buckets 1 .. 1024, and the pod groups' units among them, labelled by the preemptor's
+/// type, only when there are any.
+#[test]
+fn workload_preemption_attempts_victims_and_disruptions() {
+    let metrics = Metrics::new();
+    metrics.workload_preemption(Code::Success, Some((5, 2)));
+    metrics.workload_preemption(Code::Success, None);
+    metrics.workload_preemption(Code::Success, Some((1, 0)));
+    metrics.workload_preemption(Code::UnschedulableAndUnresolvable, None);
+    metrics.workload_preemption(Code::Unschedulable, None);
+    let text = metrics.encode();
+    let cases = [
+        (
+            r#"scheduler_workload_preemption_attempts_total{result="Success"}"#,
+            "3",
+        ),
+        (
+            r#"scheduler_workload_preemption_attempts_total{result="UnschedulableAndUnresolvable"}"#,
+            "1",
+        ),
+        (
+            r#"scheduler_workload_preemption_attempts_total{result="Unschedulable"}"#,
+            "1",
+        ),
+        ("scheduler_workload_preemption_victims_count", "2"),
+        ("scheduler_workload_preemption_victims_sum", "6.0"),
+        (
+            r#"scheduler_preemption_workload_disruptions_count{preemptor="podgroup"}"#,
+            "1",
+        ),
+        (
+            r#"scheduler_preemption_workload_disruptions_sum{preemptor="podgroup"}"#,
+            "2.0",
+        ),
+        // A pod group's victims are not a lone pod's.
+        ("scheduler_preemption_victims_count", "0"),
+    ];
+    for (series, value) in cases {
+        assert_sample(&text, series, value);
+    }
+    let bounds: Vec<String> = text
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("scheduler_workload_preemption_victims_bucket{le=\"")?;
+            Some(rest.split_once('"')?.0.to_string())
+        })
+        .collect();
+    assert_eq!(
+        bounds,
+        with_inf(&[
+            "1.0", "2.0", "4.0", "8.0", "16.0", "32.0", "64.0", "128.0", "256.0", "512.0", "1024.0"
+        ])
+    );
 }
 
 #[test]

@@ -929,6 +929,7 @@ mod tests {
             placed: 3,
             members: 3,
             attempt: None,
+            preemption: None,
         });
         let plan = Plan {
             workload: Workload::SchedulingBasic,

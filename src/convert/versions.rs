@@ -254,8 +254,8 @@ pub const UPSTREAM_DIFFERENCES: &[UpstreamDifference] = &[
                 server has the gate on); the pod-group cycle places a PodGroup's members as \
                 one operation and preempts for the group as upstream does (victims across \
                 the cluster, a PodGroup with `disruptionMode: All` evicted whole, as it is \
-                by a lone pod's preemption), but the workload-preemption metrics are not \
-                exported; a pod it \
+                by a lone pod's preemption), with upstream's workload-preemption metrics; a \
+                pod it \
                 held at PreEnqueue or Permit is retried on any pod or PodGroup addition, not \
                 only its own group's; a member waiting at Permit gets no \
                 `nominatedNodeName` (upstream sets it, NominatedNodeNameForExpectation); a \

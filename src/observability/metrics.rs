@@ -176,6 +176,11 @@ struct ConditionLabels {
     status: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PreemptorLabels {
+    preemptor: &'static str,
+}
+
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// What is kept per profile name: the interned name, the extension-point histograms the
@@ -206,6 +211,9 @@ pub struct Metrics {
     pod_group_attempts: Family<ResultProfileLabels, Counter>,
     pod_group_attempt_duration: HistogramFamily<ResultProfileLabels>,
     pod_group_algorithm_duration: Histogram,
+    workload_preemption_attempts: Family<ResultLabels, Counter>,
+    workload_preemption_victims: Histogram,
+    preemption_workload_disruptions: HistogramFamily<PreemptorLabels>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -236,6 +244,10 @@ fn binding_buckets() -> Histogram {
 fn victims_buckets() -> Histogram {
     Histogram::new(exponential_buckets(1.0, 2.0, 7))
 }
+/// Upstream's `workload_preemption_victims` and `preemption_workload_disruptions`: 1 to 1024.
+fn workload_victims_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 2.0, 11))
+}
 /// No upstream counterpart; the buckets of kube-rs's controller-rs reconcile histogram.
 fn reconcile_buckets() -> Histogram {
     Histogram::new([0.01, 0.1, 0.25, 0.5, 1.0, 5.0, 15.0, 60.0])
@@ -261,6 +273,9 @@ impl Metrics {
             pod_group_attempts: Family::default(),
             pod_group_attempt_duration: Family::new_with_constructor(attempt_buckets),
             pod_group_algorithm_duration: attempt_buckets(),
+            workload_preemption_attempts: Family::default(),
+            workload_preemption_victims: workload_victims_buckets(),
+            preemption_workload_disruptions: Family::new_with_constructor(workload_victims_buckets),
         };
         Arc::new(metrics.registered())
     }
@@ -307,6 +322,24 @@ impl Metrics {
             "scheduler_podgroup_scheduling_algorithm_duration_seconds",
             "Pod group scheduling algorithm latency in seconds",
             self.pod_group_algorithm_duration.clone(),
+        );
+        r.register(
+            "scheduler_workload_preemption_attempts",
+            "Total preemption attempts initiated by workload (including pod groups) in the \
+             cluster till now",
+            self.workload_preemption_attempts.clone(),
+        );
+        r.register(
+            "scheduler_workload_preemption_victims",
+            "Number of pod preemption victims caused by workload preemption",
+            self.workload_preemption_victims.clone(),
+        );
+        r.register(
+            "scheduler_preemption_workload_disruptions",
+            "Number of workload preemption units being preempted. A single preemption unit \
+             can be all pods in a pod group (in case of DisruptionMode=all), or a single pod \
+             (in case of DisruptionMode=single)",
+            self.preemption_workload_disruptions.clone(),
         );
         r.register(
             "scheduler_pod_scheduling_sli_duration_seconds",
@@ -383,6 +416,29 @@ impl Metrics {
     /// A preemption chose `victims` pods to evict.
     pub fn preemption_victims(&self, victims: usize) {
         self.preemption_victims.observe(victims as f64);
+    }
+
+    /// DefaultPreemption's PodGroupPostFilter ran for a pod group and ended with `code`;
+    /// when it decided a preemption, `victims` are its pods and the pod groups' units
+    /// among them (upstream's `observeVictims` for a pod-group preemptor).
+    pub fn workload_preemption(&self, code: Code, victims: Option<(usize, usize)>) {
+        let labels = ResultLabels {
+            result: code_slot(code).1,
+        };
+        self.workload_preemption_attempts
+            .get_or_create(&labels)
+            .inc();
+        let Some((pods, group_units)) = victims else {
+            return;
+        };
+        self.workload_preemption_victims.observe(pods as f64);
+        if group_units > 0 {
+            self.preemption_workload_disruptions
+                .get_or_create(&PreemptorLabels {
+                    preemptor: "podgroup",
+                })
+                .observe(group_units as f64);
+        }
     }
 
     /// One scheduling attempt (scheduling cycle plus, when scheduled, binding), as

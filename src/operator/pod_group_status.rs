@@ -155,6 +155,7 @@ mod tests {
             placed: 0,
             members: 1,
             attempt: None,
+            preemption: None,
         }
     }
 

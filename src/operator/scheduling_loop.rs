@@ -434,6 +434,10 @@ impl SchedulingLoop {
             members = report.members,
             "pod group cycle"
         );
+        if let Some(preemption) = report.preemption {
+            self.metrics
+                .workload_preemption(preemption.code, preemption.victims);
+        }
         if let Some(attempt) = report.attempt {
             let result = match attempt.result {
                 GroupResult::Scheduled => AttemptResult::Scheduled,
@@ -489,7 +493,10 @@ impl SchedulingLoop {
                 victims = preemption.victims.len(),
                 "preempting"
             );
-            self.metrics.preemption_victims(preemption.victims.len());
+            // A pod group's victims are observed with its PodGroupPostFilter's report.
+            if preemption.group.is_none() {
+                self.metrics.preemption_victims(preemption.victims.len());
+            }
             let executor = self.executor.clone();
             let preemptor = preemption.preemptor_key();
             self.preemptions.spawn(async move {

@@ -71,6 +71,19 @@ pub struct PodGroupReport {
     /// How the group's algorithm ended and how long it took; `None` when the group was
     /// refused before it ran (its PodGroup unknown, or invalid).
     pub attempt: Option<PodGroupAttempt>,
+    /// DefaultPreemption's PodGroupPostFilter, when the cycle ran it.
+    pub preemption: Option<GroupPreemptionAttempt>,
+}
+
+/// DefaultPreemption's PodGroupPostFilter in a pod-group cycle, for upstream's
+/// workload-preemption metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupPreemptionAttempt {
+    /// The plugin's status (upstream's `result` label: `Success`, `Unschedulable`, ...).
+    pub code: Code,
+    /// The victims of the preemption it decided, `(pods, pod groups' units among them)`;
+    /// `None` when it decided none (an ongoing preemption, or no room).
+    pub victims: Option<(usize, usize)>,
 }
 
 /// The outcome of a pod-group cycle that ran its algorithm, for upstream's pod-group
@@ -113,6 +126,8 @@ struct PostFilter {
     verdict: Verdict,
     /// The group waits on a preemption.
     preempting: Option<Preempting>,
+    /// DefaultPreemption's run, if any.
+    preemption: Option<GroupPreemptionAttempt>,
 }
 
 /// The nominations and evictions of a group waiting on preemption.
@@ -144,6 +159,7 @@ impl Scheduler {
                     placed: 0,
                     members: 0,
                     attempt: None,
+                    preemption: None,
                 }));
             return;
         };
@@ -159,6 +175,7 @@ impl Scheduler {
                     placed: 0,
                     members,
                     attempt: None,
+                    preemption: None,
                 }));
             return;
         }
@@ -201,8 +218,10 @@ impl Scheduler {
             other => PostFilter {
                 verdict: other,
                 preempting: None,
+                preemption: None,
             },
         };
+        let preemption = post.preemption;
         let attempt = PodGroupAttempt {
             result: match &post.verdict {
                 Verdict::Feasible => GroupResult::Scheduled,
@@ -231,6 +250,7 @@ impl Scheduler {
                 placed,
                 members,
                 attempt: Some(attempt),
+                preemption,
             }));
     }
 
@@ -419,10 +439,13 @@ impl Scheduler {
     ) -> PostFilter {
         let framework = self.profiles[index].framework.clone();
         let mut reasons = Vec::new();
-        let rejected = |reason: String| PostFilter {
+        let mut preemption = None;
+        let rejected = |reason: String, preemption| PostFilter {
             verdict: Verdict::Rejected(format!("{message}, {reason}")),
             preempting: None,
+            preemption,
         };
+        let ran = |code, victims| Some(GroupPreemptionAttempt { code, victims });
         for plugin in framework.plugins(crate::api::ExtensionPoint::PostFilter) {
             match plugin.name() {
                 DYNAMIC_RESOURCES => reasons.push(CLAIMS_RELEASED.to_string()),
@@ -434,30 +457,37 @@ impl Scheduler {
                         reason,
                         nominations,
                         preemption,
+                        victims,
                     } => {
                         return PostFilter {
                             preempting: Some(Preempting {
                                 nominations,
                                 preemption,
                             }),
-                            ..rejected(reason)
+                            ..rejected(reason, ran(Code::Success, victims))
                         };
                     }
-                    GroupPreemption::Unschedulable(reason) => reasons.push(reason),
-                    GroupPreemption::Unresolvable(reason) => return rejected(reason),
+                    GroupPreemption::Unschedulable(reason) => {
+                        reasons.push(reason);
+                        preemption = ran(Code::Unschedulable, None);
+                    }
+                    GroupPreemption::Unresolvable(reason) => {
+                        return rejected(reason, ran(Code::UnschedulableAndUnresolvable, None));
+                    }
                     GroupPreemption::Error(error) => {
                         return PostFilter {
                             verdict: Verdict::Error(format!(
                                 "error in \"{DEFAULT_PREEMPTION}\" PodGroupPostFilter plugins: {error}"
                             )),
                             preempting: None,
+                            preemption: ran(Code::Error, None),
                         };
                     }
                 },
                 _ => {}
             }
         }
-        rejected(reasons.join(", "))
+        rejected(reasons.join(", "), preemption)
     }
 
     /// Assumes `pod` on `node` for the rest of the algorithm (dropping its nomination, as
@@ -503,6 +533,7 @@ impl Scheduler {
         let PostFilter {
             verdict,
             preempting,
+            ..
         } = post;
         let verdict = &verdict;
         let members = std::mem::take(&mut group.members);

@@ -63,6 +63,9 @@ pub enum GroupPreemption {
         reason: String,
         nominations: HashMap<String, String>,
         preemption: Option<Preemption>,
+        /// The victims it chose, `(pods, pod groups' units)`; `None` for an ongoing
+        /// preemption, which chooses none.
+        victims: Option<(usize, usize)>,
     },
     /// Unschedulable: the next PodGroupPostFilter plugin may still help.
     Unschedulable(String),
@@ -119,6 +122,7 @@ impl Scheduler {
                 reason: format!("{POD_GROUP_PREEMPTION}{ONGOING}"),
                 nominations,
                 preemption: None,
+                victims: None,
             };
         }
         let potential: Vec<VictimUnit> = self
@@ -156,6 +160,7 @@ impl Scheduler {
             Err(outcome) => return outcome,
         };
 
+        let group_units = victims.iter().filter(|u| u.group).count();
         let pods: Vec<Arc<PodInfo>> = victims.iter().flat_map(|u| u.pods.clone()).collect();
         let reason = format!(
             "{POD_GROUP_PREEMPTION}found a placement for podgroup, preempting {} victims",
@@ -188,6 +193,7 @@ impl Scheduler {
             reason,
             nominations,
             preemption,
+            victims: Some((pods.len(), group_units)),
         }
     }
 

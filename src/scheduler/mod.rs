@@ -41,8 +41,8 @@ use crate::queue::{Popped, QueueConfig, SchedulingQueue};
 pub use cycle::{BindingCycle, BindingResult, num_feasible_nodes_to_find};
 pub use failure::{FitError, NO_NODES_AVAILABLE};
 pub use group_cycle::{
-    GroupResult, INITIALLY_SCHEDULED, POD_GROUP_UNSCHEDULABLE, PodGroupAttempt, PodGroupReport,
-    merge_condition,
+    GroupPreemptionAttempt, GroupResult, INITIALLY_SCHEDULED, POD_GROUP_UNSCHEDULABLE,
+    PodGroupAttempt, PodGroupReport, merge_condition,
 };
 pub use profile::ProfileServices;
 
