@@ -5,15 +5,15 @@
 //! PreEnqueue/Permit/PlacementFeasible messages; node sizes make every verdict follow
 //! from the pods' requests alone.
 
+#[path = "support/core.rs"]
+mod scheduler_core;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use berth::api::SchedulerProfileSpec;
 use berth::cluster::GroupKey;
-use berth::framework::{Framework, Handle, resolve};
-use berth::scheduler::{
-    CycleOutput, Outcome, PodGroupReport, Scheduler, SchedulerOptions, merge_condition,
-};
+use berth::scheduler::{CycleOutput, Outcome, PodGroupReport, Scheduler, merge_condition};
 use berth::simulate::clock::VirtualClock;
 use berth::testing::{make_node, make_pod};
 use k8s_openapi::api::core::v1::{Node, Pod, PodSchedulingGroup};
@@ -23,6 +23,7 @@ use k8s_openapi::api::scheduling::v1beta1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use pretty_assertions::assert_eq;
+use scheduler_core::Core;
 
 fn node(name: &str, cpu: &str) -> Node {
     make_node()
@@ -76,25 +77,13 @@ fn scheduler_with(
     nodes: &[(&str, &str)],
 ) -> (Scheduler, VirtualClock) {
     let clock = VirtualClock::new();
-    let mut scheduler = Scheduler::new(SchedulerOptions {
-        seed: 1,
-        clock: Arc::new(clock.clone()),
-        ..SchedulerOptions::default()
-    });
-    scheduler.serve_pod_groups().expect("no profile yet");
-    let registry = berth::plugins::default_registry();
-    let resolved = resolve(spec, &registry).expect("valid");
-    let handle = Handle::builder()
-        .nominator(scheduler.nominator().clone())
-        .clock(scheduler.clock().clone())
-        .pod_group_states(scheduler.pod_group_states().clone())
-        .build();
-    let framework = Arc::new(
-        Framework::new("default-scheduler", resolved, &registry, handle).expect("plugins"),
-    );
-    scheduler
-        .add_profile("default-scheduler", framework)
-        .expect("profile");
+    let mut scheduler = Core {
+        spec: spec.clone(),
+        clock: Some(Arc::new(clock.clone())),
+        pod_groups: true,
+        ..Core::default()
+    }
+    .build();
     for (name, cpu) in nodes {
         scheduler.on_node_add(node(name, cpu)).expect("node");
     }

@@ -20,14 +20,16 @@
 //! (not served); its "ongoing preemption" rows are carried as
 //! [`an_ongoing_preemption_keeps_the_nominations`].
 
+#[path = "support/core.rs"]
+mod scheduler_core;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use berth::api::SchedulerProfileSpec;
 use berth::cluster::DisruptionBudgets;
 use berth::framework::clock::Clock;
-use berth::framework::{Code, Framework, Handle, Preemption, resolve};
-use berth::scheduler::{CycleOutput, GroupPreemptionAttempt, Outcome, Scheduler, SchedulerOptions};
+use berth::framework::{Code, Preemption};
+use berth::scheduler::{CycleOutput, GroupPreemptionAttempt, Outcome, Scheduler};
 use berth::simulate::clock::VirtualClock;
 use berth::testing::{make_node, make_pod};
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodSchedulingGroup, PodStatus};
@@ -38,6 +40,7 @@ use k8s_openapi::api::scheduling::v1beta1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use pretty_assertions::assert_eq;
+use scheduler_core::Core;
 
 const LOW: i32 = 10;
 const MID: i32 = 100;
@@ -218,30 +221,17 @@ struct Run {
 
 fn scheduler(nodes: &[(&str, u32)], budgets: bool) -> (Scheduler, VirtualClock) {
     let clock = VirtualClock::new();
-    let mut scheduler = Scheduler::new(SchedulerOptions {
-        seed: 1,
-        clock: Arc::new(clock.clone()),
-        ..SchedulerOptions::default()
-    });
-    scheduler.serve_pod_groups().expect("no profile yet");
-    let registry = berth::plugins::default_registry();
-    let resolved = resolve(&SchedulerProfileSpec::default(), &registry).expect("valid");
     let disruption_budgets = Arc::new(DisruptionBudgets::new());
     if budgets {
         disruption_budgets.apply(budget());
     }
-    let handle = Handle::builder()
-        .nominator(scheduler.nominator().clone())
-        .clock(scheduler.clock().clone())
-        .pod_group_states(scheduler.pod_group_states().clone())
-        .disruption_budgets(disruption_budgets)
-        .build();
-    let framework = Arc::new(
-        Framework::new("default-scheduler", resolved, &registry, handle).expect("plugins"),
-    );
-    scheduler
-        .add_profile("default-scheduler", framework)
-        .expect("profile");
+    let mut scheduler = Core {
+        clock: Some(Arc::new(clock.clone())),
+        pod_groups: true,
+        budgets: Some(disruption_budgets),
+        ..Core::default()
+    }
+    .build();
     for (name, pods) in nodes {
         let pods = pods.to_string();
         let node = make_node()

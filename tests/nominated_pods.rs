@@ -4,15 +4,19 @@
 //! nominated node first. The nominated pods here request cpu, so NodeResourcesFit is the
 //! filter that feels them, as in upstream's preemption integration tests.
 
+#[path = "support/core.rs"]
+mod scheduler_core;
+
 use std::sync::Arc;
 
 use berth::api::SchedulerProfileSpec;
 use berth::cluster::{NodeInfo, PodInfo};
 use berth::framework::{CycleState, Framework, Handle, Nominator, resolve};
-use berth::scheduler::{CycleOutput, Outcome, Scheduler, SchedulerOptions};
+use berth::scheduler::{CycleOutput, Outcome, Scheduler};
 use berth::testing::{make_node, make_pod};
 use futures::executor::block_on;
 use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
+use scheduler_core::Core;
 
 fn node(name: &str) -> Node {
     make_node()
@@ -106,22 +110,7 @@ fn a_pod_is_never_in_its_own_way() {
 /// A scheduler of the default profile over 1-cpu nodes, with `running` pods (name, node,
 /// cpu) bound.
 fn scheduler(nodes: &[&str], running: &[(&str, &str, &str)]) -> Scheduler {
-    let mut scheduler = Scheduler::new(SchedulerOptions {
-        seed: 1,
-        ..SchedulerOptions::default()
-    });
-    let registry = berth::plugins::default_registry();
-    let resolved = resolve(&SchedulerProfileSpec::default(), &registry).expect("valid");
-    let handle = Handle::builder()
-        .nominator(scheduler.nominator().clone())
-        .clock(scheduler.clock().clone())
-        .build();
-    let framework = Arc::new(
-        Framework::new("default-scheduler", resolved, &registry, handle).expect("plugins"),
-    );
-    scheduler
-        .add_profile("default-scheduler", framework)
-        .expect("profile");
+    let mut scheduler = Core::default().build();
     for name in nodes {
         scheduler.on_node_add(node(name)).expect("node");
     }

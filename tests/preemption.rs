@@ -5,6 +5,9 @@
 //! the preemptor at once. The cases follow upstream's TestPreEnqueue, TestAsyncPreemption
 //! and TestNominatedNodeCleanUp (integration), on one 4-cpu node.
 
+#[path = "support/core.rs"]
+mod scheduler_core;
+
 use std::sync::Arc;
 
 use berth::api::SchedulerProfileSpec;
@@ -12,10 +15,11 @@ use berth::cluster::PodInfo;
 use berth::framework::{Code, ExtensionPoint, Framework, Handle, Nominator, Preemption, resolve};
 use berth::plugins::default_preemption::WAITING_FOR_PREEMPTION;
 use berth::queue::Placement;
-use berth::scheduler::{AttemptReport, CycleOutput, Outcome, Scheduler, SchedulerOptions};
+use berth::scheduler::{AttemptReport, CycleOutput, Outcome, Scheduler};
 use berth::simulate::clock::VirtualClock;
 use berth::testing::{make_node, make_pod};
 use k8s_openapi::api::core::v1::{Node, Pod};
+use scheduler_core::Core;
 
 fn node(name: &str) -> Node {
     make_node()
@@ -38,23 +42,11 @@ fn pod(name: &str, priority: i32, cpu: &str) -> Pod {
 /// (name, cpu) of priority 1, on a virtual clock.
 fn scheduler(victims: &[(&str, &str)]) -> (Scheduler, VirtualClock) {
     let clock = VirtualClock::new();
-    let mut scheduler = Scheduler::new(SchedulerOptions {
-        seed: 1,
-        clock: Arc::new(clock.clone()),
-        ..SchedulerOptions::default()
-    });
-    let registry = berth::plugins::default_registry();
-    let resolved = resolve(&SchedulerProfileSpec::default(), &registry).expect("valid");
-    let handle = Handle::builder()
-        .nominator(scheduler.nominator().clone())
-        .clock(scheduler.clock().clone())
-        .build();
-    let framework = Arc::new(
-        Framework::new("default-scheduler", resolved, &registry, handle).expect("plugins"),
-    );
-    scheduler
-        .add_profile("default-scheduler", framework)
-        .expect("profile");
+    let mut scheduler = Core {
+        clock: Some(Arc::new(clock.clone())),
+        ..Core::default()
+    }
+    .build();
     scheduler.on_node_add(node("node")).expect("node");
     for (name, cpu) in victims {
         let mut victim = pod(name, 1, cpu);
