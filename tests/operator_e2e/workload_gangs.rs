@@ -48,11 +48,17 @@ async fn start(nodes: &[&str]) -> Option<(Cluster, Berth)> {
 
 /// Creates the PodGroup `default/<name>` with a gang policy of `min_count`.
 async fn create_pod_group(cluster: &Cluster, name: &str, min_count: i32) {
+    let spec = json!({"schedulingPolicy": {"gang": {"minCount": min_count}}});
+    post_pod_group(cluster, name, spec).await;
+}
+
+/// Creates the PodGroup `default/<name>` with `spec`; returns the created object.
+async fn post_pod_group(cluster: &Cluster, name: &str, spec: Value) -> Value {
     let group = json!({
         "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": "default"},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+        "spec": spec,
     });
     let (code, answer) = cluster
         .raw(
@@ -62,6 +68,7 @@ async fn create_pod_group(cluster: &Cluster, name: &str, min_count: i32) {
         )
         .await;
     assert_eq!(code, 201, "creating PodGroup {name}: {answer}");
+    answer
 }
 
 /// The PodGroup's `PodGroupInitiallyScheduled` as (status, reason, message), once it has
@@ -279,24 +286,11 @@ async fn create_prioritized_group(
         Some(min_count) => json!({"gang": {"minCount": min_count}}),
         None => json!({"basic": {}}),
     };
-    let mut group = json!({
-        "apiVersion": "scheduling.k8s.io/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"priorityClassName": class, "schedulingPolicy": policy},
-    });
+    let mut spec = json!({"priorityClassName": class, "schedulingPolicy": policy});
     if min_count.is_none() {
-        group["spec"]["disruptionMode"] = json!({"all": {}});
+        spec["disruptionMode"] = json!({"all": {}});
     }
-    let (code, answer) = cluster
-        .raw(
-            "POST",
-            "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups",
-            &group,
-        )
-        .await;
-    assert_eq!(code, 201, "creating PodGroup {name}: {answer}");
-    answer
+    post_pod_group(cluster, name, spec).await
 }
 
 /// Workload-aware preemption live: a gang of two at high priority, with room for one,
