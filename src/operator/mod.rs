@@ -276,7 +276,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
     let context = profiles::ProfileContext {
         client: client.clone(),
         registry: Arc::new(registry),
-        loop_tx,
+        loop_tx: loop_tx.clone(),
         state: state.clone(),
         binder,
         observer: Some(observer),
@@ -310,17 +310,28 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
         },
         until_shutdown(shutdown_rx.clone()),
     ));
-    let scheduler_plugins_task = scheduler_plugins_groups.then(|| {
+    let reporter = kube::runtime::events::Reporter {
+        controller: "berth".into(),
+        instance: Some(config.lease.identity.clone()),
+    };
+    let scheduler_plugins_task = if scheduler_plugins_groups {
         tokio::spawn(scheduler_plugins_groups::run(
             client.clone(),
             state.clone(),
-            kube::runtime::events::Reporter {
-                controller: "berth".into(),
-                instance: Some(config.lease.identity.clone()),
-            },
+            reporter,
             until_shutdown(shutdown_rx.clone()),
         ))
-    });
+    } else {
+        // The CRD may be installed later: the watch and the controller start then.
+        tokio::spawn(scheduler_plugins_groups::serve_once_installed(
+            client.clone(),
+            state.clone(),
+            loop_tx.clone(),
+            reporter,
+            until_shutdown(shutdown_rx.clone()),
+            scheduler_plugins_groups::REDISCOVERY_INTERVAL,
+        ))
+    };
     let reporting_task = tokio::spawn(reporting::run(
         report_rx,
         client.clone(),
@@ -361,9 +372,7 @@ pub async fn run(config: OperatorConfig, registry: Registry) -> Result<(), Opera
     }
     profiles_task.abort();
     podgroups_task.abort();
-    if let Some(task) = scheduler_plugins_task {
-        task.abort();
-    }
+    scheduler_plugins_task.abort();
     // The loop held the only report sender: the reporter drains and ends.
     if tokio::time::timeout(Duration::from_secs(5), reporting_task)
         .await

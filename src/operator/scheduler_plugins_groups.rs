@@ -3,9 +3,11 @@
 //! scheduler-plugins' PodGroup controller would keep ([`run`]), so a cluster that ran
 //! scheduler-plugins switches to berth by changing only `schedulerName`.
 //!
-//! Whether the API server serves them is asked once at start ([`served`]); without the
-//! CRD nothing is watched, and a pod labelled `scheduling.x-k8s.io/pod-group` can only
-//! name a berth PodGroup.
+//! Whether the API server serves them is asked at start ([`served`]); without the CRD a
+//! pod labelled `scheduling.x-k8s.io/pod-group` can only name a berth PodGroup, and berth
+//! asks again every [`REDISCOVERY_INTERVAL`] until the CRD is installed, then starts the
+//! watch and the status controller ([`serve_once_installed`]), as scheduler-plugins'
+//! informer starts listing once its CRD exists.
 //!
 //! # Status
 //!
@@ -88,6 +90,39 @@ pub async fn served(client: &Client) -> Result<bool, String> {
         info!("serving scheduler-plugins' {GROUP_VERSION} PodGroups");
     }
     Ok(served)
+}
+
+/// How often berth asks whether scheduler-plugins' CRD has been installed, while it is
+/// not: one discovery request.
+pub const REDISCOVERY_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Waits until the API server serves scheduler-plugins' PodGroups, asking every
+/// `interval` (a failed request is retried the same way), then runs the watch and the
+/// status controller ([`run`]) until `shutdown`.
+pub async fn serve_once_installed(
+    client: Client,
+    state: OperatorState,
+    tx: UnboundedSender<LoopMessage>,
+    reporter: Reporter,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    interval: Duration,
+) {
+    loop {
+        tokio::time::sleep(interval).await;
+        match served(&client).await {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(error) => tracing::debug!(%error, "asking again for scheduler-plugins' PodGroups"),
+        }
+    }
+    let watch = super::watches::group_watch::<PodGroup>(
+        client.clone(),
+        state.pod_groups.clone(),
+        tx,
+        PodGroups::apply_scheduler_plugins,
+        PodGroups::delete_scheduler_plugins,
+    );
+    futures::join!(watch, run(client, state, reporter, shutdown));
 }
 
 /// Starts the watch that keeps `pod_groups` current with scheduler-plugins' PodGroups.

@@ -126,8 +126,28 @@ where
         + 'static,
     K::DynamicType: Default,
 {
+    tokio::spawn(group_watch(client, pod_groups, tx, apply, delete))
+}
+
+/// The watch [`spawn_group_watch`] runs, as a future of its own.
+pub fn group_watch<K>(
+    client: Client,
+    pod_groups: Arc<PodGroups>,
+    tx: UnboundedSender<LoopMessage>,
+    apply: fn(&PodGroups, &K),
+    delete: fn(&PodGroups, &K),
+) -> impl std::future::Future<Output = ()> + Send + 'static
+where
+    K: Resource<Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + 'static,
+    K::DynamicType: Default,
+{
     let stream = watcher(Api::<K>::all(client), watcher::Config::default());
-    tokio::spawn(async move {
+    async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
             let deleted = match event {
@@ -150,7 +170,7 @@ where
                 return;
             }
         }
-    })
+    }
 }
 
 /// The kind the PodDisruptionBudget watch names in [`ClusterChange::Listed`]; scheduling

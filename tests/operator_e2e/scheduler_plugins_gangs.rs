@@ -206,3 +206,37 @@ async fn two_scheduler_plugins_gangs_competing_for_room_for_one_never_deadlock()
     );
     berth.terminate_cleanly().await;
 }
+
+/// The CRD installed after berth started (scheduler-plugins deployed later, or its CRD
+/// re-created): berth finds it by asking again, then watches its PodGroups and keeps
+/// their status, so a gang labelled into one is scheduled as a gang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crd_installed_after_berth_started_is_served() {
+    let Some(cluster) = Cluster::start().await else {
+        return;
+    };
+    cluster.create_node(node("n1", "2", "8Gi")).await;
+    let mut berth = start_gang_with(&cluster, BerthOptions::default(), gang_profile()).await;
+    install_crd(&cluster).await;
+    create_group(&cluster, "late", json!({"minMember": 2})).await;
+    // One member: held at Permit until the second exists, which needs the PodGroup.
+    cluster.create_pod(member("late-0", "late")).await;
+    cluster
+        .assert_stay_unbound(&["late-0"], Duration::from_secs(2))
+        .await;
+    cluster.create_pod(member("late-1", "late")).await;
+    cluster.wait_bound(&["late-0", "late-1"], WAIT).await;
+    eventually("PodGroup late has a phase past Pending", WAIT, || async {
+        let group = group_status(&cluster, "late").await;
+        if matches!(
+            group["status"]["phase"].as_str(),
+            Some("Scheduling" | "Running" | "Finished")
+        ) {
+            Ok(())
+        } else {
+            Err(conditions_summary(&group))
+        }
+    })
+    .await;
+    berth.terminate_cleanly().await;
+}
