@@ -131,13 +131,13 @@ pub fn spawn(
     pod_groups: Arc<PodGroups>,
     tx: UnboundedSender<LoopMessage>,
 ) -> tokio::task::JoinHandle<()> {
-    super::watches::spawn_group_watch::<PodGroup>(
+    tokio::spawn(super::watches::group_watch::<PodGroup>(
         client,
         pod_groups,
         tx,
         PodGroups::apply_scheduler_plugins,
         PodGroups::delete_scheduler_plugins,
-    )
+    ))
 }
 
 /// What a reconcile does with a group.

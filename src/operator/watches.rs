@@ -105,31 +105,17 @@ pub fn spawn_pod_groups(
     pod_groups: Arc<PodGroups>,
     tx: UnboundedSender<LoopMessage>,
 ) -> tokio::task::JoinHandle<()> {
-    spawn_group_watch::<PodGroup>(client, pod_groups, tx, PodGroups::apply, PodGroups::delete)
+    tokio::spawn(group_watch::<PodGroup>(
+        client,
+        pod_groups,
+        tx,
+        PodGroups::apply,
+        PodGroups::delete,
+    ))
 }
 
 /// The watch of one PodGroup kind `K` (berth's or scheduler-plugins'): each change goes
 /// into `pod_groups` through `apply`/`delete`, and the loop is told.
-pub fn spawn_group_watch<K>(
-    client: Client,
-    pod_groups: Arc<PodGroups>,
-    tx: UnboundedSender<LoopMessage>,
-    apply: fn(&PodGroups, &K),
-    delete: fn(&PodGroups, &K),
-) -> tokio::task::JoinHandle<()>
-where
-    K: Resource<Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + 'static,
-    K::DynamicType: Default,
-{
-    tokio::spawn(group_watch(client, pod_groups, tx, apply, delete))
-}
-
-/// The watch [`spawn_group_watch`] runs, as a future of its own.
 pub fn group_watch<K>(
     client: Client,
     pod_groups: Arc<PodGroups>,

@@ -328,13 +328,7 @@ async fn two_groups_competing_for_room_for_one_bind_one_fully_without_deadlock()
 
         // Beta held nothing: with alpha gone it fits, and is bound whole.
         for name in alpha {
-            within(
-                "deleting a pod",
-                WAIT,
-                cluster.pods().delete(name, &Default::default()),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("deleting {name}: {e}"));
+            cluster.delete_pod(name).await;
         }
         cluster.wait_bound(&beta, WAIT).await;
         let bound = member_bindings(&cluster, &beta);

@@ -375,6 +375,18 @@ impl Cluster {
         .await;
     }
 
+    /// Deletes pod `name` (gracefully, as a user would); a failure fails the test.
+    pub async fn delete_pod(&self, name: &str) {
+        within(
+            &format!("deleting pod {name}"),
+            WAIT,
+            self.pods()
+                .delete(name, &kube::api::DeleteParams::default()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("deleting pod {name}: {e}"));
+    }
+
     /// Creates a pod. On a real cluster a pod written with `spec.priority` N gets
     /// `spec.priorityClassName: priority-N` instead, with that PriorityClass created on
     /// first use: the Priority admission plugin refuses an integer priority that no

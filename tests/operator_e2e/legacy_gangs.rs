@@ -8,10 +8,9 @@
 //! and held at Permit until `minCount` are placed; so the gang binds whole or not at all.
 //! Node sizes make every verdict follow from the pods' requests.
 
-use kube::api::DeleteParams;
 use serde_json::{Value, json};
 
-use crate::harness::{Berth, BerthOptions, Cluster, WAIT, node, pod, profile, within};
+use crate::harness::{Berth, BerthOptions, Cluster, WAIT, node, pod, profile};
 
 const SCHEDULER: &str = "berth";
 
@@ -85,13 +84,7 @@ async fn a_1_35_gang_binds_whole_or_not_at_all() {
     );
 
     // The blocker leaves: the fourth fits, the quorum is met, the whole gang binds.
-    within(
-        "deleting the blocker",
-        WAIT,
-        cluster.pods().delete("blocker", &DeleteParams::default()),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("deleting the blocker: {e}"));
+    cluster.delete_pod("blocker").await;
     let bound = cluster.wait_bound(&names, WAIT).await;
     assert_eq!(bound.len(), 4, "{bound:?}");
     berth.terminate_cleanly().await;

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 use crate::gang::{gang_profile, member_bindings, start_gang_with};
@@ -119,13 +119,7 @@ async fn a_jobs_scheduler_plugins_gang_of_eight_binds_whole_or_not_at_all() {
     );
 
     // The blocker leaves: the whole gang binds, each member once, two per node.
-    within(
-        "deleting the blocker",
-        WAIT,
-        cluster.pods().delete("blocker", &DeleteParams::default()),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("deleting the blocker: {e}"));
+    cluster.delete_pod("blocker").await;
     let placed = cluster.wait_bound(&names, WAIT).await;
     let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
     for node in placed.values() {
@@ -190,13 +184,7 @@ async fn two_scheduler_plugins_gangs_competing_for_room_for_one_never_deadlock()
     );
 
     for name in names(winner) {
-        within(
-            "deleting a member",
-            WAIT,
-            cluster.pods().delete(&name, &DeleteParams::default()),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("deleting {name}: {e}"));
+        cluster.delete_pod(&name).await;
     }
     cluster.wait_bound(&losing, WAIT).await;
     let bound = member_bindings(&cluster, &losing);

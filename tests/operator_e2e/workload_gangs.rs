@@ -12,11 +12,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kube::api::DeleteParams;
 use serde_json::{Value, json};
 
 use crate::harness::{
-    Berth, BerthOptions, Cluster, WAIT, condition, eventually, node, pod, profile, within,
+    Berth, BerthOptions, Cluster, WAIT, condition, eventually, node, pod, profile,
 };
 
 const SCHEDULER: &str = "berth";
@@ -177,13 +176,7 @@ async fn a_jobs_gang_of_eight_binds_whole_or_not_at_all() {
     );
 
     // The blocker leaves: the whole gang binds, two per node.
-    within(
-        "deleting the blocker",
-        WAIT,
-        cluster.pods().delete("blocker", &DeleteParams::default()),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("deleting the blocker: {e}"));
+    cluster.delete_pod("blocker").await;
     let names: Vec<&str> = members.iter().map(String::as_str).collect();
     let bound = cluster.wait_bound(&names, WAIT).await;
     let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
@@ -261,13 +254,7 @@ async fn two_gangs_competing_for_room_for_one_never_deadlock() {
 
     // The winner finishes: the other gang gets the room, whole.
     for name in names(winner) {
-        within(
-            "deleting a member",
-            WAIT,
-            cluster.pods().delete(&name, &DeleteParams::default()),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("deleting {name}: {e}"));
+        cluster.delete_pod(&name).await;
     }
     cluster.wait_bound(&losing, WAIT).await;
     initially_scheduled(&cluster, loser, "True").await;

@@ -6,6 +6,7 @@
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use pretty_assertions::assert_eq;
 
+use super::tests::permit_flow;
 use super::*;
 use crate::cluster::{
     LegacyGangPolicy, LegacyWorkload, LegacyWorkloadPodGroup, LegacyWorkloadPodGroupPolicy,
@@ -182,56 +183,24 @@ async fn gang_scheduling_flow_matches_the_1_35_table() {
         if !pre_enqueue.is_success() {
             continue;
         }
-        let mut held = Vec::new();
-        for waiting in &case.waiting_on_permit {
-            let waiting = assumed(waiting);
-            legacy.assume(&waiting);
-            let info = Arc::new(pod_info(waiting));
-            let (status, timeout) = plugin.permit(&mut CycleState::new(), &info, NODE).await;
-            assert_eq!(
-                status.code(),
-                Code::Wait,
-                "case {name}: {} waits",
-                info.name()
-            );
-            handle.waiting_pods.add(
-                info.clone(),
-                NODE,
-                vec![(GangScheduling::NAME.into(), timeout)],
-            );
-            held.push(info.key().to_string());
-        }
         let pod = assumed(&case.pod);
-        legacy.assume(&pod);
-        let mut state = CycleState::new();
-        let (status, timeout) = plugin.permit(&mut state, &pod_info(pod), NODE).await;
-        assert_eq!(status, case.want_permit, "case {name}: Permit");
-        let activated: Vec<&str> = state
-            .read::<PodsToActivate>()
-            .map(|PodsToActivate(keys)| keys.iter().map(String::as_str).collect())
-            .unwrap_or_default();
-        assert_eq!(activated, case.want_activated, "case {name}: activated");
-        if status.is_wait() {
+        let flow = permit_flow(&plugin, &handle, &case.waiting_on_permit, &pod, |p| {
+            legacy.assume(p)
+        })
+        .await;
+        assert_eq!(flow.status, case.want_permit, "case {name}: Permit");
+        assert_eq!(
+            flow.activated, case.want_activated,
+            "case {name}: activated"
+        );
+        if flow.status.is_wait() {
             assert!(
-                timeout > Duration::ZERO && timeout <= Duration::from_secs(300),
-                "case {name}: the gang's deadline: {timeout:?}"
+                flow.timeout > Duration::ZERO && flow.timeout <= Duration::from_secs(300),
+                "case {name}: the gang's deadline: {:?}",
+                flow.timeout
             );
         }
-        let still_held = |key: &str| {
-            handle
-                .waiting_pods
-                .get(key)
-                .is_some_and(|w| w.pending_plugins().iter().any(|p| p == "GangScheduling"))
-        };
-        for key in case.want_allowed {
-            assert!(!still_held(key), "case {name}: {key} is allowed");
-        }
-        for key in held
-            .iter()
-            .filter(|k| !case.want_allowed.contains(&k.as_str()))
-        {
-            assert!(still_held(key), "case {name}: {key} still waits");
-        }
+        flow.assert_allowed(&handle, case.want_allowed, name);
     }
 }
 

@@ -301,57 +301,94 @@ async fn gang_scheduling_flow_matches_upstream_table() {
             continue;
         }
 
-        // As the framework does after a Wait: hold the pod at Permit for this plugin.
-        let mut held = Vec::new();
-        for waiting in &case.waiting_on_permit {
-            let waiting = assumed(waiting);
-            states.assume(&waiting);
-            let info = Arc::new(pod_info((*waiting).clone()));
-            let (status, timeout) = plugin.permit(&mut CycleState::new(), &info, NODE).await;
+        let pod = (*assumed(&case.pod)).clone();
+        let flow = permit_flow(&plugin, &handle, &case.waiting_on_permit, &pod, |p| {
+            states.assume(&Arc::new(p.clone()))
+        })
+        .await;
+        assert_eq!(flow.status, case.want_permit, "case {name}: Permit");
+        assert_eq!(
+            flow.activated, case.want_activated,
+            "case {name}: activated"
+        );
+        if flow.status.is_wait() {
             assert_eq!(
-                status.code(),
-                Code::Wait,
-                "case {name}: {} waits",
-                info.name()
+                flow.timeout,
+                Duration::from_secs(300),
+                "case {name}: timeout"
             );
-            handle.waiting_pods.add(
-                info.clone(),
-                NODE,
-                vec![(GangScheduling::NAME.into(), timeout)],
-            );
-            held.push(info.key().to_string());
         }
+        flow.assert_allowed(&handle, case.want_allowed, name);
+    }
+}
 
-        let pod = assumed(&case.pod);
-        states.assume(&pod);
-        let mut state = CycleState::new();
-        let (status, timeout) = plugin
-            .permit(&mut state, &pod_info((*pod).clone()), NODE)
-            .await;
-        assert_eq!(status, case.want_permit, "case {name}: Permit");
-        let activated: Vec<&str> = state
-            .read::<PodsToActivate>()
-            .map(|PodsToActivate(keys)| keys.iter().map(String::as_str).collect())
-            .unwrap_or_default();
-        assert_eq!(activated, case.want_activated, "case {name}: activated");
-        if status.is_wait() {
-            assert_eq!(timeout, Duration::from_secs(300), "case {name}: timeout");
-        }
+/// What [`permit_flow`] saw.
+pub(super) struct PermitFlow {
+    pub status: Status,
+    pub timeout: Duration,
+    /// The keys the pod's Permit asked to activate.
+    pub activated: Vec<String>,
+    /// The keys held at Permit before the pod.
+    held: Vec<String>,
+}
+
+impl PermitFlow {
+    /// Checks that exactly the held pods among `allowed` are no longer held by this
+    /// plugin (upstream lists the pod itself too, which never waits).
+    pub fn assert_allowed(&self, handle: &Handle, allowed: &[&str], name: &str) {
         let still_held = |key: &str| {
             handle
                 .waiting_pods
                 .get(key)
                 .is_some_and(|w| w.pending_plugins().iter().any(|p| p == "GangScheduling"))
         };
-        for key in case.want_allowed {
+        for key in allowed {
             assert!(!still_held(key), "case {name}: {key} is allowed");
         }
-        for key in held
-            .iter()
-            .filter(|k| !case.want_allowed.contains(&k.as_str()))
-        {
+        for key in self.held.iter().filter(|k| !allowed.contains(&k.as_str())) {
             assert!(still_held(key), "case {name}: {key} still waits");
         }
+    }
+}
+
+/// Upstream's loop after PreEnqueue: each pod of `waiting_on_permit` is assumed (on the
+/// test's node, through `assume`), permitted (it must wait) and held at Permit as the
+/// framework holds it; then `pod` (assumed already) is assumed and permitted.
+pub(super) async fn permit_flow(
+    plugin: &GangScheduling,
+    handle: &Handle,
+    waiting_on_permit: &[Pod],
+    pod: &Pod,
+    assume: impl Fn(&Pod),
+) -> PermitFlow {
+    let mut held = Vec::new();
+    for waiting in waiting_on_permit {
+        let waiting = (*assumed(waiting)).clone();
+        assume(&waiting);
+        let info = Arc::new(pod_info(waiting));
+        let (status, timeout) = plugin.permit(&mut CycleState::new(), &info, NODE).await;
+        assert_eq!(status.code(), Code::Wait, "{} waits", info.name());
+        handle.waiting_pods.add(
+            info.clone(),
+            NODE,
+            vec![(GangScheduling::NAME.into(), timeout)],
+        );
+        held.push(info.key().to_string());
+    }
+    assume(pod);
+    let mut state = CycleState::new();
+    let (status, timeout) = plugin
+        .permit(&mut state, &pod_info(pod.clone()), NODE)
+        .await;
+    let activated = state
+        .read::<PodsToActivate>()
+        .map(|PodsToActivate(keys)| keys.iter().cloned().collect())
+        .unwrap_or_default();
+    PermitFlow {
+        status,
+        timeout,
+        activated,
+        held,
     }
 }
 
