@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use super::legacy_pod::WorkloadReference;
 use super::lock::{read, write};
-use super::pod_group_states::{is_assigned, is_terminal};
+use super::pod_group_states::{is_assigned, is_terminal, namespace};
 use super::pod_key;
 
 /// How long a 1.35 gang's pods wait at Permit for the rest, from the first that waits
@@ -122,28 +122,15 @@ impl LegacyGroupKey {
     pub fn of_pod(pod: &Pod) -> Option<LegacyGroupKey> {
         let reference = WorkloadReference::of_pod(pod)?;
         Some(LegacyGroupKey {
-            namespace: namespace(pod),
+            namespace: namespace(pod.metadata.namespace.as_deref()),
             reference,
         })
     }
 }
 
-fn namespace(pod: &Pod) -> String {
-    pod.metadata
-        .namespace
-        .as_deref()
-        .filter(|n| !n.is_empty())
-        .unwrap_or("default")
-        .to_string()
-}
-
 fn workload_key(workload: &Workload) -> (String, String) {
     (
-        workload
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into()),
+        namespace(workload.metadata.namespace.as_deref()),
         workload.metadata.name.clone().unwrap_or_default(),
     )
 }

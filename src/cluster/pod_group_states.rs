@@ -69,7 +69,7 @@ impl fmt::Display for GroupKey {
     }
 }
 
-fn namespace(namespace: Option<&str>) -> String {
+pub(super) fn namespace(namespace: Option<&str>) -> String {
     namespace
         .filter(|n| !n.is_empty())
         .unwrap_or("default")

@@ -289,16 +289,17 @@ impl GangScheduling {
             }
             Err(Some(message)) => return (Status::error(message), Duration::ZERO),
         };
+        // Ok: the assumed pods to allow; Err: the unscheduled ones to activate.
         let quorum = self.legacy.with_group(key, |group| {
             if short_of(group.scheduled_pods_count(), min_count) {
-                Quorum::NotMet(group.unscheduled_pods().map(String::from).collect())
+                Err(group.unscheduled_pods().map(String::from).collect())
             } else {
-                Quorum::Met(group.assumed_pods().map(String::from).collect())
+                Ok(group.assumed_pods().map(String::from).collect())
             }
         });
         match quorum {
             None => (Status::error(NO_LEGACY_GROUP), Duration::ZERO),
-            Some(Quorum::NotMet(pending)) => {
+            Some(Err(pending)) => {
                 activate(state, pending);
                 let timeout = self.legacy.scheduling_timeout(key, self.clock.now());
                 (
@@ -309,11 +310,10 @@ impl GangScheduling {
                     timeout,
                 )
             }
-            Some(Quorum::Met(assumed)) => {
+            Some(Ok(assumed)) => {
                 self.allow(assumed);
                 (Status::success(), Duration::ZERO)
             }
-            Some(_) => (Status::success(), Duration::ZERO),
         }
     }
 
