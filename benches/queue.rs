@@ -44,6 +44,7 @@ fn queue_config(framework: &Framework) -> QueueConfig {
         max_backoff,
         unschedulable_max_stay: DEFAULT_UNSCHEDULABLE_MAX_STAY,
         pod_groups: true,
+        coscheduling_groups: false,
     }
 }
 

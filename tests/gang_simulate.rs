@@ -98,28 +98,24 @@ async fn two_groups_competing_for_room_for_one_bind_one_fully() {
     }
 }
 
+/// The pod-group cycle tries the whole group and reserves nothing when it cannot complete
+/// (the third member fits no node), so the lower-priority pod without a group never finds
+/// room held for the gang: it binds at its first attempt.
 #[tokio::test(start_paused = true)]
-async fn permit_timeout_releases_reservations_for_a_pod_without_a_group() {
-    let report = run(&["permit-timeout.yaml"], 0).await;
+async fn a_group_that_cannot_complete_reserves_nothing() {
+    let report = run(&["gang-cannot-complete.yaml"], 0).await;
     for pod in members(&report, "job-") {
         assert_ne!(pod.result, PodResult::Scheduled, "{report:#?}");
     }
-    // job-0 was held at Permit and let go at the timeout (a second attempt); it then
-    // finds the node taken by the loner's 2 cpus.
-    let waited = members(&report, "job-0");
-    assert!(
-        waited[0].attempts >= 2 && waited[0].message.contains("1 Insufficient cpu"),
-        "{report:#?}"
-    );
-    // The loner first found the room reserved by the waiting members, then took it.
     let loner = members(&report, "loner");
     assert_eq!(loner[0].result, PodResult::Scheduled, "{report:#?}");
-    assert!(loner[0].attempts >= 2, "{report:#?}");
+    assert_eq!(loner[0].attempts, 1, "{report:#?}");
 }
 
-/// A group that cannot complete (two of its three members exist) does not preempt:
-/// Coscheduling's PreFilter rejects its members as unresolvable, so DefaultPreemption finds
-/// no node where evicting would help.
+/// A group that cannot complete (two of its three members exist) does not preempt: the
+/// pod-group cycle stops before trying a member (Coscheduling's PlacementFeasible: two
+/// members cannot reach minMember 3), and every member carries the group's message from
+/// before PodGroupPostFilter.
 #[tokio::test(start_paused = true)]
 async fn an_incomplete_group_evicts_nothing() {
     let report = run(&["preemption-incomplete-group.yaml"], 0).await;
@@ -130,47 +126,51 @@ async fn an_incomplete_group_evicts_nothing() {
         assert_eq!(pod.result, PodResult::Unschedulable, "{report:#?}");
         assert_eq!(
             pod.message,
-            format!(
-                "0/2 nodes are available: pre-filter pod {} cannot find enough sibling pods, \
-                 current pods number: 2, minMember of group: 3. \
-                 preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
-                pod.name
-            )
+            "pod group is unschedulable, pod group default/job cannot reach minMember (3): \
+             0 scheduled, 2 remaining"
         );
         assert!(pod.victims.is_empty(), "{report:#?}");
     }
 }
 
-/// With all its members, the group's members each preempt for themselves (upstream's
-/// order: the batch pod that started latest first, the room a nominated sibling holds is
-/// its own), wait at Permit for each other and bind together.
+/// With all its members, the group preempts as a unit (workload-aware preemption): every
+/// lower-priority pod is set aside, the group is placed (two members share a node, the
+/// third takes the other), and the victims are given back most important first (the
+/// earlier start) where the placed members still fit: only the first-started pod of the
+/// node holding one member survives. The group's first member is the preemptor; all
+/// three bind.
 #[tokio::test(start_paused = true)]
-async fn a_complete_group_preempts_member_by_member_and_binds() {
+async fn a_complete_group_preempts_as_a_unit_and_binds() {
     let report = run(&["preemption-complete-group.yaml"], 0).await;
-    let evicted: Vec<(&str, &str, &str)> = report
-        .evicted
+    let placed: Vec<(&str, &str)> = members(&report, "job-")
         .iter()
-        .map(|e| (e.pod.as_str(), e.node.as_str(), e.preemptor.as_str()))
+        .map(|p| {
+            (
+                p.name.as_str(),
+                p.node.as_deref().expect("every member binds"),
+            )
+        })
         .collect();
-    assert_eq!(
-        evicted,
-        [
-            ("default/batch-b2", "node-b", "default/job-0"),
-            ("default/batch-b1", "node-b", "default/job-1"),
-            ("default/batch-a2", "node-a", "default/job-2"),
-        ]
-    );
-    let placed: Vec<(&str, Option<&str>)> = members(&report, "job-")
-        .iter()
-        .map(|p| (p.name.as_str(), p.node.as_deref()))
-        .collect();
-    assert_eq!(
-        placed,
-        [
-            ("job-0", Some("node-b")),
-            ("job-1", Some("node-b")),
-            ("job-2", Some("node-a")),
-        ]
+    assert_eq!(placed.len(), 3, "{report:#?}");
+    let on = |node: &str| placed.iter().filter(|(_, n)| *n == node).count();
+    let (full, shared) = if on("node-a") == 2 {
+        ("node-a", "node-b")
+    } else {
+        ("node-b", "node-a")
+    };
+    assert_eq!((on(full), on(shared)), (2, 1), "{report:#?}");
+    let batch = |node: &str, i: u8| format!("default/batch-{}{i}", &node[5..]);
+    let mut want = vec![batch(full, 1), batch(full, 2), batch(shared, 2)];
+    want.sort();
+    let mut evicted: Vec<String> = report.evicted.iter().map(|e| e.pod.clone()).collect();
+    evicted.sort();
+    assert_eq!(evicted, want, "{report:#?}");
+    assert!(
+        report
+            .evicted
+            .iter()
+            .all(|e| e.preemptor == "default/job-0"),
+        "{report:#?}"
     );
 }
 

@@ -23,22 +23,57 @@ use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use super::lock::{read, write};
 use super::pod_key;
 
-/// A pod group by namespace and name (upstream's `podgroup/<namespace>/<name>` key).
+/// Which API a pod group comes from. The core schedules both alike (one pod-group cycle
+/// per group); the dialect decides which plugin judges the group and what is reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum GroupDialect {
+    /// A Workload API PodGroup (`scheduling.k8s.io/v1beta1`), named by
+    /// `spec.schedulingGroup`; GangScheduling's.
+    Workload,
+    /// berth's or scheduler-plugins' PodGroup, named by the pod-group label;
+    /// Coscheduling's. The core holds it as the Workload API PodGroup it amounts to
+    /// ([`crate::cluster::core_pod_group`]).
+    Coscheduling,
+}
+
+/// A pod group by dialect, namespace and name (upstream's `podgroup/<namespace>/<name>`
+/// key, plus the dialect: a Workload API PodGroup and a scheduler-plugins PodGroup of the
+/// same name are different groups).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct GroupKey {
+    pub dialect: GroupDialect,
     pub namespace: String,
     pub name: String,
 }
 
 impl GroupKey {
+    /// The key of a Workload API PodGroup.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
         GroupKey {
+            dialect: GroupDialect::Workload,
             namespace: namespace.into(),
             name: name.into(),
         }
     }
 
-    /// The group `pod` names in `spec.schedulingGroup`, if any.
+    /// The key of a Coscheduling group (berth's or scheduler-plugins' PodGroup).
+    pub fn coscheduling(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        GroupKey {
+            dialect: GroupDialect::Coscheduling,
+            ..GroupKey::new(namespace, name)
+        }
+    }
+
+    /// The group `pod` belongs to in any dialect: the Workload API PodGroup it names in
+    /// `spec.schedulingGroup`, else the Coscheduling group its label names.
+    pub fn member_of(pod: &Pod) -> Option<GroupKey> {
+        GroupKey::of_pod(pod).or_else(|| {
+            super::pod_group_of(pod)
+                .map(|(namespace, name)| GroupKey::coscheduling(namespace, name))
+        })
+    }
+
+    /// The Workload API PodGroup `pod` names in `spec.schedulingGroup`, if any.
     pub fn of_pod(pod: &Pod) -> Option<GroupKey> {
         let name = pod
             .spec
@@ -54,7 +89,7 @@ impl GroupKey {
         ))
     }
 
-    /// The key of a PodGroup object.
+    /// The key of a Workload API PodGroup object.
     pub fn of_group(group: &PodGroup) -> GroupKey {
         GroupKey::new(
             namespace(group.metadata.namespace.as_deref()),
@@ -194,9 +229,14 @@ impl PodGroupStates {
         self.served.load(Ordering::Acquire)
     }
 
-    /// Adds or replaces a PodGroup object.
+    /// Adds or replaces a Workload API PodGroup object.
     pub fn apply_group(&self, group: PodGroup) {
-        let key = GroupKey::of_group(&group);
+        self.apply_group_as(GroupKey::of_group(&group), group);
+    }
+
+    /// Adds or replaces the PodGroup object of `key`: a Coscheduling group's is the
+    /// Workload API PodGroup it amounts to.
+    pub fn apply_group_as(&self, key: GroupKey, group: PodGroup) {
         write(&self.groups).entry(key).or_default().pod_group = Some(Arc::new(group));
     }
 
@@ -224,7 +264,7 @@ impl PodGroupStates {
     /// A pod the scheduler is responsible for appeared (pending pods of its profiles, every
     /// bound pod). Non-members and terminal pods are ignored.
     pub fn add_pod(&self, pod: &Arc<Pod>) {
-        let Some(group) = GroupKey::of_pod(pod) else {
+        let Some(group) = GroupKey::member_of(pod) else {
             return;
         };
         if is_terminal(pod) {
@@ -242,7 +282,7 @@ impl PodGroupStates {
             self.delete_pod(old);
             return;
         }
-        if GroupKey::of_pod(old) != GroupKey::of_pod(new) {
+        if GroupKey::member_of(old) != GroupKey::member_of(new) {
             self.delete_pod(old);
         }
         self.add_pod(new);
@@ -250,7 +290,7 @@ impl PodGroupStates {
 
     /// A member is gone.
     pub fn delete_pod(&self, pod: &Pod) {
-        let Some(group) = GroupKey::of_pod(pod) else {
+        let Some(group) = GroupKey::member_of(pod) else {
             return;
         };
         let mut groups = write(&self.groups);
@@ -265,7 +305,7 @@ impl PodGroupStates {
     /// A member was assumed on a node (`assumed` carries `spec.nodeName`). A pod the group
     /// does not know (deleted meanwhile) is left out, as upstream does.
     pub fn assume(&self, assumed: &Arc<Pod>) {
-        let Some(group) = GroupKey::of_pod(assumed) else {
+        let Some(group) = GroupKey::member_of(assumed) else {
             return;
         };
         let key = pod_key(assumed);
@@ -286,7 +326,7 @@ impl PodGroupStates {
 
     /// An assumed member was forgotten (its cycle or binding failed): unscheduled again.
     pub fn forget(&self, pod: &Pod) {
-        let Some(group) = GroupKey::of_pod(pod) else {
+        let Some(group) = GroupKey::member_of(pod) else {
             return;
         };
         let key = pod_key(pod);

@@ -101,12 +101,55 @@ impl PodGroups {
 /// seconds, so such a group could never gather). The status is left out: Coscheduling
 /// does not read it.
 pub fn from_scheduler_plugins(group: &scheduler_plugins::PodGroup) -> PodGroup {
+    let mut metadata = group.metadata.clone();
+    metadata.annotations.get_or_insert_default().insert(
+        API_VERSION_ANNOTATION.to_string(),
+        SCHEDULER_PLUGINS_API_VERSION.to_string(),
+    );
     PodGroup {
-        metadata: group.metadata.clone(),
+        metadata,
         spec: PodGroupSpec {
             min_member: group.spec.min_member.max(1),
             min_resources: group.spec.min_resources.clone(),
             schedule_timeout_seconds: group.spec.schedule_timeout_seconds.filter(|s| *s >= 1),
+        },
+        status: None,
+    }
+}
+
+/// The in-memory annotation naming the API a Coscheduling group's PodGroup was read from
+/// (berth's `berth.dev/v1alpha1` or scheduler-plugins' `scheduling.x-k8s.io/v1alpha1`),
+/// so that events about the group refer to the object that exists. berth never writes it.
+pub const API_VERSION_ANNOTATION: &str = "internal.berth.dev/api-version";
+const SCHEDULER_PLUGINS_API_VERSION: &str = "scheduling.x-k8s.io/v1alpha1";
+const BERTH_API_VERSION: &str = "berth.dev/v1alpha1";
+
+/// The Workload API PodGroup a Coscheduling group amounts to in the scheduler core: the
+/// same metadata (with [`API_VERSION_ANNOTATION`]), a gang policy whose `minCount` is `minMember`, no priority (the
+/// pod-group cycle takes its members' lowest), no disruption mode (its members are evicted
+/// one by one, as any pod). `minResources` and `scheduleTimeoutSeconds` stay with
+/// Coscheduling, which reads them from [`PodGroups`].
+pub fn core_pod_group(group: &PodGroup) -> k8s_openapi::api::scheduling::v1beta1::PodGroup {
+    use k8s_openapi::api::scheduling::v1beta1 as upstream;
+    let mut metadata = ObjectMeta {
+        managed_fields: None,
+        ..group.metadata.clone()
+    };
+    metadata
+        .annotations
+        .get_or_insert_default()
+        .entry(API_VERSION_ANNOTATION.to_string())
+        .or_insert_with(|| BERTH_API_VERSION.to_string());
+    upstream::PodGroup {
+        metadata,
+        spec: upstream::PodGroupSpec {
+            scheduling_policy: upstream::PodGroupSchedulingPolicy {
+                gang: Some(upstream::GangSchedulingPolicy {
+                    min_count: group.spec.min_member.max(1),
+                }),
+                basic: None,
+            },
+            ..upstream::PodGroupSpec::default()
         },
         status: None,
     }

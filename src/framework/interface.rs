@@ -278,10 +278,13 @@ pub struct PlacementProgress {
 /// profile configures): whether the group can still meet its constraints. Called before
 /// the group's first pod is tried and after each pod. Success: met; Wait: not met yet, go
 /// on; Unschedulable: cannot be met, stop. Upstream runs GangScheduling's alone; berth
-/// runs every enabled plugin that implements it.
+/// runs every enabled plugin that implements it, and each judges the groups of its own
+/// dialect (`key.dialect`): GangScheduling the Workload API's, Coscheduling berth's and
+/// scheduler-plugins'.
 pub trait PlacementFeasiblePlugin: Plugin {
     fn placement_feasible(
         &self,
+        key: &crate::cluster::GroupKey,
         group: &k8s_openapi::api::scheduling::v1beta1::PodGroup,
         progress: PlacementProgress,
     ) -> Status;

@@ -330,6 +330,7 @@ impl Framework {
     /// Wait is kept while the others run. Success when no plugin takes part.
     pub fn run_placement_feasible(
         &self,
+        key: &crate::cluster::GroupKey,
         group: &k8s_openapi::api::scheduling::v1beta1::PodGroup,
         progress: PlacementProgress,
     ) -> Status {
@@ -343,7 +344,7 @@ impl Framework {
             let Some(feasible) = plugin.as_placement_feasible() else {
                 continue;
             };
-            let status = feasible.placement_feasible(group, progress);
+            let status = feasible.placement_feasible(key, group, progress);
             match status.code() {
                 Code::Success => {}
                 Code::Wait => result = status.with_plugin(plugin.name()),

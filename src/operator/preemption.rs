@@ -419,7 +419,19 @@ impl<'a> Preemptor<'a> {
     fn object_ref(&self) -> ObjectReference {
         match self {
             Preemptor::Pod(pod) => pod.object_ref(&()),
-            Preemptor::Group { pod_group, .. } => pod_group.object_ref(&()),
+            Preemptor::Group { pod_group, .. } => {
+                // A Coscheduling group's PodGroup is berth's or scheduler-plugins'.
+                let mut reference = pod_group.object_ref(&());
+                if let Some(api_version) = pod_group
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(crate::cluster::API_VERSION_ANNOTATION))
+                {
+                    reference.api_version = Some(api_version.clone());
+                }
+                reference
+            }
         }
     }
 

@@ -250,9 +250,13 @@ impl SchedulingLoop {
             }
             ClusterChange::PodApplied(pod) => self.pod_applied(pod),
             ClusterChange::PodDeleted(pod) => self.pod_deleted(&pod_key(&pod)),
-            ClusterChange::PodGroupChanged { deleted } => {
-                self.scheduler.on_pod_group_change(deleted)
-            }
+            ClusterChange::PodGroupChanged {
+                namespace,
+                name,
+                group,
+            } => self
+                .scheduler
+                .on_coscheduling_group_change(&namespace, &name, group.as_deref()),
             ClusterChange::SchedulingGroupApplied(group) => {
                 self.scheduling_groups
                     .insert(super::scheduling_groups::key(&group));

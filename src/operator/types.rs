@@ -20,10 +20,13 @@ pub enum ClusterChange {
     /// A pod was added or changed.
     PodApplied(Pod),
     PodDeleted(Pod),
-    /// A PodGroup was added, changed (`deleted: false`) or deleted; pods its plugins
-    /// rejected may now fit.
+    /// berth's or scheduler-plugins' PodGroup `namespace/name` was added, changed or
+    /// deleted; `group` is the one Coscheduling now reads under that name (berth's own
+    /// first), `None` when there is none. Pods its plugins rejected may now fit.
     PodGroupChanged {
-        deleted: bool,
+        namespace: String,
+        name: String,
+        group: Option<Box<crate::api::PodGroup>>,
     },
     /// A Workload API PodGroup (`scheduling.k8s.io/v1beta1`) was added or changed; the
     /// scheduler groups its members by it.

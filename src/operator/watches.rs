@@ -16,7 +16,7 @@ use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::watcher::{self, Event};
-use kube::{Api, Client, Resource};
+use kube::{Api, Client, Resource, ResourceExt};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{debug, warn};
 
@@ -136,14 +136,14 @@ where
     async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
-            let deleted = match event {
+            let group = match event {
                 Ok(Event::Apply(group) | Event::InitApply(group)) => {
                     apply(&pod_groups, &group);
-                    false
+                    group
                 }
                 Ok(Event::Delete(group)) => {
                     delete(&pod_groups, &group);
-                    true
+                    group
                 }
                 Ok(Event::Init | Event::InitDone) => continue,
                 Err(error) => {
@@ -151,7 +151,13 @@ where
                     continue;
                 }
             };
-            let change = ClusterChange::PodGroupChanged { deleted };
+            let namespace = group.namespace().unwrap_or_else(|| "default".into());
+            let name = group.name_any();
+            let change = ClusterChange::PodGroupChanged {
+                group: pod_groups.get(&namespace, &name).map(Box::new),
+                namespace,
+                name,
+            };
             if tx.send(LoopMessage::Cluster(change)).is_err() {
                 return;
             }

@@ -85,12 +85,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::PodGroup;
 use crate::cluster::lock::mutex as lock;
-use crate::cluster::{PodGroups, PodInfo, Resource, Snapshot, pod_group_of};
+use crate::cluster::{
+    GroupDialect, GroupKey, PodGroups, PodInfo, Resource, Snapshot, gang_min_count, pod_group_of,
+};
 use crate::framework::{
     ActionType, ClusterEvent, Code, CycleState, EventResource, FieldError, FilterRunner, Handle,
-    NodeToStatus, PermitPlugin, PluginArgs, PluginError, PluginFactory, PodsToActivate,
-    PostFilterPlugin, PostFilterResult, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult,
-    QueueSortPlugin, QueuedPodInfo, ReservePlugin, RetryAfterBackoff, Status, WaitingPods,
+    NodeToStatus, PermitPlugin, PlacementFeasiblePlugin, PlacementProgress, PluginArgs,
+    PluginError, PluginFactory, PodGroupCycle, PodsToActivate, PostFilterPlugin, PostFilterResult,
+    PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueSortPlugin, QueuedPodInfo,
+    ReservePlugin, RetryAfterBackoff, Status, WaitingPods,
 };
 
 /// Args of Coscheduling (scheduler-plugins `CoschedulingArgs`).
@@ -389,6 +392,10 @@ crate::plugin! {
     }
 
     impl Plugin {
+        fn as_placement_feasible(&self) -> Option<&dyn PlacementFeasiblePlugin> {
+            Some(self)
+        }
+
         /// A rejected member may fit once its PodGroup appears or changes, a pod is added
         /// (a sibling arrives) or deleted (room frees, e.g. a sibling's reservation released),
         /// or a node is added.
@@ -627,7 +634,11 @@ impl ReservePlugin for Coscheduling {
         Status::success()
     }
 
-    async fn unreserve(&self, _state: &mut CycleState, pod: &PodInfo, _node_name: &str) {
+    async fn unreserve(&self, state: &mut CycleState, pod: &PodInfo, _node_name: &str) {
+        // A pod-group cycle undoes its tentative placements: nothing was released.
+        if state.read::<PodGroupCycle>().is_some() {
+            return;
+        }
         let Some(group) = pod_group_of(&pod.pod) else {
             return;
         };
@@ -695,6 +706,41 @@ impl PermitPlugin for Coscheduling {
             w.allow(Self::NAME);
         }
         (Status::success(), Duration::ZERO)
+    }
+}
+
+/// The pod-group cycle's judgement of a berth or scheduler-plugins group: at least
+/// `minMember` members placed (bound or assumed before the cycle, plus those it placed).
+impl PlacementFeasiblePlugin for Coscheduling {
+    fn placement_feasible(
+        &self,
+        key: &GroupKey,
+        group: &k8s_openapi::api::scheduling::v1beta1::PodGroup,
+        progress: PlacementProgress,
+    ) -> Status {
+        if key.dialect != GroupDialect::Coscheduling {
+            return Status::success();
+        }
+        let min_member = gang_min_count(group).unwrap_or(1).max(1);
+        let min = usize::try_from(min_member).unwrap_or(1);
+        let PlacementProgress {
+            remaining,
+            scheduled,
+        } = progress;
+        if remaining.saturating_add(scheduled) < min {
+            return Status::unschedulable(format!(
+                "pod group {key} cannot reach minMember ({min_member}): {scheduled} scheduled, {remaining} remaining"
+            ));
+        }
+        if scheduled < min {
+            return Status::new(
+                Code::Wait,
+                format!(
+                    "pod group {key} has not reached minMember ({min_member}) yet: {scheduled} scheduled, {remaining} remaining"
+                ),
+            );
+        }
+        Status::success()
     }
 }
 

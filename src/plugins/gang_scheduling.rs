@@ -46,7 +46,8 @@ use async_trait::async_trait;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 
 use crate::cluster::{
-    GroupKey, LegacyGroup, LegacyGroupKey, LegacyWorkloads, PodGroupStates, PodInfo, gang_min_count,
+    GroupDialect, GroupKey, LegacyGroup, LegacyGroupKey, LegacyWorkloads, PodGroupStates, PodInfo,
+    gang_min_count,
 };
 use crate::framework::clock::Clock;
 use crate::framework::{
@@ -339,7 +340,15 @@ fn activate(state: &mut CycleState, pods: BTreeSet<String>) {
 }
 
 impl PlacementFeasiblePlugin for GangScheduling {
-    fn placement_feasible(&self, group: &PodGroup, progress: PlacementProgress) -> Status {
+    fn placement_feasible(
+        &self,
+        key: &GroupKey,
+        group: &PodGroup,
+        progress: PlacementProgress,
+    ) -> Status {
+        if key.dialect != GroupDialect::Workload {
+            return Status::success();
+        }
         let min_count = gang_min_count(group).unwrap_or(1);
         let PlacementProgress {
             remaining,

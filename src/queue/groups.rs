@@ -15,12 +15,17 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Pod, PodSchedulingGroup, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::cluster::{GroupKey, PodInfo};
+use crate::api::POD_GROUP_LABEL;
+use crate::cluster::{GroupDialect, GroupKey, PodInfo};
 use crate::framework::QueuedPodInfo;
 
 /// The proxy key of a group.
 pub(super) fn proxy_key(group: &GroupKey) -> String {
-    format!("podgroup/{}/{}", group.namespace, group.name)
+    let kind = match group.dialect {
+        GroupDialect::Workload => "podgroup",
+        GroupDialect::Coscheduling => "coscheduling",
+    };
+    format!("{kind}/{}/{}", group.namespace, group.name)
 }
 
 /// The queue-side bookkeeping of one group attempt history (upstream's group-level
@@ -87,18 +92,28 @@ impl GroupEntity {
         self.members.iter_mut().find(|m| m.pod_info.key() == key)
     }
 
-    /// The proxy standing for the group in activeQ, backoffQ or the gated set.
+    /// The proxy standing for the group in activeQ, backoffQ or the gated set. A
+    /// Coscheduling group's proxy carries the pod-group label (Coscheduling's QueueSort
+    /// orders it by its PodGroup) and its highest member priority (scheduler-plugins'
+    /// PodGroups have none of their own).
     pub(super) fn proxy(&self, gated_by: Option<String>) -> QueuedPodInfo {
+        let coscheduling = self.key.dialect == GroupDialect::Coscheduling;
+        let priority = match self.members.first() {
+            Some(first) if coscheduling => first.pod_info.priority(),
+            _ => self.priority,
+        };
         let pod = Pod {
             metadata: ObjectMeta {
                 name: Some(self.key.name.clone()),
                 namespace: Some(self.key.namespace.clone()),
                 uid: Some(proxy_key(&self.key)),
+                labels: coscheduling
+                    .then(|| [(POD_GROUP_LABEL.to_string(), self.key.name.clone())].into()),
                 ..Default::default()
             },
             spec: Some(PodSpec {
-                priority: Some(self.priority),
-                scheduling_group: Some(PodSchedulingGroup {
+                priority: Some(priority),
+                scheduling_group: (!coscheduling).then(|| PodSchedulingGroup {
                     pod_group_name: Some(self.key.name.clone()),
                 }),
                 ..Default::default()

@@ -52,7 +52,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tracing::{debug, warn};
 
-use crate::cluster::{GroupKey, PodInfo};
+use crate::cluster::{GroupDialect, GroupKey, PodInfo};
 use crate::framework::{ActionType, ClusterEvent, EventResource, Plugin, QueuedPodInfo};
 
 use active::ActiveQueue;
@@ -86,6 +86,11 @@ pub struct QueueConfig {
     /// Whether members of Workload API pod groups wait and leave as groups; when the
     /// cluster's PodGroups are not fed to the scheduler they are queued as lone pods.
     pub pod_groups: bool,
+    /// Whether members of Coscheduling groups (berth's or scheduler-plugins' PodGroups)
+    /// whose PodGroup is known wait and leave as groups. A member whose PodGroup is not
+    /// known is a lone pod, which Coscheduling's PreFilter rejects as scheduler-plugins
+    /// does.
+    pub coscheduling_groups: bool,
 }
 
 impl QueueConfig {
@@ -101,6 +106,7 @@ impl QueueConfig {
             max_backoff: DEFAULT_POD_MAX_BACKOFF,
             unschedulable_max_stay: DEFAULT_UNSCHEDULABLE_MAX_STAY,
             pod_groups: true,
+            coscheduling_groups: false,
         }
     }
 
@@ -140,6 +146,7 @@ impl fmt::Debug for QueueConfig {
             .field("max_backoff", &self.max_backoff)
             .field("unschedulable_max_stay", &self.unschedulable_max_stay)
             .field("pod_groups", &self.pod_groups)
+            .field("coscheduling_groups", &self.coscheduling_groups)
             .finish()
     }
 }
@@ -346,6 +353,7 @@ impl SchedulingQueue {
 
     /// The PodGroup `group` appeared or changed (its `spec.priority`, 0 when unset): the
     /// members that waited for it form the group's entity, which goes through PreEnqueue.
+    /// A Coscheduling group's members queued as lone pods until now join it.
     pub fn add_pod_group(&mut self, group: GroupKey, priority: i32, now: Instant) {
         let known = self.known_groups.insert(group.clone(), priority).is_some();
         if let Some(entity) = self.groups.get_mut(&proxy_key(&group)) {
@@ -358,28 +366,74 @@ impl SchedulingQueue {
             self.member_group.remove(member.pod_info.key());
             self.add_member(member, now);
         }
+        if group.dialect == GroupDialect::Coscheduling && self.config.coscheduling_groups {
+            for member in self.take_lone_members(&group) {
+                self.add_member(member, now);
+            }
+        }
     }
 
-    /// The PodGroup `group` is gone: its queued members wait for it again, keeping their
-    /// own bookkeeping; the group's is lost.
-    pub fn delete_pod_group(&mut self, group: &GroupKey) {
+    /// The lone pods waiting in activeQ, backoffQ, the unschedulable or the gated set that
+    /// belong to `group`, taken out.
+    fn take_lone_members(&mut self, group: &GroupKey) -> Vec<QueuedPodInfo> {
+        let belongs =
+            |q: &QueuedPodInfo| GroupKey::member_of(&q.pod_info.pod).as_ref() == Some(group);
+        let keys: Vec<String> = self
+            .active
+            .iter()
+            .filter(|q| belongs(q))
+            .chain(self.backoff.iter().map(|(_, q)| q).filter(|q| belongs(q)))
+            .chain(
+                self.unschedulable
+                    .iter()
+                    .map(|(_, q)| q)
+                    .filter(|q| belongs(q)),
+            )
+            .chain(self.gated.iter().map(|(_, q)| q).filter(|q| belongs(q)))
+            .map(|q| q.pod_info.key().to_string())
+            .collect();
+        keys.iter()
+            .filter_map(|key| {
+                self.active
+                    .remove(key)
+                    .or_else(|| self.backoff.remove(key))
+                    .or_else(|| self.unschedulable.remove(key))
+                    .or_else(|| self.gated.remove(key))
+            })
+            .collect()
+    }
+
+    /// The PodGroup `group` is gone: the queued members of a Workload API group wait for
+    /// it again, keeping their own bookkeeping; those of a Coscheduling group go on as
+    /// lone pods. The group's bookkeeping is lost.
+    pub fn delete_pod_group(&mut self, group: &GroupKey, now: Instant) {
         if self.known_groups.remove(group).is_none() {
             return;
         }
         let proxy = proxy_key(group);
         self.remove_proxy(&proxy);
-        if let Some(entity) = self.groups.remove(&proxy) {
-            let waiting = self.incomplete.entry(group.clone()).or_default();
-            waiting.extend(entity.members);
+        let Some(entity) = self.groups.remove(&proxy) else {
+            return;
+        };
+        if group.dialect == GroupDialect::Coscheduling {
+            for member in entity.members {
+                self.member_group.remove(member.pod_info.key());
+                self.admit(member, now);
+            }
+            return;
         }
+        let waiting = self.incomplete.entry(group.clone()).or_default();
+        waiting.extend(entity.members);
     }
 
-    /// The pod group `pod` belongs to, if the queue groups pods.
+    /// The pod group `pod` belongs to, if the queue groups its pods: a Workload API
+    /// PodGroup where those are served, a Coscheduling group once its PodGroup is known.
     fn group_of(&self, pod: &PodInfo) -> Option<GroupKey> {
-        self.config
-            .pod_groups
-            .then(|| GroupKey::of_pod(&pod.pod))
-            .flatten()
+        match GroupKey::member_of(&pod.pod)? {
+            key if key.dialect == GroupDialect::Workload => self.config.pod_groups.then_some(key),
+            key => (self.config.coscheduling_groups && self.known_groups.contains_key(&key))
+                .then_some(key),
+        }
     }
 
     /// Puts a member with its group: into the group's entity wherever it waits (activeQ

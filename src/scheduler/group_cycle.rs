@@ -36,7 +36,7 @@ use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
-use crate::cluster::{GroupKey, PodInfo, scheduler_name};
+use crate::cluster::{GroupDialect, GroupKey, PodInfo, scheduler_name};
 use crate::framework::{Code, CycleState, PlacementProgress, PodGroupCycle, QueuedPodInfo, Status};
 use crate::queue::{GroupOutcome, QueuedGroup};
 
@@ -163,15 +163,23 @@ impl Scheduler {
                 }));
             return;
         };
+        let pod_group = match key.dialect {
+            GroupDialect::Workload => pod_group,
+            GroupDialect::Coscheduling => with_members_priority(&pod_group, &group),
+        };
+        let reported = |status, reason, message: &str| {
+            (key.dialect == GroupDialect::Workload)
+                .then(|| condition(&pod_group, status, reason, message))
+        };
         if let Err(message) = self.validate_group(&group, &pod_group) {
             let members = group.members.len();
-            let condition = condition(&pod_group, "False", "SchedulerError", &message);
+            let condition = reported("False", "SchedulerError", &message);
             self.fail_group(index, group, &Status::error(message));
             self.pending
                 .push_back(CycleOutput::PodGroup(PodGroupReport {
                     group: key,
                     scheduler_name,
-                    condition: Some(condition),
+                    condition,
                     placed: 0,
                     members,
                     attempt: None,
@@ -235,9 +243,9 @@ impl Scheduler {
         };
         let members = group.members.len();
         let condition = match &post.verdict {
-            Verdict::Feasible => condition(&pod_group, "True", "Scheduled", ""),
-            Verdict::Rejected(message) => condition(&pod_group, "False", "Unschedulable", message),
-            Verdict::Error(message) => condition(&pod_group, "False", "SchedulerError", message),
+            Verdict::Feasible => reported("True", "Scheduled", ""),
+            Verdict::Rejected(message) => reported("False", "Unschedulable", message),
+            Verdict::Error(message) => reported("False", "SchedulerError", message),
         };
         let placed = self
             .submit_group(index, group, pod_cycle, tried, post, &untried)
@@ -246,7 +254,7 @@ impl Scheduler {
             .push_back(CycleOutput::PodGroup(PodGroupReport {
                 group: key,
                 scheduler_name,
-                condition: Some(condition),
+                condition,
                 placed,
                 members,
                 attempt: Some(attempt),
@@ -254,9 +262,11 @@ impl Scheduler {
             }));
     }
 
-    /// Upstream `validatePodGroup` (PodGroupPreemptionPolicy off).
+    /// Upstream `validatePodGroup` (PodGroupPreemptionPolicy off). A Coscheduling group
+    /// has no priority of its own, so its members' priorities are not checked.
     fn validate_group(&self, group: &QueuedGroup, pod_group: &PodGroup) -> Result<(), String> {
         let priority = pod_group.spec.priority.unwrap_or(0);
+        let same_priority = group.key.dialect == GroupDialect::Workload;
         let placed: Vec<Arc<k8s_openapi::api::core::v1::Pod>> = self
             .options
             .pod_group_states
@@ -282,7 +292,7 @@ impl Scheduler {
                 ));
             }
             let pod_priority = spec.and_then(|s| s.priority).unwrap_or(0);
-            if pod_priority != priority {
+            if same_priority && pod_priority != priority {
                 return Err(format!(
                     "all pods in a single pod group should have the same priority as the pod group's priority, got {pod_priority} and {priority}"
                 ));
@@ -323,7 +333,7 @@ impl Scheduler {
         // (member's index in `tried`, the assumed pod, its node, its nomination before)
         let mut tentative: Vec<(usize, Arc<PodInfo>, String, Option<String>)> = Vec::new();
         let mut any_placed = false;
-        let mut status = framework.run_placement_feasible(pod_group, progress);
+        let mut status = framework.run_placement_feasible(&group.key, pod_group, progress);
         let mut verdict = None;
         if status.code() == Code::Error {
             verdict = Some(Verdict::Error(format!(
@@ -377,7 +387,7 @@ impl Scheduler {
                 if placed {
                     progress.scheduled += 1;
                 }
-                status = framework.run_placement_feasible(pod_group, progress);
+                status = framework.run_placement_feasible(&group.key, pod_group, progress);
                 if status.code() == Code::Error {
                     verdict = Some(Verdict::Error(format!(
                         "failed to evaluate placement feasibility: {}",
@@ -650,6 +660,15 @@ impl Scheduler {
             .queue
             .requeue_group(group, GroupOutcome::Error, now);
     }
+}
+
+/// A Coscheduling group's PodGroup for one cycle: at the lowest priority of the members
+/// the cycle tries, so that the group preempts only what each of them could.
+fn with_members_priority(pod_group: &PodGroup, group: &QueuedGroup) -> Arc<PodGroup> {
+    let priority = group.members.iter().map(|m| m.pod_info.priority()).min();
+    let mut pod_group = pod_group.clone();
+    pod_group.spec.priority = priority;
+    Arc::new(pod_group)
 }
 
 /// Upstream's `Status.Message()` of a status whose error is `first` and whose reasons

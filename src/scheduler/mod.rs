@@ -182,8 +182,16 @@ fn queue_config(
         max_backoff: backoff.1,
         unschedulable_max_stay: crate::queue::DEFAULT_UNSCHEDULABLE_MAX_STAY,
         pod_groups,
+        coscheduling_groups: framework
+            .plugins(crate::framework::ExtensionPoint::Permit)
+            .iter()
+            .any(|p| p.name() == COSCHEDULING),
     })
 }
+
+/// The plugin whose groups (berth's and scheduler-plugins' PodGroups) a profile that runs
+/// it places through pod-group cycles.
+const COSCHEDULING: &str = "Coscheduling";
 
 /// The scheduler core shared by `berth simulate` and the operator.
 pub struct Scheduler {
@@ -340,17 +348,6 @@ impl Scheduler {
         Ok(())
     }
 
-    /// A PodGroup was added, changed or deleted (the lister plugins read is updated by the
-    /// adapter): requeue the pods whose rejecting plugins registered PodGroup events.
-    pub fn on_pod_group_change(&mut self, deleted: bool) {
-        let action = if deleted {
-            ActionType::DELETE
-        } else {
-            ActionType::ADD | ActionType::UPDATE
-        };
-        self.broadcast(ClusterEvent::new(EventResource::PodGroup, action));
-    }
-
     /// The adapter feeds the cluster's Workload API PodGroups from now on: members of
     /// pod groups are queued and placed as groups instead of refused (every queue is
     /// reconfigured).
@@ -398,11 +395,44 @@ impl Scheduler {
         self.broadcast(ClusterEvent::new(EventResource::PodGroup, action));
     }
 
-    /// A Workload API PodGroup was deleted: its queued members wait for it again.
+    /// berth's or scheduler-plugins' PodGroup `namespace/name` changed; `group` is the
+    /// one Coscheduling now reads under that name (berth's own first), `None` when there is
+    /// none. The core holds it as the Workload API PodGroup it amounts to
+    /// ([`crate::cluster::core_pod_group`]), and the queues of profiles that run
+    /// Coscheduling group its members from now on. Requeues as any PodGroup change.
+    pub fn on_coscheduling_group_change(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        group: Option<&crate::api::PodGroup>,
+    ) {
+        let key = GroupKey::coscheduling(namespace, name);
+        let Some(group) = group else {
+            self.on_scheduling_group_delete(&key);
+            return;
+        };
+        let states = &self.options.pod_group_states;
+        let known = states.pod_group(&key).is_some();
+        states.apply_group_as(key.clone(), crate::cluster::core_pod_group(group));
+        let now = self.now();
+        for profile in &mut self.profiles {
+            profile.queue.add_pod_group(key.clone(), 0, now);
+        }
+        let action = if known {
+            ActionType::UPDATE
+        } else {
+            ActionType::ADD
+        };
+        self.broadcast(ClusterEvent::new(EventResource::PodGroup, action));
+    }
+
+    /// A PodGroup was deleted: the queued members of a Workload API PodGroup wait for it
+    /// again, those of a Coscheduling group go on as lone pods.
     pub fn on_scheduling_group_delete(&mut self, key: &GroupKey) {
         self.options.pod_group_states.delete_group(key);
+        let now = self.now();
         for profile in &mut self.profiles {
-            profile.queue.delete_pod_group(key);
+            profile.queue.delete_pod_group(key, now);
         }
         self.broadcast(ClusterEvent::new(
             EventResource::PodGroup,

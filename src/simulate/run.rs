@@ -9,7 +9,7 @@
 //! holds a pod, no binding cycle is in flight and no pod is backing off. Unschedulable
 //! pods are not flushed after 5 minutes (the cluster is static: nothing would change).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -352,7 +352,7 @@ async fn simulate_on(
         clock: scheduler.clock().clone(),
         nominator: scheduler.nominator().clone(),
         workloads: Arc::new(workloads(&input)),
-        pod_groups,
+        pod_groups: pod_groups.clone(),
         pod_group_states: scheduler.pod_group_states().clone(),
         legacy_workloads: scheduler.legacy_workloads().clone(),
         volumes: volumes.clone(),
@@ -385,6 +385,26 @@ async fn simulate_on(
         for group in &input.scheduling_pod_groups {
             scheduler.on_scheduling_group_apply(group.clone());
         }
+    }
+    // berth's and scheduler-plugins' PodGroups, each name once (berth's own first).
+    let coscheduling: BTreeSet<(String, String)> = input
+        .pod_groups
+        .iter()
+        .map(|g| (g.metadata.namespace.clone(), g.metadata.name.clone()))
+        .chain(
+            input
+                .scheduler_plugins_pod_groups
+                .iter()
+                .map(|g| (g.metadata.namespace.clone(), g.metadata.name.clone())),
+        )
+        .map(|(namespace, name)| {
+            let namespace = namespace.unwrap_or_else(|| "default".into());
+            (namespace, name.unwrap_or_default())
+        })
+        .collect();
+    for (namespace, name) in &coscheduling {
+        let group = pod_groups.get(namespace, name);
+        scheduler.on_coscheduling_group_change(namespace, name, group.as_ref());
     }
     // Finished pods are left out altogether, as `berth run` drops them from its cache.
     let running: Vec<&Pod> = input.running_pods().collect();

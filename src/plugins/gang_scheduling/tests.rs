@@ -642,7 +642,7 @@ fn placement_feasible_matches_upstream_table() {
                 remaining: children - (step + 1),
                 scheduled,
             };
-            let got = plugin.placement_feasible(&group, progress);
+            let got = plugin.placement_feasible(&GroupKey::new(NS, "test-pg"), &group, progress);
             assert_eq!(
                 (got.code(), got.message().as_str()),
                 (*code, *message),

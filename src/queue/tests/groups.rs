@@ -242,7 +242,7 @@ fn deleting_members_and_pod_groups() {
     assert!(q.delete(&key("p1")));
     assert_eq!(q.placement(&key("p2")), Some(Placement::Active));
     // PodGroup deleted: its members wait for it again.
-    q.delete_pod_group(&group("pg"));
+    q.delete_pod_group(&group("pg"), t0);
     assert_eq!(q.placement(&key("p2")), Some(Placement::Incomplete));
     assert!(q.pop(t0).is_none());
     q.add_pod_group(group("pg"), 0, t0);
