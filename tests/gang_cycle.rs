@@ -4,6 +4,10 @@
 //! TestSubmitPodGroupAlgorithmResult, TestValidatePodGroup) and GangScheduling's
 //! PreEnqueue/Permit/PlacementFeasible messages; node sizes make every verdict follow
 //! from the pods' requests alone.
+//!
+//! The tests of a gang's course run once per [`Dialect`]: berth places scheduler-plugins'
+//! and its own PodGroups through the same cycle, Coscheduling judging them in
+//! GangScheduling's place (minMember for minCount, in its own words).
 
 #[path = "support/core.rs"]
 mod scheduler_core;
@@ -23,7 +27,7 @@ use k8s_openapi::api::scheduling::v1beta1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use pretty_assertions::assert_eq;
-use scheduler_core::Core;
+use scheduler_core::{Core, DIALECTS, Dialect};
 
 fn node(name: &str, cpu: &str) -> Node {
     make_node()
@@ -71,6 +75,31 @@ fn scheduler(nodes: &[(&str, &str)]) -> (Scheduler, VirtualClock) {
     scheduler_with(&SchedulerProfileSpec::default(), nodes)
 }
 
+/// [`scheduler`] in `dialect`: its profile, and the PodGroups Coscheduling reads.
+fn scheduler_in(
+    dialect: Dialect,
+    nodes: &[(&str, &str)],
+) -> (Scheduler, Arc<berth::cluster::PodGroups>) {
+    let (core, lister) = dialect.core(Core::default());
+    let mut scheduler = core.build();
+    for (name, cpu) in nodes {
+        scheduler.on_node_add(node(name, cpu)).expect("node");
+    }
+    (scheduler, lister)
+}
+
+/// A `cpu` member of `group` in `dialect`.
+fn member_in(dialect: Dialect, name: &str, group: &str, cpu: &str) -> Pod {
+    let mut pod = make_pod()
+        .name(name)
+        .namespace("default")
+        .uid(name)
+        .req(&[("cpu", cpu)])
+        .obj();
+    dialect.join(&mut pod, group);
+    pod
+}
+
 /// [`scheduler`] with the profile `spec`.
 fn scheduler_with(
     spec: &SchedulerProfileSpec,
@@ -115,6 +144,15 @@ impl Outcomes {
         }
     }
 
+    /// The group's message after its last cycle, in any dialect.
+    fn group_message(&self, dialect: Dialect, group: &str) -> &str {
+        let key = match dialect {
+            Dialect::Workload => GroupKey::new("default", group),
+            _ => GroupKey::coscheduling("default", group),
+        };
+        &self.groups[&key].message
+    }
+
     /// The PodGroup's `PodGroupInitiallyScheduled` after every cycle's merge.
     fn condition(&self, group: &str) -> (String, String, String) {
         let conditions = &self.conditions[&GroupKey::new("default", group)];
@@ -134,10 +172,13 @@ async fn run(scheduler: &mut Scheduler, outcomes: &mut Outcomes) {
             CycleOutput::Done(report) => report,
             CycleOutput::Binding(cycle) => scheduler.complete_binding(cycle.run().await),
             CycleOutput::PodGroup(report) => {
-                let conditions = outcomes.conditions.entry(report.group.clone()).or_default();
-                let wanted = report.condition.as_ref().expect("the PodGroup is known");
-                if let Some(merged) = merge_condition(conditions, wanted, Timestamp::UNIX_EPOCH) {
-                    *conditions = merged;
+                // Only a Workload API PodGroup has a condition.
+                if let Some(wanted) = &report.condition {
+                    let conditions = outcomes.conditions.entry(report.group.clone()).or_default();
+                    if let Some(merged) = merge_condition(conditions, wanted, Timestamp::UNIX_EPOCH)
+                    {
+                        *conditions = merged;
+                    }
                 }
                 outcomes.groups.insert(report.group.clone(), report);
                 continue;
@@ -151,57 +192,88 @@ async fn run(scheduler: &mut Scheduler, outcomes: &mut Outcomes) {
 
 #[tokio::test]
 async fn a_gang_that_fits_is_placed_whole() {
-    let (mut s, _) = scheduler(&[("n1", "2"), ("n2", "2")]);
-    s.on_scheduling_group_apply(pod_group("train", Some(3)));
-    for name in ["a", "b", "c"] {
-        s.on_pod_add(member(name, "train", "1")).expect("pod");
+    for dialect in DIALECTS {
+        let (mut s, lister) = scheduler_in(dialect, &[("n1", "2"), ("n2", "2")]);
+        dialect.add_gang(&mut s, &lister, "train", Some(3), 0);
+        for name in ["a", "b", "c"] {
+            s.on_pod_add(member_in(dialect, name, "train", "1"))
+                .expect("pod");
+        }
+        let mut outcomes = Outcomes::default();
+        run(&mut s, &mut outcomes).await;
+        for name in ["a", "b", "c"] {
+            assert!(
+                outcomes.node(name).is_some(),
+                "{dialect:?} {name}: {outcomes:?}"
+            );
+        }
+        assert_eq!(outcomes.group_message(dialect, "train"), "", "{dialect:?}");
+        if dialect == Dialect::Workload {
+            assert_eq!(
+                outcomes.condition("train"),
+                ("True".into(), "Scheduled".into(), String::new())
+            );
+            let report = &outcomes.groups[&GroupKey::new("default", "train")];
+            assert_eq!((report.placed, report.members), (3, 3));
+            let condition = report.condition.as_ref().expect("condition");
+            assert_eq!(condition.observed_generation, Some(1));
+        } else {
+            let report = &outcomes.groups[&GroupKey::coscheduling("default", "train")];
+            assert_eq!((report.placed, report.members), (3, 3), "{dialect:?}");
+            assert!(report.condition.is_none(), "{dialect:?}");
+        }
     }
-    let mut outcomes = Outcomes::default();
-    run(&mut s, &mut outcomes).await;
-    for name in ["a", "b", "c"] {
-        assert!(outcomes.node(name).is_some(), "{name}: {outcomes:?}");
-    }
-    assert_eq!(
-        outcomes.condition("train"),
-        ("True".into(), "Scheduled".into(), String::new())
-    );
-    let report = &outcomes.groups[&GroupKey::new("default", "train")];
-    assert_eq!((report.placed, report.members), (3, 3));
-    let condition = report.condition.as_ref().expect("condition");
-    assert_eq!(condition.observed_generation, Some(3));
 }
 
 #[tokio::test]
 async fn a_gang_short_of_its_quorum_places_no_member() {
+    for dialect in DIALECTS {
+        short_of_quorum(dialect).await;
+    }
+}
+
+async fn short_of_quorum(dialect: Dialect) {
     // Two 1-cpu nodes, three 1-cpu members, minCount 3: two fit, the third cannot.
-    let (mut s, _) = scheduler(&[("n1", "1"), ("n2", "1")]);
-    s.on_scheduling_group_apply(pod_group("train", Some(3)));
+    let (mut s, lister) = scheduler_in(dialect, &[("n1", "1"), ("n2", "1")]);
+    dialect.add_gang(&mut s, &lister, "train", Some(3), 0);
     for name in ["a", "b", "c"] {
-        s.on_pod_add(member(name, "train", "1")).expect("pod");
+        s.on_pod_add(member_in(dialect, name, "train", "1"))
+            .expect("pod");
     }
     let mut outcomes = Outcomes::default();
     run(&mut s, &mut outcomes).await;
     // After a and b: Wait; after c: 2 scheduled + 0 remaining < 3. A rejection after a
-    // member was tried is GangScheduling's own status; DefaultPreemption's
-    // PodGroupPostFilter reason follows (no pod to preempt in an empty cluster), as the
-    // real kube-scheduler 1.37 words it (tests/differential.rs, examples/gangs.yaml).
-    let group = "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, pod group preemption: No preemption victims found for incoming preemptor";
-    assert_eq!(
-        outcomes.condition("train"),
-        ("False".into(), "Unschedulable".into(), group.to_string())
+    // member was tried is the plugin's own status (GangScheduling's, or Coscheduling's
+    // for its PodGroups); DefaultPreemption's PodGroupPostFilter reason follows (no pod
+    // to preempt in an empty cluster), as the real kube-scheduler 1.37 words it
+    // (tests/differential.rs, examples/gangs.yaml).
+    let group = format!(
+        "{}, pod group preemption: No preemption victims found for incoming preemptor",
+        dialect.cannot_reach("train", 3, 2, 0)
     );
+    assert_eq!(
+        outcomes.group_message(dialect, "train"),
+        group,
+        "{dialect:?}"
+    );
+    if dialect == Dialect::Workload {
+        assert_eq!(
+            outcomes.condition("train"),
+            ("False".into(), "Unschedulable".into(), group.clone())
+        );
+    }
     for name in ["a", "b"] {
         assert_eq!(outcomes.node(name), None, "{name}");
         assert_eq!(
             outcomes.message(name),
             format!("pod group is unschedulable, {group}"),
-            "{name}: placed in the algorithm, rejected with the group"
+            "{dialect:?} {name}: placed in the algorithm, rejected with the group"
         );
     }
     assert_eq!(
         outcomes.message("c"),
         "0/2 nodes are available: 2 Insufficient cpu.",
-        "c's own fit error, without PostFilter"
+        "{dialect:?}: c's own fit error, without PostFilter"
     );
     // Nothing stays assumed: the cluster is empty for the next pod.
     s.on_pod_add(
@@ -215,36 +287,46 @@ async fn a_gang_short_of_its_quorum_places_no_member() {
     .expect("pod");
     let mut lone = Outcomes::default();
     run(&mut s, &mut lone).await;
-    assert!(lone.node("lone").is_some(), "{lone:?}");
+    assert!(lone.node("lone").is_some(), "{dialect:?}: {lone:?}");
 }
 
 #[tokio::test]
 async fn an_unsatisfiable_gang_stops_at_its_first_failure() {
-    // minCount 3 and the first member fits nowhere: 0 scheduled + 2 remaining < 3.
-    let (mut s, _) = scheduler(&[("n1", "2")]);
-    s.on_scheduling_group_apply(pod_group("big", Some(3)));
-    for name in ["a", "b", "c"] {
-        s.on_pod_add(member(name, "big", "4")).expect("pod");
-    }
-    let mut outcomes = Outcomes::default();
-    run(&mut s, &mut outcomes).await;
-    let group = "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining, pod group preemption: No preemption victims found for incoming preemptor";
-    assert_eq!(
-        outcomes.condition("big"),
-        ("False".into(), "Unschedulable".into(), group.to_string())
-    );
-    assert_eq!(
-        outcomes.message("a"),
-        "0/1 nodes are available: 1 Insufficient cpu."
-    );
-    // Members never tried keep the group's status from before PodGroupPostFilter, as the
-    // real kube-scheduler 1.37 gives them (regressions/gang-preemption-unit.yaml).
-    for name in ["b", "c"] {
-        assert_eq!(
-            outcomes.message(name),
-            "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining",
-            "{name}: not tried"
+    for dialect in DIALECTS {
+        // minCount 3 and the first member fits nowhere: 0 scheduled + 2 remaining < 3.
+        let (mut s, lister) = scheduler_in(dialect, &[("n1", "2")]);
+        dialect.add_gang(&mut s, &lister, "big", Some(3), 0);
+        for name in ["a", "b", "c"] {
+            s.on_pod_add(member_in(dialect, name, "big", "4"))
+                .expect("pod");
+        }
+        let mut outcomes = Outcomes::default();
+        run(&mut s, &mut outcomes).await;
+        let short = dialect.cannot_reach("big", 3, 0, 2);
+        let group = format!(
+            "{short}, pod group preemption: No preemption victims found for incoming preemptor"
         );
+        assert_eq!(outcomes.group_message(dialect, "big"), group, "{dialect:?}");
+        if dialect == Dialect::Workload {
+            assert_eq!(
+                outcomes.condition("big"),
+                ("False".into(), "Unschedulable".into(), group.clone())
+            );
+        }
+        assert_eq!(
+            outcomes.message("a"),
+            "0/1 nodes are available: 1 Insufficient cpu.",
+            "{dialect:?}"
+        );
+        // Members never tried keep the group's status from before PodGroupPostFilter, as
+        // the real kube-scheduler 1.37 gives them (regressions/gang-preemption-unit.yaml).
+        for name in ["b", "c"] {
+            assert_eq!(
+                outcomes.message(name),
+                short,
+                "{dialect:?} {name}: not tried"
+            );
+        }
     }
 }
 
@@ -278,25 +360,31 @@ async fn a_gang_waits_at_pre_enqueue_for_its_quorum() {
 
 #[tokio::test]
 async fn members_that_do_not_fit_a_placed_gang_fail_alone() {
-    // minCount 2 of 3: a and b fit, c does not; the gang is placed without c. c's retry
-    // (a cycle that places nobody) does not turn the condition back to False.
-    let (mut s, _) = scheduler(&[("n1", "2")]);
-    s.on_scheduling_group_apply(pod_group("train", Some(2)));
-    for name in ["a", "b", "c"] {
-        s.on_pod_add(member(name, "train", "1")).expect("pod");
+    for dialect in DIALECTS {
+        // minCount 2 of 3: a and b fit, c does not; the gang is placed without c. c's
+        // retry (a cycle that places nobody) does not turn the condition back to False.
+        let (mut s, lister) = scheduler_in(dialect, &[("n1", "2")]);
+        dialect.add_gang(&mut s, &lister, "train", Some(2), 0);
+        for name in ["a", "b", "c"] {
+            s.on_pod_add(member_in(dialect, name, "train", "1"))
+                .expect("pod");
+        }
+        let mut outcomes = Outcomes::default();
+        run(&mut s, &mut outcomes).await;
+        assert_eq!(outcomes.node("a"), Some("n1"), "{dialect:?}");
+        assert_eq!(outcomes.node("b"), Some("n1"), "{dialect:?}");
+        assert_eq!(
+            outcomes.message("c"),
+            "0/1 nodes are available: 1 Insufficient cpu.",
+            "{dialect:?}"
+        );
+        if dialect == Dialect::Workload {
+            assert_eq!(
+                outcomes.condition("train"),
+                ("True".into(), "Scheduled".into(), String::new())
+            );
+        }
     }
-    let mut outcomes = Outcomes::default();
-    run(&mut s, &mut outcomes).await;
-    assert_eq!(outcomes.node("a"), Some("n1"));
-    assert_eq!(outcomes.node("b"), Some("n1"));
-    assert_eq!(
-        outcomes.message("c"),
-        "0/1 nodes are available: 1 Insufficient cpu."
-    );
-    assert_eq!(
-        outcomes.condition("train"),
-        ("True".into(), "Scheduled".into(), String::new())
-    );
 }
 
 #[tokio::test]

@@ -926,6 +926,7 @@ mod tests {
             group: GroupKey::new("gang-ns-0", "gang-0"),
             scheduler_name: "s".to_string(),
             condition: None,
+            message: String::new(),
             placed: 3,
             members: 3,
             attempt: None,

@@ -152,6 +152,7 @@ mod tests {
             group: GroupKey::new("default", "train"),
             scheduler_name: "default-scheduler".into(),
             condition: Some(condition(status, reason)),
+            message: String::new(),
             placed: 0,
             members: 1,
             attempt: None,

@@ -62,8 +62,13 @@ pub struct PodGroupReport {
     pub group: GroupKey,
     pub scheduler_name: String,
     /// The `PodGroupInitiallyScheduled` condition to merge into the PodGroup's status
-    /// ([`merge_condition`]); `None` when the PodGroup was not known.
+    /// ([`merge_condition`]); `None` when the PodGroup was not known, and for a
+    /// Coscheduling group (its PodGroup has no such condition; the PodGroup controller
+    /// reports its phase).
     pub condition: Option<Condition>,
+    /// Why the group was not placed, in every dialect (the condition's message for a
+    /// Workload API PodGroup); empty when it was.
+    pub message: String,
     /// Members the cycle sent to their binding cycles.
     pub placed: usize,
     /// Members the cycle tried.
@@ -150,12 +155,13 @@ impl Scheduler {
 
         let Some(pod_group) = states.pod_group(&key) else {
             let message = format!("pod group object not found for pod group {key}");
-            self.fail_group(index, group, &Status::error(message));
+            self.fail_group(index, group, &Status::error(message.clone()));
             self.pending
                 .push_back(CycleOutput::PodGroup(PodGroupReport {
                     group: key,
                     scheduler_name,
                     condition: None,
+                    message,
                     placed: 0,
                     members: 0,
                     attempt: None,
@@ -174,12 +180,13 @@ impl Scheduler {
         if let Err(message) = self.validate_group(&group, &pod_group) {
             let members = group.members.len();
             let condition = reported("False", "SchedulerError", &message);
-            self.fail_group(index, group, &Status::error(message));
+            self.fail_group(index, group, &Status::error(message.clone()));
             self.pending
                 .push_back(CycleOutput::PodGroup(PodGroupReport {
                     group: key,
                     scheduler_name,
                     condition,
+                    message,
                     placed: 0,
                     members,
                     attempt: None,
@@ -242,6 +249,10 @@ impl Scheduler {
             algorithm: started.elapsed(),
         };
         let members = group.members.len();
+        let message = match &post.verdict {
+            Verdict::Feasible => String::new(),
+            Verdict::Rejected(message) | Verdict::Error(message) => message.clone(),
+        };
         let condition = match &post.verdict {
             Verdict::Feasible => reported("True", "Scheduled", ""),
             Verdict::Rejected(message) => reported("False", "Unschedulable", message),
@@ -255,6 +266,7 @@ impl Scheduler {
                 group: key,
                 scheduler_name,
                 condition,
+                message,
                 placed,
                 members,
                 attempt: Some(attempt),

@@ -798,12 +798,7 @@ impl Scheduler {
     /// Assumes `pod` on `node` in the cache and in its pod group's state.
     pub(super) fn assume(&mut self, pod: &PodInfo, node: &str) -> Result<(), CacheError> {
         self.cache.assume_pod(pod, node)?;
-        if pod
-            .pod
-            .spec
-            .as_ref()
-            .is_some_and(|s| s.scheduling_group.is_some())
-        {
+        if GroupKey::member_of(&pod.pod).is_some() {
             let assumed = pod.with_node_name(node);
             self.options.pod_group_states.assume(&assumed.pod);
         }
