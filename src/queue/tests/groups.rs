@@ -335,3 +335,85 @@ fn without_pod_groups_members_are_lone_pods() {
         Some("p1")
     );
 }
+
+/// A member of berth's or scheduler-plugins' group `group` (the pod-group label).
+fn labelled(name: &str, group: &str, priority: i32) -> Pod {
+    let mut pod = pod(name, priority);
+    pod.metadata.labels.get_or_insert_default().insert(
+        crate::api::POD_GROUP_LABEL_COMPAT.to_string(),
+        group.to_string(),
+    );
+    pod
+}
+
+fn coscheduling_queue() -> SchedulingQueue {
+    SchedulingQueue::new(QueueConfig {
+        coscheduling_groups: true,
+        ..config()
+    })
+}
+
+#[test]
+fn coscheduling_members_are_lone_pods_until_their_pod_group_is_known() {
+    let t0 = Instant::now();
+    let mut q = coscheduling_queue();
+    // No PodGroup yet: a lone pod, for Coscheduling's PreFilter to reject as
+    // scheduler-plugins does; not held aside as a Workload API member would be.
+    assert_eq!(q.add(info(labelled("p1", "pg", 0)), t0), Placement::Active);
+    assert_eq!(q.add(info(labelled("p2", "pg", 0)), t0), Placement::Active);
+    assert!(matches!(q.pop(t0), Some(Popped::Pod(_))));
+    // p1 failed alone; p2 still waits in activeQ. The PodGroup appears: both join it,
+    // wherever they wait, and leave together.
+    let failed = QueuedPodInfo::new(info(labelled("p1", "pg", 0)), t0);
+    q.add_unschedulable_if_not_present(failed, q.scheduling_cycle(), t0);
+    q.add_pod_group(GroupKey::coscheduling("default", "pg"), 0, t0);
+    let popped = pop_group(&mut q, t0);
+    assert_eq!(popped.key, GroupKey::coscheduling("default", "pg"));
+    assert_eq!(member_names(&popped), ["p1", "p2"]);
+    assert!(q.pop(t0).is_none());
+}
+
+#[test]
+fn a_coscheduling_groups_proxy_carries_its_label_and_highest_priority() {
+    let t0 = Instant::now();
+    let mut q = coscheduling_queue();
+    let key = GroupKey::coscheduling("default", "pg");
+    q.add_pod_group(key.clone(), 0, t0);
+    q.add(info(labelled("low", "pg", 5)), t0);
+    q.add(info(labelled("high", "pg", 50)), t0);
+    let entity = &q.groups[&proxy_key(&key)];
+    let proxy = entity.proxy(None);
+    assert_eq!(proxy.pod_info.priority(), 50);
+    assert_eq!(
+        crate::cluster::pod_group_of(&proxy.pod_info.pod),
+        Some(("default".to_string(), "pg".to_string()))
+    );
+    // A Workload API group of the same name is another entity.
+    assert_ne!(proxy_key(&key), proxy_key(&group("pg")));
+}
+
+#[test]
+fn a_deleted_coscheduling_pod_group_leaves_its_members_as_lone_pods() {
+    let t0 = Instant::now();
+    let mut q = coscheduling_queue();
+    let pg = GroupKey::coscheduling("default", "pg");
+    q.add_pod_group(pg.clone(), 0, t0);
+    q.add(info(labelled("p1", "pg", 0)), t0);
+    q.add(info(labelled("p2", "pg", 0)), t0);
+    q.delete_pod_group(&pg, t0);
+    assert_eq!(q.placement(&key("p1")), Some(Placement::Active));
+    assert_eq!(q.pending_counts().incomplete, 0);
+    assert!(matches!(q.pop(t0), Some(Popped::Pod(_))));
+    assert!(matches!(q.pop(t0), Some(Popped::Pod(_))));
+}
+
+#[test]
+fn a_profile_without_coscheduling_never_groups_labelled_pods() {
+    let t0 = Instant::now();
+    let mut q = queue();
+    q.add_pod_group(GroupKey::coscheduling("default", "pg"), 0, t0);
+    q.add(info(labelled("p1", "pg", 0)), t0);
+    q.add(info(labelled("p2", "pg", 0)), t0);
+    assert!(matches!(q.pop(t0), Some(Popped::Pod(_))));
+    assert!(matches!(q.pop(t0), Some(Popped::Pod(_))));
+}

@@ -1050,3 +1050,90 @@ impl crate::framework::FilterRunner for NoFilters {
         Status::error("Coscheduling's PostFilter does not call RemovePod")
     }
 }
+
+// ---- The pod-group cycle ----
+
+#[test]
+fn placement_feasible_judges_only_coscheduling_groups_by_min_member() {
+    let f = Fixture::new(CoschedulingArgs::default(), &[group("pg", 3, 100)]);
+    let key = GroupKey::coscheduling(NS, "pg");
+    let core = crate::cluster::core_pod_group(&group("pg", 3, 100));
+    // (remaining, scheduled) -> (code, message)
+    let rows: [((usize, usize), (Code, &str)); 5] = [
+        (
+            (2, 0),
+            (
+                Code::Unschedulable,
+                "pod group default/pg cannot reach minMember (3): 0 scheduled, 2 remaining",
+            ),
+        ),
+        (
+            (3, 0),
+            (
+                Code::Wait,
+                "pod group default/pg has not reached minMember (3) yet: 0 scheduled, 3 remaining",
+            ),
+        ),
+        (
+            (1, 1),
+            (
+                Code::Unschedulable,
+                "pod group default/pg cannot reach minMember (3): 1 scheduled, 1 remaining",
+            ),
+        ),
+        ((0, 3), (Code::Success, "")),
+        ((5, 4), (Code::Success, "")),
+    ];
+    for ((remaining, scheduled), (code, message)) in rows {
+        let progress = PlacementProgress {
+            remaining,
+            scheduled,
+        };
+        let got = f.plugin.placement_feasible(&key, &core, progress);
+        assert_eq!(
+            (got.code(), got.message().as_str()),
+            (code, message),
+            "{remaining} remaining, {scheduled} scheduled"
+        );
+    }
+    // A Workload API PodGroup is GangScheduling's to judge.
+    let workload = GroupKey::new(NS, "pg");
+    let progress = PlacementProgress {
+        remaining: 0,
+        scheduled: 0,
+    };
+    assert!(
+        f.plugin
+            .placement_feasible(&workload, &core, progress)
+            .is_success()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn unreserve_in_a_pod_group_cycle_releases_no_sibling() {
+    let f = Fixture::new(backoff_args(10), &[group("pg", 2, 100)]);
+    let (p1, p2) = (member("p1", "pg"), member("p2", "pg"));
+    f.enqueue(&[&p1, &p2]);
+    let held = f.hold(&p1, "n1");
+    // The cycle undoes a tentative placement: nothing is released, no backoff starts.
+    let mut state = CycleState::new();
+    state.write(PodGroupCycle);
+    f.plugin
+        .unreserve(&mut state, &info(&on_node(p2.clone(), "n1")), "n1")
+        .await;
+    assert_eq!(verdict(&held), None, "the waiting member keeps waiting");
+    let snap = snapshot(vec![node("n1", "4")], vec![]);
+    let (_, status) = f.pre_filter(&p2, &snap).await;
+    assert!(status.is_success(), "no backoff: {status}");
+    // A real Unreserve (a binding cycle's) releases the group and backs it off.
+    let mut state = CycleState::new();
+    f.plugin
+        .unreserve(&mut state, &info(&on_node(p2.clone(), "n1")), "n1")
+        .await;
+    assert!(verdict(&held).is_some_and(|s| !s.is_success()));
+    let (_, status) = f.pre_filter(&p2, &snap).await;
+    assert_eq!(
+        status,
+        Status::unresolvable("podGroup default/pg failed recently, backing off")
+    );
+}
