@@ -112,10 +112,9 @@ async fn a_group_that_cannot_complete_reserves_nothing() {
     assert_eq!(loner[0].attempts, 1, "{report:#?}");
 }
 
-/// A group that cannot complete (two of its three members exist) does not preempt: the
-/// pod-group cycle stops before trying a member (Coscheduling's PlacementFeasible: two
-/// members cannot reach minMember 3), and every member carries the group's message from
-/// before PodGroupPostFilter.
+/// A group that cannot complete (two of its three members exist) does not preempt:
+/// Coscheduling's PreEnqueue holds it out of activeQ until minMember members exist, so it
+/// is never tried, and the report says what it waits for.
 #[tokio::test(start_paused = true)]
 async fn an_incomplete_group_evicts_nothing() {
     let report = run(&["preemption-incomplete-group.yaml"], 0).await;
@@ -124,10 +123,11 @@ async fn an_incomplete_group_evicts_nothing() {
     assert_eq!(jobs.len(), 2, "{report:#?}");
     for pod in jobs {
         assert_eq!(pod.result, PodResult::Unschedulable, "{report:#?}");
+        assert_eq!(pod.attempts, 0, "{report:#?}");
         assert_eq!(
             pod.message,
-            "pod group is unschedulable, pod group default/job cannot reach minMember (3): \
-             0 scheduled, 2 remaining"
+            "waiting for the gang of PodGroup default/job (pod-group label) to have minMember \
+             members: 2 of 3 exist"
         );
         assert!(pod.victims.is_empty(), "{report:#?}");
     }

@@ -1,7 +1,10 @@
-//! The Workload API's pod groups as the scheduler tracks them (upstream's
+//! The pod groups as the scheduler tracks them (upstream's
 //! `backend/cache/podgroupstate.go`): each `scheduling.k8s.io/v1beta1` PodGroup object and
 //! the pods that name it in `spec.schedulingGroup.podGroupName`, sorted by where they are:
 //! unscheduled (pending), assumed (placed by a cycle, not yet bound) or assigned (bound).
+//! berth's and scheduler-plugins' PodGroups are held here too, under their own
+//! [`GroupDialect`], as the Workload API PodGroup they amount to, with the pods their
+//! label names: the pod-group cycle places every dialect alike.
 //!
 //! The state of a group exists while it has a PodGroup object or a member pod: pods may
 //! arrive before their PodGroup, and a PodGroup may have no pods yet. The scheduler core

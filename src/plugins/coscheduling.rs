@@ -7,12 +7,38 @@
 //! scheduler-plugins' (`scheduling.x-k8s.io/v1alpha1`, read with the same spec; see
 //! [`PodGroups`]). Pods without either label pass every point untouched.
 //!
+//! ## In the pod-group cycle
+//!
+//! A profile that runs Coscheduling places a group whose PodGroup exists through the
+//! scheduler core's pod-group cycle, as a Workload API gang: its members leave the queue
+//! together and are tried one after the other. The plugin then serves as GangScheduling
+//! does for the Workload API:
+//!
+//! - **PreEnqueue** holds the group out of activeQ while fewer than `minMember` members
+//!   exist, pending or placed (`waiting for minMember pods of pod group ns/name to appear
+//!   in scheduling queue: 2 of 3 exist`); a new member re-runs it.
+//! - **PlacementFeasible** (before the first member and after each): `minMember` placed
+//!   (bound or assumed before the cycle, plus those the cycle placed) is Success; fewer,
+//!   with enough members left to try, Wait; otherwise Unschedulable, which ends the try.
+//! - Each member still passes PreFilter (below), so the group's count, `minResources` and
+//!   backoff are checked as for a lone pod.
+//! - **Unreserve** of a tentative placement (the cycle undoes every one) releases nothing:
+//!   the cycle state carries [`PodGroupCycle`].
+//! - Permit holds the members the cycle placed until `minMember` are, as below; those of
+//!   one cycle let each other go at once.
+//!
+//! PostFilter is not run for a member tried in a pod-group cycle: a group that does not
+//! fit goes to DefaultPreemption's PodGroupPostFilter as a whole. The points below keep
+//! scheduler-plugins' per-pod behaviour for a member tried alone (its PodGroup missing,
+//! or appearing while it was being scheduled).
+//!
 //! - **QueueSort**: higher priority first; then the group's creation time (a pod without a
 //!   group uses its own `creationTimestamp`, and a pod with neither falls back to its queue
 //!   timestamp); then the group's key and the pod's namespace/name, so that the members
 //!   of a group end up adjacent in activeQ.
-//! - **PreEnqueue**: always admits the pod; it records pending group members, which
-//!   PreFilter counts (see "Counting members" below).
+//! - **PreEnqueue**: records pending group members, which PreFilter counts (see
+//!   "Counting members" below), and admits the pod, unless its group is placed through
+//!   pod-group cycles and has fewer than `minMember` members (below).
 //! - **PreFilter**: the PodGroup must exist; the group must not be in its backoff; the
 //!   group must have at least `minMember` members; its `minResources`, when set, must fit
 //!   in the cluster's free capacity (sum over nodes of allocatable minus requested). Every
@@ -86,7 +112,8 @@ use serde::{Deserialize, Serialize};
 use crate::api::PodGroup;
 use crate::cluster::lock::mutex as lock;
 use crate::cluster::{
-    GroupDialect, GroupKey, PodGroups, PodInfo, Resource, Snapshot, gang_min_count, pod_group_of,
+    GroupDialect, GroupKey, PodGroupStates, PodGroups, PodInfo, Resource, Snapshot, gang_min_count,
+    pod_group_of,
 };
 use crate::framework::{
     ActionType, ClusterEvent, Code, CycleState, EventResource, FieldError, FilterRunner, Handle,
@@ -191,6 +218,8 @@ pub struct Coscheduling {
     backoff: Mutex<HashMap<(String, String), Instant>>,
     /// The scheduler's time, which backoff is measured in.
     clock: Arc<dyn crate::framework::Clock>,
+    /// The groups the core places through pod-group cycles, with their members.
+    states: Arc<PodGroupStates>,
 }
 
 impl Coscheduling {
@@ -423,6 +452,7 @@ crate::plugin! {
                 pending: Mutex::default(),
                 backoff: Mutex::default(),
                 clock: handle.clock.clone(),
+                states: handle.pod_group_states.clone(),
             })
         }
     }
@@ -430,13 +460,37 @@ crate::plugin! {
 
 impl PreEnqueuePlugin for Coscheduling {
     fn pre_enqueue(&self, pod: &PodInfo) -> Status {
-        if let Some(group) = pod_group_of(&pod.pod) {
-            lock(&self.pending)
-                .entry(group)
-                .or_default()
-                .insert(pod.key().to_string());
+        let Some(group) = pod_group_of(&pod.pod) else {
+            return Status::success();
+        };
+        lock(&self.pending)
+            .entry(group.clone())
+            .or_default()
+            .insert(pod.key().to_string());
+        self.hold_short_group(&group)
+    }
+}
+
+impl Coscheduling {
+    /// A group the core places through pod-group cycles (its PodGroup is in the core's
+    /// states) waits out of activeQ until `minMember` members exist, pending or placed, as
+    /// GangScheduling holds a Workload API gang: a cycle before could only fail, and each
+    /// failure would lengthen the group's backoff. A member tried alone is never held.
+    fn hold_short_group(&self, (namespace, name): &(String, String)) -> Status {
+        let key = GroupKey::coscheduling(namespace, name);
+        let found = self.states.with_state(&key, |state| {
+            state
+                .pod_group()
+                .map(|group| (gang_min_count(group), state.all_pods_count()))
+        });
+        match found.flatten() {
+            Some((Some(min), members)) if usize::try_from(min).is_ok_and(|min| members < min) => {
+                Status::unresolvable(format!(
+                    "waiting for minMember pods of pod group {key} to appear in scheduling queue: {members} of {min} exist"
+                ))
+            }
+            _ => Status::success(),
         }
-        Status::success()
     }
 }
 

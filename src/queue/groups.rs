@@ -1,6 +1,7 @@
 //! Pod groups in the queue (upstream's `QueuedPodGroupInfo` with GenericWorkload on): the
-//! pending members of one Workload API PodGroup wait together as one entity and leave
-//! activeQ together, for one pod-group cycle.
+//! pending members of one pod group (a Workload API PodGroup, or a Coscheduling group whose
+//! PodGroup is known) wait together as one entity and leave activeQ together, for one
+//! pod-group cycle.
 //!
 //! An entity sits in activeQ, backoffQ or the gated set as a *proxy*: a [`QueuedPodInfo`]
 //! of a synthetic pod keyed `podgroup/<namespace>/<name>` (no pod key has two slashes),

@@ -1,6 +1,9 @@
 //! The pod-group cycle (upstream's `schedule_one_podgroup.go`, GenericWorkload on, no
-//! composite groups, no topology placements): the members of a Workload API PodGroup that
-//! the queue popped together are placed as one operation.
+//! composite groups, no topology placements): the members of a pod group that the queue
+//! popped together are placed as one operation. Every dialect goes through it: a Workload
+//! API PodGroup as upstream, a berth or scheduler-plugins PodGroup (Coscheduling's) as the
+//! Workload API PodGroup it amounts to, judged by Coscheduling's PlacementFeasible, at its
+//! members' lowest priority, with no condition to write and no priority to check.
 //!
 //! 1. The PodGroup must be known, and the group must be consistent: one scheduler name,
 //!    every member at the PodGroup's priority, one preemption policy (members already

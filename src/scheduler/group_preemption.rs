@@ -1,5 +1,6 @@
-//! DefaultPreemption's PodGroupPostFilter: workload-aware preemption for a Workload API
-//! pod group that does not fit (upstream `PodGroupEvaluator`, GenericWorkload on, no
+//! DefaultPreemption's PodGroupPostFilter: workload-aware preemption for a pod group (of
+//! any dialect: a berth or scheduler-plugins group preempts at its members' lowest
+//! priority) that does not fit (upstream `PodGroupEvaluator`, GenericWorkload on, no
 //! composite groups, PodGroupPreemptionPolicy off). Its domain is the whole cluster.
 //!
 //! 1. The group is not eligible when a member has `preemptionPolicy: Never`.

@@ -480,13 +480,13 @@ impl Scheduler {
             let now = self.now();
             let info = Arc::new(info);
             // Upstream counts a pending member only where a profile serves it.
-            let member = GroupKey::of_pod(&info.pod).is_some()
+            let member = GroupKey::member_of(&info.pod).is_some()
                 || LegacyGroupKey::of_pod(&info.pod).is_some();
             self.options.pod_group_states.add_pod(&info.pod);
             self.nominator.add(info.clone());
             self.profiles[i].queue.add(info, now);
             if member {
-                // Siblings GangScheduling holds at PreEnqueue count again.
+                // Siblings GangScheduling or Coscheduling hold at PreEnqueue count again.
                 self.broadcast(ClusterEvent::new(
                     EventResource::UnscheduledPod,
                     ActionType::ADD,

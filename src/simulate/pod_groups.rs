@@ -22,7 +22,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::cluster::{
-    GroupKey, LegacyGroup, LegacyGroupKey, LegacyWorkloads, PodGroupStates, gang_min_count,
+    GroupDialect, GroupKey, LegacyGroup, LegacyGroupKey, LegacyWorkloads, PodGroupStates,
+    gang_min_count,
 };
 use crate::framework::clock::Instant;
 use crate::scheduler::{INITIALLY_SCHEDULED, merge_condition};
@@ -183,9 +184,15 @@ pub fn explain_held_members(
             }
             continue;
         }
-        let Some(key) = GroupKey::of_pod(pod) else {
+        let Some(key) = GroupKey::member_of(pod) else {
             continue;
         };
+        if key.dialect == GroupDialect::Coscheduling {
+            if let Some(message) = held_coscheduling_member(&key, states) {
+                row.message = message;
+            }
+            continue;
+        }
         let state = states.with_state(&key, |s| {
             s.pod_group()
                 .map(|group| (gang_min_count(group), s.all_pods_count()))
@@ -206,6 +213,25 @@ pub fn explain_held_members(
             Some(_) => {}
         }
     }
+}
+
+/// Why Coscheduling's PreEnqueue holds a member of berth's or scheduler-plugins' group
+/// `key`, if it does: the group has fewer than `minMember` members. A member whose
+/// PodGroup does not exist is not held (it is tried alone and says why).
+fn held_coscheduling_member(key: &GroupKey, states: &PodGroupStates) -> Option<String> {
+    let (min, count) = states
+        .with_state(key, |s| {
+            s.pod_group()
+                .and_then(|group| gang_min_count(group))
+                .map(|min| (min, s.all_pods_count()))
+        })
+        .flatten()?;
+    usize::try_from(min).is_ok_and(|min| count < min).then(|| {
+        format!(
+            "waiting for the gang of PodGroup {key} (pod-group label) to have minMember \
+             members: {count} of {min} exist"
+        )
+    })
 }
 
 /// Why GangScheduling's 1.35 PreEnqueue holds a pod of gang `key`, if it does.

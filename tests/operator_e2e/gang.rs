@@ -340,39 +340,17 @@ async fn two_groups_competing_for_room_for_one_bind_one_fully_without_deadlock()
     }
 }
 
-/// A group that cannot complete holds room at Permit until its timeout; then the room is
-/// released and a pod without a group is bound into it while the group backs off.
+/// A group that cannot complete is tried whole by its pod-group cycle and holds no room:
+/// a pod without a group created meanwhile is bound, and the members say which minimum
+/// the group cannot reach.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn permit_timeout_releases_the_room_to_a_pod_without_a_group() {
+async fn a_group_that_cannot_complete_holds_no_room() {
     let Some(cluster) = Cluster::start().await else {
         return;
     };
     cluster.create_node(node("node-a", "2", "16Gi")).await;
-    let profile = profile(
-        "gang",
-        json!({
-            "plugins": {
-                "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
-                "queueSort": {
-                    "enabled": [{"name": "Coscheduling"}],
-                    "disabled": [{"name": "*"}],
-                },
-                // No group rejection at PostFilter: the two members that fit wait at
-                // Permit until the group's timeout.
-                "postFilter": {"disabled": [{"name": "Coscheduling"}]},
-            },
-            "pluginConfig": {
-                "coscheduling": {"permitWaitingTimeSeconds": 60, "podGroupBackoffSeconds": 60},
-            },
-        }),
-    );
-    let mut berth = start_gang_with(&cluster, BerthOptions::default(), profile).await;
-    create_pod_group(
-        &cluster,
-        "job",
-        json!({"minMember": 3, "scheduleTimeoutSeconds": 3}),
-    )
-    .await;
+    let mut berth = start_gang(&cluster).await;
+    create_pod_group(&cluster, "job", json!({"minMember": 3})).await;
     let names = ["job-0", "job-1", "job-2"];
     for name in names {
         let mut p = member(name, "job");
@@ -382,45 +360,146 @@ async fn permit_timeout_releases_the_room_to_a_pod_without_a_group() {
         }
         cluster.create_pod(p).await;
     }
-    // The first two are assumed and held at Permit (their binding cycles start and wait),
-    // so the loner finds the node full.
-    eventually("job-0 and job-1 wait at Permit", WAIT, || async {
-        let logs = berth.logs();
-        let held = ["job-0", "job-1"].iter().all(|name| {
-            logs.lines()
-                .any(|l| l.contains("binding") && l.contains(&format!("default/{name}")))
-        });
-        if held {
+    // job-2 is told its own reason once the group was tried with all three.
+    eventually("job-2 was tried with its group", WAIT, || async {
+        let message = unschedulable_message(&cluster, "job-2").await;
+        if message.contains("node(s) didn't match Pod's node affinity/selector") {
             Ok(())
         } else {
-            Err("no binding cycle yet".to_string())
+            Err(message)
         }
     })
     .await;
-    cluster.create_pod(pod("loner", "gang", "1", "128Mi")).await;
-    let message = unschedulable_message(&cluster, "loner").await;
-    assert!(
-        message.contains("Insufficient cpu"),
-        "the loner should first find the room reserved: {message:?}"
-    );
-
-    // The timeout releases the room; the group backs off for 60 s, the loner gets it.
+    // The two members that fit hold nothing: a 2-cpu pod takes the whole node.
+    let mut loner = pod("loner", "gang", "2", "128Mi");
+    loner["metadata"]["labels"] = json!({});
+    cluster.create_pod(loner).await;
     cluster.wait_bound(&["loner"], WAIT).await;
     cluster
         .assert_stay_unbound(&names, Duration::from_secs(1))
         .await;
-    // The members say why they were let go: the one that timed out in upstream's wording,
-    // its sibling because the group released it, or, once retried after their own
-    // backoff, that their group is backing off.
     for name in ["job-0", "job-1"] {
         let message = unschedulable_message(&cluster, name).await;
         assert!(
-            message.contains("rejected due to timeout after waiting 3s at plugin Coscheduling")
-                || message.contains("pod group default/job released its members after")
-                || message.contains("podGroup default/job failed recently, backing off"),
+            message.contains("pod group default/job cannot reach minMember (3)"),
             "{name}: {message:?}"
         );
     }
+    berth.terminate_cleanly().await;
+}
+
+/// A Coscheduling gang's dialect in the live tests: its pod label and the API of its
+/// PodGroup.
+pub(crate) struct GangDialect {
+    pub(crate) label: &'static str,
+    pub(crate) api_version: &'static str,
+}
+
+/// A gang of three 1-cpu members at high priority, whose PodGroup (minMember 3, uid
+/// `uid`) exists, on two 2-cpu nodes filled by four 1-cpu pods of low priority: the gang
+/// preempts as a unit (workload-aware preemption through the pod-group cycle). Exactly
+/// three pods are evicted, each by the PodGroup (upstream's note and related object), the
+/// gang binds whole, and the workload-preemption metrics see one unit decision.
+pub(crate) async fn a_gang_preempts_as_a_unit(
+    cluster: &Cluster,
+    berth: &mut Berth,
+    dialect: GangDialect,
+    group: &str,
+    uid: &str,
+) {
+    let low = cluster.ensure_priority_class(10).await;
+    let high = cluster.ensure_priority_class(1000).await;
+    let batch = ["batch-0", "batch-1", "batch-2", "batch-3"];
+    for name in batch {
+        let mut p = pod(name, "gang", "1", "128Mi");
+        p["spec"]["priorityClassName"] = json!(low);
+        cluster.create_pod(p).await;
+    }
+    cluster.wait_bound(&batch, WAIT).await;
+    let members = ["train-0", "train-1", "train-2"];
+    for name in members {
+        let mut p = pod(name, "gang", "1", "128Mi");
+        p["metadata"]["labels"] = json!({dialect.label: group});
+        p["spec"]["priorityClassName"] = json!(high);
+        cluster.create_pod(p).await;
+    }
+    cluster.wait_bound(&members, WAIT).await;
+    let victims = eventually("three Preempted events", WAIT, || async {
+        let mut victims = Vec::new();
+        for name in batch {
+            let events = cluster.events_for(name).await;
+            if let Some(e) = events
+                .iter()
+                .find(|e| e.reason.as_deref() == Some("Preempted"))
+            {
+                victims.push((name, e.clone()));
+            }
+        }
+        if victims.len() == 3 {
+            Ok(victims)
+        } else {
+            Err(format!("{} so far", victims.len()))
+        }
+    })
+    .await;
+    for (victim, event) in &victims {
+        assert_eq!(
+            event.note.as_deref(),
+            Some(format!("Preempted by podgroup {uid} on node cluster").as_str()),
+            "{victim}"
+        );
+        let related = event.related.clone().expect("the preemptor");
+        assert_eq!(
+            (
+                related.api_version.as_deref(),
+                related.kind.as_deref(),
+                related.name.as_deref()
+            ),
+            (Some(dialect.api_version), Some("PodGroup"), Some(group)),
+            "{victim}"
+        );
+    }
+    let (status, body) = berth.get("/metrics").await.expect("/metrics");
+    assert_eq!(status, 200, "{body}");
+    let value = |series: &str| -> f64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in /metrics"))
+    };
+    assert_eq!(value("scheduler_workload_preemption_victims_count"), 1.0);
+    assert_eq!(value("scheduler_workload_preemption_victims_sum"), 3.0);
+    // No member preempted for itself.
+    assert_eq!(value("scheduler_preemption_victims_count"), 0.0);
+}
+
+/// The Job-less course of issue 31 through berth's own PodGroup: the gang preempts as a
+/// unit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_berth_gang_preempts_as_a_unit() {
+    let Some(cluster) = Cluster::start().await else {
+        return;
+    };
+    for name in ["n1", "n2"] {
+        cluster.create_node(node(name, "2", "16Gi")).await;
+    }
+    let mut berth = start_gang(&cluster).await;
+    create_pod_group(&cluster, "train", json!({"minMember": 3})).await;
+    let uid = pod_group(&cluster, "train").await["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    a_gang_preempts_as_a_unit(
+        &cluster,
+        &mut berth,
+        GangDialect {
+            label: "berth.dev/pod-group",
+            api_version: "berth.dev/v1alpha1",
+        },
+        "train",
+        &uid,
+    )
+    .await;
     berth.terminate_cleanly().await;
 }
 

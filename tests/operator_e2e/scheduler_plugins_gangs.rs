@@ -16,7 +16,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
-use crate::gang::{gang_profile, member_bindings, start_gang_with};
+use crate::gang::{
+    GangDialect, a_gang_preempts_as_a_unit, gang_profile, member_bindings, start_gang_with,
+};
 use crate::harness::{
     BerthOptions, Cluster, WAIT, conditions_summary, eventually, node, pod, within,
 };
@@ -225,6 +227,38 @@ async fn a_crd_installed_after_berth_started_is_served() {
             Err(conditions_summary(&group))
         }
     })
+    .await;
+    berth.terminate_cleanly().await;
+}
+
+/// The gang of scheduler-plugins' PodGroup and label preempts as a unit, through the same
+/// pod-group cycle as the Workload API's (the victims' events name the
+/// `scheduling.x-k8s.io/v1alpha1` PodGroup).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduler_plugins_gang_preempts_as_a_unit() {
+    let Some(cluster) = Cluster::start().await else {
+        return;
+    };
+    install_crd(&cluster).await;
+    for name in ["n1", "n2"] {
+        cluster.create_node(node(name, "2", "16Gi")).await;
+    }
+    let mut berth = start_gang_with(&cluster, BerthOptions::default(), gang_profile()).await;
+    create_group(&cluster, "train", json!({"minMember": 3})).await;
+    let uid = group_status(&cluster, "train").await["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    a_gang_preempts_as_a_unit(
+        &cluster,
+        &mut berth,
+        GangDialect {
+            label: "scheduling.x-k8s.io/pod-group",
+            api_version: "scheduling.x-k8s.io/v1alpha1",
+        },
+        "train",
+        &uid,
+    )
     .await;
     berth.terminate_cleanly().await;
 }

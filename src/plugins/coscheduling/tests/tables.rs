@@ -1058,8 +1058,9 @@ fn placement_feasible_judges_only_coscheduling_groups_by_min_member() {
     let f = Fixture::new(CoschedulingArgs::default(), &[group("pg", 3, 100)]);
     let key = GroupKey::coscheduling(NS, "pg");
     let core = crate::cluster::core_pod_group(&group("pg", 3, 100));
-    // (remaining, scheduled) -> (code, message)
-    let rows: [((usize, usize), (Code, &str)); 5] = [
+    /// (remaining, scheduled) -> (code, message)
+    type Row = ((usize, usize), (Code, &'static str));
+    let rows: [Row; 5] = [
         (
             (2, 0),
             (
