@@ -1138,3 +1138,28 @@ async fn unreserve_in_a_pod_group_cycle_releases_no_sibling() {
         Status::unresolvable("podGroup default/pg failed recently, backing off")
     );
 }
+
+#[test]
+fn pre_enqueue_holds_a_group_of_the_core_until_min_member_members_exist() {
+    let states = Arc::new(PodGroupStates::new());
+    let handle = Handle::builder().pod_group_states(states.clone()).build();
+    let plugin = Coscheduling::build(CoschedulingArgs::default(), &handle).expect("builds");
+    let (p1, p2, p3) = (member("p1", "pg"), member("p2", "pg"), member("p3", "pg"));
+    // Without its PodGroup in the core's states, a member is tried alone: admitted.
+    states.add_pod(&Arc::new(p1.clone()));
+    assert!(plugin.pre_enqueue(&info(&p1)).is_success());
+    states.apply_group_as(
+        GroupKey::coscheduling(NS, "pg"),
+        crate::cluster::core_pod_group(&group("pg", 3, 100)),
+    );
+    states.add_pod(&Arc::new(p2.clone()));
+    assert_eq!(
+        plugin.pre_enqueue(&info(&p2)),
+        Status::unresolvable(
+            "waiting for minMember pods of pod group default/pg to appear in scheduling queue: 2 of 3 exist"
+        )
+    );
+    // A bound member counts as well as a pending one.
+    states.add_pod(&Arc::new(on_node(p3.clone(), "n1")));
+    assert!(plugin.pre_enqueue(&info(&p2)).is_success());
+}
