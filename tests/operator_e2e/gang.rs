@@ -406,18 +406,23 @@ pub(crate) struct GangDialect {
     pub(crate) api_version: &'static str,
 }
 
-/// A gang of three 1-cpu members at high priority, whose PodGroup (minMember 3, uid
-/// `uid`) exists, on two 2-cpu nodes filled by four 1-cpu pods of low priority: the gang
-/// preempts as a unit (workload-aware preemption through the pod-group cycle). Exactly
-/// three pods are evicted, each by the PodGroup (upstream's note and related object), the
-/// gang binds whole, and the workload-preemption metrics see one unit decision.
+/// A gang of three 1-cpu members at high priority, whose PodGroup `train` (minMember 3)
+/// `create_group` makes and returns the uid of, on two 2-cpu nodes filled by four 1-cpu
+/// pods of low priority: the gang preempts as a unit (workload-aware preemption through
+/// the pod-group cycle). Exactly three pods are evicted, each by the PodGroup (upstream's
+/// note and related object), the gang binds whole, and the workload-preemption metrics
+/// see one unit decision.
 pub(crate) async fn a_gang_preempts_as_a_unit(
     cluster: &Cluster,
-    berth: &mut Berth,
     dialect: GangDialect,
-    group: &str,
-    uid: &str,
+    create_group: impl AsyncFnOnce(&Cluster) -> String,
 ) {
+    for name in ["n1", "n2"] {
+        cluster.create_node(node(name, "2", "16Gi")).await;
+    }
+    let mut berth = start_gang(cluster).await;
+    let group = "train";
+    let uid = create_group(cluster).await;
     let low = cluster.ensure_priority_class(10).await;
     let high = cluster.ensure_priority_class(1000).await;
     let batch = ["batch-0", "batch-1", "batch-2", "batch-3"];
@@ -470,18 +475,13 @@ pub(crate) async fn a_gang_preempts_as_a_unit(
             "{victim}"
         );
     }
-    let (status, body) = berth.get("/metrics").await.expect("/metrics");
-    assert_eq!(status, 200, "{body}");
-    let value = |series: &str| -> f64 {
-        body.lines()
-            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {series} in /metrics"))
-    };
+    let scraped = berth.scrape().await;
+    let value = |series: &str| scraped.value(series);
     assert_eq!(value("scheduler_workload_preemption_victims_count"), 1.0);
     assert_eq!(value("scheduler_workload_preemption_victims_sum"), 3.0);
     // No member preempted for itself.
     assert_eq!(value("scheduler_preemption_victims_count"), 0.0);
+    berth.terminate_cleanly().await;
 }
 
 /// The Job-less course of issue 31 through berth's own PodGroup: the gang preempts as a
@@ -491,27 +491,18 @@ async fn a_berth_gang_preempts_as_a_unit() {
     let Some(cluster) = Cluster::start().await else {
         return;
     };
-    for name in ["n1", "n2"] {
-        cluster.create_node(node(name, "2", "16Gi")).await;
-    }
-    let mut berth = start_gang(&cluster).await;
-    create_pod_group(&cluster, "train", json!({"minMember": 3})).await;
-    let uid = pod_group(&cluster, "train").await["metadata"]["uid"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    a_gang_preempts_as_a_unit(
-        &cluster,
-        &mut berth,
-        GangDialect {
-            label: "berth.dev/pod-group",
-            api_version: "berth.dev/v1alpha1",
-        },
-        "train",
-        &uid,
-    )
+    let dialect = GangDialect {
+        label: "berth.dev/pod-group",
+        api_version: "berth.dev/v1alpha1",
+    };
+    a_gang_preempts_as_a_unit(&cluster, dialect, async |cluster: &Cluster| {
+        create_pod_group(cluster, "train", json!({"minMember": 3})).await;
+        pod_group(cluster, "train").await["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    })
     .await;
-    berth.terminate_cleanly().await;
 }
 
 /// A replica that becomes leader creates the implicit groups of pods it saw as a

@@ -1001,6 +1001,20 @@ impl BerthOptions {
     }
 }
 
+/// One read of `/metrics` ([`Berth::scrape`]).
+pub struct Scraped(String);
+
+impl Scraped {
+    /// The value of `series` (its name and labels as exposed); fails the test when absent.
+    pub fn value(&self, series: &str) -> f64 {
+        self.0
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in /metrics"))
+    }
+}
+
 /// A running `berth run`; killed on drop.
 pub struct Berth {
     child: Child,
@@ -1133,6 +1147,13 @@ impl Berth {
         if !self.is_running() {
             panic!("{} exited unexpectedly ({:?})", self.name, self.exited);
         }
+    }
+
+    /// `/metrics` as the metrics reader sees it now.
+    pub async fn scrape(&self) -> Scraped {
+        let (status, body) = self.get("/metrics").await.expect("/metrics");
+        assert_eq!(status, 200, "{body}");
+        Scraped(body)
     }
 
     /// GET on the metrics address as the metrics reader ([`Cluster::metrics_token`]):

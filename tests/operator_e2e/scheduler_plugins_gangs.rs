@@ -240,25 +240,16 @@ async fn a_scheduler_plugins_gang_preempts_as_a_unit() {
         return;
     };
     install_crd(&cluster).await;
-    for name in ["n1", "n2"] {
-        cluster.create_node(node(name, "2", "16Gi")).await;
-    }
-    let mut berth = start_gang_with(&cluster, BerthOptions::default(), gang_profile()).await;
-    create_group(&cluster, "train", json!({"minMember": 3})).await;
-    let uid = group_status(&cluster, "train").await["metadata"]["uid"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    a_gang_preempts_as_a_unit(
-        &cluster,
-        &mut berth,
-        GangDialect {
-            label: "scheduling.x-k8s.io/pod-group",
-            api_version: "scheduling.x-k8s.io/v1alpha1",
-        },
-        "train",
-        &uid,
-    )
+    let dialect = GangDialect {
+        label: "scheduling.x-k8s.io/pod-group",
+        api_version: "scheduling.x-k8s.io/v1alpha1",
+    };
+    a_gang_preempts_as_a_unit(&cluster, dialect, async |cluster: &Cluster| {
+        create_group(cluster, "train", json!({"minMember": 3})).await;
+        group_status(cluster, "train").await["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    })
     .await;
-    berth.terminate_cleanly().await;
 }

@@ -352,14 +352,8 @@ async fn a_gang_preempts_a_pod_group_as_a_unit() {
     assert!(waited >= 1.0, "{waited}");
     // Upstream's workload-preemption metrics: the run that chose the PodGroup's two pods
     // as one unit (its ongoing re-runs choose none).
-    let (status, body) = berth.get("/metrics").await.expect("/metrics");
-    assert_eq!(status, 200, "{body}");
-    let value = |series: &str| -> f64 {
-        body.lines()
-            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {series} in /metrics"))
-    };
+    let scraped = berth.scrape().await;
+    let value = |series: &str| scraped.value(series);
     let runs = value(r#"scheduler_workload_preemption_attempts_total{result="Success"}"#);
     assert!(runs >= 1.0, "{runs}");
     assert_eq!(value("scheduler_workload_preemption_victims_count"), 1.0);
