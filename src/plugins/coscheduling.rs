@@ -441,7 +441,7 @@ crate::plugin! {
     }
 
     impl PluginFactory {
-        const DESCRIPTION: &'static str = "Gang scheduling: binds the pods of a PodGroup only when at least minMember of them can be placed, releasing the reservations of a group that cannot.";
+        const DESCRIPTION: &'static str = "Gang scheduling for berth's and scheduler-plugins' PodGroups: places a group in one pod-group cycle and binds its pods only when at least minMember of them fit together; a group that cannot holds nothing.";
         type Args = CoschedulingArgs;
 
         fn build(args: CoschedulingArgs, handle: &Handle) -> Result<Self, PluginError> {
