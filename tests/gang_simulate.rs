@@ -73,6 +73,39 @@ async fn group_of_four_on_room_for_three_binds_nothing() {
     );
 }
 
+/// The report's pod-group table has a row for berth's PodGroup: a gang of minMember 4 of
+/// which none is bound, with its last cycle's message (three members placed, the fourth
+/// fits nowhere; no pod to preempt) and no condition.
+#[tokio::test(start_paused = true)]
+async fn the_report_shows_the_berth_groups_outcome() {
+    let report = run(&["group-of-4-room-for-3.yaml"], 0).await;
+    let [group] = &report.pod_groups[..] else {
+        panic!("one pod group: {:#?}", report.pod_groups);
+    };
+    assert_eq!(
+        (
+            group.name.as_str(),
+            group.api_version.as_deref(),
+            group.min_count,
+            group.members,
+            group.bound,
+        ),
+        ("train", Some("berth.dev/v1alpha1"), Some(4), 4, 0)
+    );
+    assert_eq!(
+        group.message,
+        "pod group default/train cannot reach minMember (4): 3 scheduled, 0 remaining, \
+         pod group preemption: No preemption victims found for incoming preemptor"
+    );
+    assert_eq!(group.condition, None);
+    assert!(
+        members(&report, "train-")
+            .iter()
+            .all(|p| p.pod_group.as_deref() == Some("train")),
+        "{report:#?}"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn adding_a_node_that_fits_binds_all_four() {
     let report = run(&["group-of-4-room-for-3.yaml", "extra-node.yaml"], 0).await;

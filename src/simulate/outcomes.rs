@@ -87,7 +87,7 @@ pub(super) fn build_report(
         })
         .collect();
     for (row, pod) in pods.iter_mut().zip(pending) {
-        row.pod_group = GroupKey::of_pod(pod).map(|key| key.name);
+        row.pod_group = GroupKey::member_of(pod).map(|key| key.name);
     }
     let evicted = preemptions
         .evictions

@@ -1,5 +1,6 @@
-//! The Workload API's pod groups (`scheduling.k8s.io/v1beta1` PodGroups) in the
-//! simulation: the condition each PodGroup ends with, and its row in the report.
+//! The pod groups in the simulation: the condition each Workload API PodGroup
+//! (`scheduling.k8s.io/v1beta1`) ends with, and each group's row in the report (berth's and
+//! scheduler-plugins' PodGroups too, with their last pod-group cycle's message).
 //!
 //! After every pod-group cycle the live scheduler writes the cycle's
 //! `PodGroupInitiallyScheduled` condition into the PodGroup's status
@@ -26,7 +27,7 @@ use crate::cluster::{
     gang_min_count,
 };
 use crate::framework::clock::Instant;
-use crate::scheduler::{INITIALLY_SCHEDULED, merge_condition};
+use crate::scheduler::{INITIALLY_SCHEDULED, PodGroupReport, merge_condition};
 
 use super::input::{CREATION_EPOCH_SECONDS, ClusterInput};
 use super::report::{GroupPolicy, PodGroupResult, PodResult, Report};
@@ -93,19 +94,23 @@ fn final_condition(
         .find(|c| c.type_ == INITIALLY_SCHEDULED)
 }
 
-/// One row per PodGroup of `input`, in input order. Members are the pods of the input
-/// naming the group (finished ones excepted); bound are the running ones no preemption
-/// evicted and the pending ones `report` says were scheduled.
+/// One row per PodGroup of `input`: the Workload API's in input order, then berth's and
+/// scheduler-plugins' (one per name, berth's first, as Coscheduling reads them) by
+/// namespace and name, with the message of their last pod-group cycle from `cycles`.
+/// Members are the pods of the input in the group (finished ones excepted); bound are the
+/// running ones no preemption evicted and the pending ones `report` says were scheduled
+/// (its rows are the input's pending pods, in order).
 pub fn group_results(
     input: &ClusterInput,
     report: &Report,
     wanted: &WantedConditions,
+    cycles: &BTreeMap<GroupKey, PodGroupReport>,
     time: &SimulatedTime,
 ) -> Vec<PodGroupResult> {
     let evicted: Vec<&str> = report.evicted.iter().map(|e| e.pod.as_str()).collect();
     let mut members: BTreeMap<GroupKey, (usize, usize)> = BTreeMap::new();
     for pod in input.running_pods() {
-        if let Some(key) = GroupKey::of_pod(pod) {
+        if let Some(key) = GroupKey::member_of(pod) {
             let entry = members.entry(key).or_default();
             entry.0 += 1;
             if !evicted.contains(&qualified(pod).as_str()) {
@@ -113,17 +118,39 @@ pub fn group_results(
             }
         }
     }
-    for row in &report.pods {
-        if let Some(name) = &row.pod_group {
-            let entry = members
-                .entry(GroupKey::new(row.namespace.clone(), name.clone()))
-                .or_default();
+    for (row, pod) in report.pods.iter().zip(input.pending_pods()) {
+        if let Some(key) = GroupKey::member_of(pod) {
+            let entry = members.entry(key).or_default();
             entry.0 += 1;
             if row.result == PodResult::Scheduled {
                 entry.1 += 1;
             }
         }
     }
+    let mut coscheduling: BTreeMap<GroupKey, (i32, &'static str)> = BTreeMap::new();
+    for group in &input.scheduler_plugins_pod_groups {
+        let key = coscheduling_key(&group.metadata);
+        coscheduling.insert(key, (group.spec.min_member.max(1), SCHEDULER_PLUGINS));
+    }
+    for group in &input.pod_groups {
+        let key = coscheduling_key(&group.metadata);
+        coscheduling.insert(key, (group.spec.min_member.max(1), BERTH));
+    }
+    let coscheduling_rows = coscheduling.into_iter().map(|(key, (min, api))| {
+        let (total, bound) = members.get(&key).copied().unwrap_or_default();
+        let message = cycles.get(&key).map(|c| c.message.clone());
+        PodGroupResult {
+            namespace: key.namespace,
+            name: key.name,
+            policy: GroupPolicy::Gang,
+            min_count: Some(min),
+            members: total,
+            bound,
+            condition: None,
+            api_version: Some(api.to_string()),
+            message: message.unwrap_or_default(),
+        }
+    });
     input
         .scheduling_pod_groups
         .iter()
@@ -144,9 +171,25 @@ pub fn group_results(
                 min_count,
                 members: total,
                 bound,
+                api_version: None,
+                message: String::new(),
             }
         })
+        .chain(coscheduling_rows)
         .collect()
+}
+
+const BERTH: &str = "berth.dev/v1alpha1";
+const SCHEDULER_PLUGINS: &str = "scheduling.x-k8s.io/v1alpha1";
+
+/// The Coscheduling key of a berth or scheduler-plugins PodGroup.
+fn coscheduling_key(
+    metadata: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> GroupKey {
+    GroupKey::coscheduling(
+        metadata.namespace.as_deref().unwrap_or("default"),
+        metadata.name.as_deref().unwrap_or_default(),
+    )
 }
 
 fn qualified(pod: &Pod) -> String {

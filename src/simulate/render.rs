@@ -83,7 +83,8 @@ pub fn render_table(report: &Report) -> String {
 }
 
 /// One line per pod group: its policy, members bound out of all, and its condition
-/// (`-` where no pod-group cycle set one).
+/// (`-` where no pod-group cycle set one, and for berth's and scheduler-plugins'
+/// PodGroups, whose message is their last cycle's).
 fn render_pod_groups(groups: &[PodGroupResult]) -> String {
     let header = [
         "POD GROUP",
@@ -109,7 +110,9 @@ fn render_pod_groups(groups: &[PodGroupResult]) -> String {
             format!("{}/{}", group.bound, group.members),
             field(|c| &c.status),
             field(|c| &c.reason),
-            condition.map(|c| c.message.clone()).unwrap_or_default(),
+            condition
+                .map(|c| c.message.clone())
+                .unwrap_or_else(|| group.message.clone()),
         ]
     });
     align(std::iter::once(header).chain(rows), "")
@@ -467,6 +470,8 @@ network-aware   NetworkTraffic    MetricsUnavailable   NetworkTraffic: cannot re
             members: 4,
             bound,
             condition,
+            api_version: None,
+            message: String::new(),
         };
         let report = Report {
             pods: vec![pod(
@@ -488,6 +493,13 @@ network-aware   NetworkTraffic    MetricsUnavailable   NetworkTraffic: cannot re
                 ),
                 group("web", None, 4, Some(condition("True", "Scheduled", ""))),
                 group("held", Some(2), 0, None),
+                PodGroupResult {
+                    api_version: Some("scheduling.x-k8s.io/v1alpha1".to_string()),
+                    message:
+                        "pod group default/mpi cannot reach minMember (3): 2 scheduled, 0 remaining"
+                            .to_string(),
+                    ..group("mpi", Some(3), 0, None)
+                },
             ],
             ..Report::default()
         };
@@ -495,10 +507,11 @@ network-aware   NetworkTraffic    MetricsUnavailable   NetworkTraffic: cannot re
 POD             PROFILE             RESULT          NODE   MESSAGE
 default/big-0   default-scheduler   Unschedulable   -      pod group is unschedulable
 
-POD GROUP      POLICY         BOUND   SCHEDULED   REASON          MESSAGE
-default/big    gang (min 4)   0/4     False       Unschedulable   minCount (4) cannot be satisfied
-default/web    basic          4/4     True        Scheduled
-default/held   gang (min 2)   0/4     -           -
+POD GROUP      POLICY               BOUND   SCHEDULED   REASON          MESSAGE
+default/big    gang (min 4)         0/4     False       Unschedulable   minCount (4) cannot be satisfied
+default/web    basic                4/4     True        Scheduled
+default/held   gang (min 2)         0/4     -           -
+default/mpi    gang (minMember 3)   0/4     -           -               pod group default/mpi cannot reach minMember (3): 2 scheduled, 0 remaining
 ";
         pretty_assertions::assert_eq!(render_table(&report), want);
         let json: serde_json::Value = render_json(&report)
@@ -515,6 +528,15 @@ default/held   gang (min 2)   0/4     -           -
         );
         assert!(json["podGroups"][1].get("minCount").is_none(), "{json}");
         assert!(json["podGroups"][2].get("condition").is_none(), "{json}");
+        assert!(json["podGroups"][2].get("apiVersion").is_none(), "{json}");
+        assert_eq!(
+            json["podGroups"][3]["apiVersion"], "scheduling.x-k8s.io/v1alpha1",
+            "{json}"
+        );
+        assert_eq!(
+            json["podGroups"][3]["message"],
+            "pod group default/mpi cannot reach minMember (3): 2 scheduled, 0 remaining"
+        );
     }
 
     #[test]

@@ -22,8 +22,9 @@ pub struct Report {
     /// without it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub moved: Vec<MovedPod>,
-    /// The Workload API pod groups (`scheduling.k8s.io/v1beta1` PodGroups) of the input,
-    /// in input order; omitted when there are none.
+    /// The pod groups of the input: the Workload API's (`scheduling.k8s.io/v1beta1`
+    /// PodGroups) in input order, then berth's and scheduler-plugins' (one per name,
+    /// berth's first) by namespace and name; omitted when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pod_groups: Vec<PodGroupResult>,
 }
@@ -46,9 +47,18 @@ pub struct PodGroupResult {
     /// Members bound to a node when the simulation ended (running ones included).
     pub bound: usize,
     /// The PodGroup's `PodGroupInitiallyScheduled` condition as the API would show it;
-    /// absent when no pod-group cycle ran and the input set none.
+    /// absent when no pod-group cycle ran and the input set none, and for berth's and
+    /// scheduler-plugins' PodGroups, which have no such condition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub condition: Option<Condition>,
+    /// The API of a berth or scheduler-plugins PodGroup (`berth.dev/v1alpha1`,
+    /// `scheduling.x-k8s.io/v1alpha1`); absent for a Workload API PodGroup.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    /// For a berth or scheduler-plugins PodGroup: why its last pod-group cycle did not
+    /// place it (empty when it did, or when none ran).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
 }
 
 /// A PodGroup's `spec.schedulingPolicy`.
@@ -61,8 +71,12 @@ pub enum GroupPolicy {
 }
 
 impl PodGroupResult {
-    /// `gang (min 3)` or `basic`.
+    /// `gang (min 3)`, `basic`, or for a berth or scheduler-plugins PodGroup `gang (minMember 3)`.
     pub fn policy_text(&self) -> String {
+        if self.api_version.is_some() {
+            let min = self.min_count.unwrap_or(1);
+            return format!("gang (minMember {min})");
+        }
         match (self.policy, self.min_count) {
             (GroupPolicy::Gang, Some(min)) => format!("gang (min {min})"),
             (GroupPolicy::Gang, None) => "gang".to_string(),
@@ -193,8 +207,9 @@ pub struct PodReport {
     pub namespace: String,
     pub name: String,
     pub scheduler_name: String,
-    /// The Workload API pod group the pod names (`spec.schedulingGroup.podGroupName`, in
-    /// the pod's namespace); see [`Report::pod_groups`].
+    /// The pod group the pod belongs to, in the pod's namespace: the Workload API PodGroup
+    /// it names (`spec.schedulingGroup.podGroupName`), else the berth or scheduler-plugins
+    /// PodGroup its label names; see [`Report::pod_groups`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pod_group: Option<String>,
     pub result: PodResult,

@@ -436,8 +436,13 @@ async fn simulate_on(
         scheduler.pod_group_states(),
         scheduler.legacy_workloads(),
     );
-    report.pod_groups =
-        pod_groups::group_results(&input, &report, &simulated.pod_group_conditions, &time);
+    report.pod_groups = pod_groups::group_results(
+        &input,
+        &report,
+        &simulated.pod_group_conditions,
+        &simulated.pod_groups,
+        &time,
+    );
     let by_key: HashMap<String, &Pod> = pending
         .iter()
         .map(|p| {

@@ -505,6 +505,69 @@ async fn a_berth_gang_preempts_as_a_unit() {
     .await;
 }
 
+/// The first half of the Job-of-8 course: on four 2-cpu nodes (the caller's), a 1-cpu
+/// blocker is bound, then Job `train` of 8 one-cpu members made from `template`, whose
+/// group (minMember 8, the caller's) cannot be whole. The members' names, once the Job
+/// controller made them all.
+pub(crate) async fn blocked_job_of_eight(cluster: &Cluster, template: &Value) -> Vec<String> {
+    cluster
+        .create_pod(pod("blocker", "gang", "1", "128Mi"))
+        .await;
+    cluster.wait_bound(&["blocker"], WAIT).await;
+    cluster.create_job("train", template, 8).await;
+    eventually("the Job controller made 8 pods", WAIT, || async {
+        let pods = cluster.job_pods("train").await;
+        if pods.len() == 8 {
+            Ok(pods.into_keys().collect())
+        } else {
+            Err(format!("{pods:?}"))
+        }
+    })
+    .await
+}
+
+/// The second half: nothing binds while the gang cannot be whole; once the blocker
+/// leaves, all 8 bind, each once, two per node.
+pub(crate) async fn binds_whole_once_the_blocker_leaves(cluster: &Cluster, names: &[&str]) {
+    cluster
+        .assert_stay_unbound(names, Duration::from_secs(4))
+        .await;
+    let bound = member_bindings(cluster, names);
+    assert!(
+        bound.iter().all(|(_, n)| *n == 0),
+        "successful bindings while the gang cannot be whole: {bound:?}"
+    );
+    cluster.delete_pod("blocker").await;
+    let placed = cluster.wait_bound(names, WAIT).await;
+    let mut per_node: std::collections::BTreeMap<&str, usize> = Default::default();
+    for node in placed.values() {
+        *per_node.entry(node).or_default() += 1;
+    }
+    assert_eq!(per_node.values().copied().collect::<Vec<_>>(), [2, 2, 2, 2]);
+    let bound = member_bindings(cluster, names);
+    assert!(
+        bound.iter().all(|(_, n)| *n == 1),
+        "successful bindings per member: {bound:?}"
+    );
+}
+
+/// A Job of 8 with berth's PodGroup binds all 8 or none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_berth_gang_of_eight_binds_whole_or_not_at_all() {
+    let Some(cluster) = Cluster::start().await else {
+        return;
+    };
+    for n in ["n1", "n2", "n3", "n4"] {
+        cluster.create_node(node(n, "2", "8Gi")).await;
+    }
+    let mut berth = start_gang(&cluster).await;
+    create_pod_group(&cluster, "train", json!({"minMember": 8})).await;
+    let members = blocked_job_of_eight(&cluster, &member("ignored", "train")).await;
+    let names: Vec<&str> = members.iter().map(String::as_str).collect();
+    binds_whole_once_the_blocker_leaves(&cluster, &names).await;
+    berth.terminate_cleanly().await;
+}
+
 /// A replica that becomes leader creates the implicit groups of pods it saw as a
 /// follower, without waiting for those pods to change.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,6 @@
 //! status goes `Scheduling` (8 members exist) and then `Running`/`Finished` with
 //! `occupiedBy` naming the Job; two gangs competing for room for one never deadlock.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -17,7 +16,8 @@ use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
 use crate::gang::{
-    GangDialect, a_gang_preempts_as_a_unit, gang_profile, member_bindings, start_gang_with,
+    GangDialect, a_gang_preempts_as_a_unit, binds_whole_once_the_blocker_leaves,
+    blocked_job_of_eight, gang_profile, member_bindings, start_gang_with,
 };
 use crate::harness::{
     BerthOptions, Cluster, WAIT, conditions_summary, eventually, node, pod, within,
@@ -79,23 +79,8 @@ async fn a_jobs_scheduler_plugins_gang_of_eight_binds_whole_or_not_at_all() {
     let mut berth = start_gang_with(&cluster, BerthOptions::default(), gang_profile()).await;
 
     // One cpu taken: 7 free, the gang of 8 one-cpu pods does not fit.
-    cluster
-        .create_pod(pod("blocker", "gang", "1", "128Mi"))
-        .await;
-    cluster.wait_bound(&["blocker"], WAIT).await;
     create_group(&cluster, "train", json!({"minMember": 8})).await;
-    cluster
-        .create_job("train", &member("ignored", "train"), 8)
-        .await;
-    eventually("the Job controller made 8 pods", WAIT, || async {
-        let pods = cluster.job_pods("train").await;
-        if pods.len() == 8 {
-            Ok(())
-        } else {
-            Err(format!("{pods:?}"))
-        }
-    })
-    .await;
+    let members = blocked_job_of_eight(&cluster, &member("ignored", "train")).await;
     // 8 members exist: the controller moves the group from Pending to Scheduling and
     // records the Job as its occupant.
     let group = eventually("PodGroup train is Scheduling", WAIT, || async {
@@ -109,30 +94,9 @@ async fn a_jobs_scheduler_plugins_gang_of_eight_binds_whole_or_not_at_all() {
     .await;
     assert_eq!(group["status"]["occupiedBy"], "default/train", "{group}");
 
-    let members: Vec<String> = cluster.job_pods("train").await.into_keys().collect();
     let names: Vec<&str> = members.iter().map(String::as_str).collect();
-    cluster
-        .assert_stay_unbound(&names, Duration::from_secs(4))
-        .await;
-    let bound = member_bindings(&cluster, &names);
-    assert!(
-        bound.iter().all(|(_, n)| *n == 0),
-        "successful bindings while the gang cannot be whole: {bound:?}"
-    );
-
     // The blocker leaves: the whole gang binds, each member once, two per node.
-    cluster.delete_pod("blocker").await;
-    let placed = cluster.wait_bound(&names, WAIT).await;
-    let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
-    for node in placed.values() {
-        *per_node.entry(node).or_default() += 1;
-    }
-    assert_eq!(per_node.values().copied().collect::<Vec<_>>(), [2, 2, 2, 2]);
-    let bound = member_bindings(&cluster, &names);
-    assert!(
-        bound.iter().all(|(_, n)| *n == 1),
-        "successful bindings per member: {bound:?}"
-    );
+    binds_whole_once_the_blocker_leaves(&cluster, &names).await;
     // kwok runs the members (and ends them, Job pods): Running, then possibly Finished.
     eventually("PodGroup train runs", WAIT, || async {
         let group = group_status(&cluster, "train").await;
