@@ -36,7 +36,9 @@ pub use legacy_workloads::{
     WorkloadPodGroupPolicy as LegacyWorkloadPodGroupPolicy, WorkloadSpec as LegacyWorkloadSpec,
 };
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo, normalized_image_name};
-pub use pod_group_states::{GroupDialect, GroupKey, PodGroupState, PodGroupStates, gang_min_count};
+pub use pod_group_states::{
+    GroupDialect, GroupKey, PodGroupState, PodGroupStates, gang_min_count, short_of,
+};
 pub use pod_groups::{
     API_VERSION_ANNOTATION, PodGroups, core_pod_group, implicit_group, implicit_owner,
     min_member_of, pod_group_of,

@@ -124,6 +124,11 @@ pub fn gang_min_count(group: &PodGroup) -> Option<i32> {
         .map(|gang| gang.min_count)
 }
 
+/// Whether `count` pods fall short of `min_count` (a count below 1 is met by any number).
+pub fn short_of(count: usize, min_count: i32) -> bool {
+    usize::try_from(min_count).is_ok_and(|min| count < min)
+}
+
 pub(super) fn is_assigned(pod: &Pod) -> bool {
     pod.spec
         .as_ref()
@@ -257,6 +262,17 @@ impl PodGroupStates {
     /// The PodGroup object of `key`.
     pub fn pod_group(&self, key: &GroupKey) -> Option<Arc<PodGroup>> {
         read(&self.groups).get(key)?.pod_group.clone()
+    }
+
+    /// The gang's `minCount` (`None` for a group without one) and how many members exist,
+    /// pending or placed (what a PreEnqueue gate counts); `None` when the group has no
+    /// PodGroup object.
+    pub fn gang_members(&self, key: &GroupKey) -> Option<(Option<i32>, usize)> {
+        self.with_state(key, |s| {
+            s.pod_group()
+                .map(|group| (gang_min_count(group), s.all_pods_count()))
+        })
+        .flatten()
     }
 
     /// Reads the state of `key`, if the group has one.

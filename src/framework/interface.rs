@@ -274,6 +274,29 @@ pub struct PlacementProgress {
     pub scheduled: usize,
 }
 
+/// Where a group stands against a minimum number of placed members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GangProgress {
+    /// Even with every remaining member placed, the minimum is out of reach.
+    Unreachable,
+    /// Not reached yet, still reachable.
+    Pending,
+    Met,
+}
+
+impl PlacementProgress {
+    /// This progress against `min_count` placed members (a minimum below 1 is met).
+    pub fn toward(self, min_count: i32) -> GangProgress {
+        if crate::cluster::short_of(self.remaining.saturating_add(self.scheduled), min_count) {
+            GangProgress::Unreachable
+        } else if crate::cluster::short_of(self.scheduled, min_count) {
+            GangProgress::Pending
+        } else {
+            GangProgress::Met
+        }
+    }
+}
+
 /// PlacementFeasible (upstream's internal point of the pod-group cycle, not a point a
 /// profile configures): whether the group can still meet its constraints. Called before
 /// the group's first pod is tried and after each pod. Success: met; Wait: not met yet, go

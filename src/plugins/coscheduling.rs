@@ -113,14 +113,14 @@ use crate::api::PodGroup;
 use crate::cluster::lock::mutex as lock;
 use crate::cluster::{
     GroupDialect, GroupKey, PodGroupStates, PodGroups, PodInfo, Resource, Snapshot, gang_min_count,
-    pod_group_of,
+    pod_group_of, short_of,
 };
 use crate::framework::{
-    ActionType, ClusterEvent, Code, CycleState, EventResource, FieldError, FilterRunner, Handle,
-    NodeToStatus, PermitPlugin, PlacementFeasiblePlugin, PlacementProgress, PluginArgs,
-    PluginError, PluginFactory, PodGroupCycle, PodsToActivate, PostFilterPlugin, PostFilterResult,
-    PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueSortPlugin, QueuedPodInfo,
-    ReservePlugin, RetryAfterBackoff, Status, WaitingPods,
+    ActionType, ClusterEvent, Code, CycleState, EventResource, FieldError, FilterRunner,
+    GangProgress, Handle, NodeToStatus, PermitPlugin, PlacementFeasiblePlugin, PlacementProgress,
+    PluginArgs, PluginError, PluginFactory, PodGroupCycle, PodsToActivate, PostFilterPlugin,
+    PostFilterResult, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueSortPlugin,
+    QueuedPodInfo, ReservePlugin, RetryAfterBackoff, Status, WaitingPods,
 };
 
 /// Args of Coscheduling (scheduler-plugins `CoschedulingArgs`).
@@ -478,17 +478,10 @@ impl Coscheduling {
     /// failure would lengthen the group's backoff. A member tried alone is never held.
     fn hold_short_group(&self, (namespace, name): &(String, String)) -> Status {
         let key = GroupKey::coscheduling(namespace, name);
-        let found = self.states.with_state(&key, |state| {
-            state
-                .pod_group()
-                .map(|group| (gang_min_count(group), state.all_pods_count()))
-        });
-        match found.flatten() {
-            Some((Some(min), members)) if usize::try_from(min).is_ok_and(|min| members < min) => {
-                Status::unresolvable(format!(
-                    "waiting for minMember pods of pod group {key} to appear in scheduling queue: {members} of {min} exist"
-                ))
-            }
+        match self.states.gang_members(&key) {
+            Some((Some(min), members)) if short_of(members, min) => Status::unresolvable(format!(
+                "waiting for minMember pods of pod group {key} to appear in scheduling queue: {members} of {min} exist"
+            )),
             _ => Status::success(),
         }
     }
@@ -776,25 +769,22 @@ impl PlacementFeasiblePlugin for Coscheduling {
             return Status::success();
         }
         let min_member = gang_min_count(group).unwrap_or(1).max(1);
-        let min = usize::try_from(min_member).unwrap_or(1);
         let PlacementProgress {
             remaining,
             scheduled,
         } = progress;
-        if remaining.saturating_add(scheduled) < min {
-            return Status::unschedulable(format!(
+        match progress.toward(min_member) {
+            GangProgress::Unreachable => Status::unschedulable(format!(
                 "pod group {key} cannot reach minMember ({min_member}): {scheduled} scheduled, {remaining} remaining"
-            ));
-        }
-        if scheduled < min {
-            return Status::new(
+            )),
+            GangProgress::Pending => Status::new(
                 Code::Wait,
                 format!(
                     "pod group {key} has not reached minMember ({min_member}) yet: {scheduled} scheduled, {remaining} remaining"
                 ),
-            );
+            ),
+            GangProgress::Met => Status::success(),
         }
-        Status::success()
     }
 }
 

@@ -47,13 +47,13 @@ use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 
 use crate::cluster::{
     GroupDialect, GroupKey, LegacyGroup, LegacyGroupKey, LegacyWorkloads, PodGroupStates, PodInfo,
-    gang_min_count,
+    gang_min_count, short_of,
 };
 use crate::framework::clock::Clock;
 use crate::framework::{
-    ActionType, ClusterEvent, Code, CycleState, EventResource, Handle, NoArgs, PermitPlugin,
-    PlacementFeasiblePlugin, PlacementProgress, PluginError, PluginFactory, PodsToActivate,
-    PreEnqueuePlugin, Status, WaitingPods,
+    ActionType, ClusterEvent, Code, CycleState, EventResource, GangProgress, Handle, NoArgs,
+    PermitPlugin, PlacementFeasiblePlugin, PlacementProgress, PluginError, PluginFactory,
+    PodsToActivate, PreEnqueuePlugin, Status, WaitingPods,
 };
 
 /// How long a gang member waits at Permit for the rest of its gang (upstream's
@@ -113,11 +113,6 @@ crate::plugin! {
     }
 }
 
-/// Whether `count` pods fall short of `min_count` (a count below 1 is met by any number).
-fn short_of(count: usize, min_count: i32) -> bool {
-    usize::try_from(min_count).is_ok_and(|min| count < min)
-}
-
 /// What Permit found in the group's state, read under its lock and acted on after.
 enum Quorum {
     /// No PodGroup object (or no state at all): the tail of upstream's lister error.
@@ -145,12 +140,7 @@ impl PreEnqueuePlugin for GangScheduling {
         }
         // berth keeps the PodGroup object inside the group's state, so upstream's separate
         // "state missing" error cannot happen once the object is found.
-        let found = self.states.with_state(&key, |state| {
-            state
-                .pod_group()
-                .map(|group| (gang_min_count(group), state.all_pods_count()))
-        });
-        match found.flatten() {
+        match self.states.gang_members(&key) {
             None => Status::unresolvable(format!(
                 "waiting for pods's pod group \"{}\" to appear in scheduling queue",
                 key.name
@@ -354,20 +344,18 @@ impl PlacementFeasiblePlugin for GangScheduling {
             remaining,
             scheduled,
         } = progress;
-        if short_of(remaining.saturating_add(scheduled), min_count) {
-            return Status::unschedulable(format!(
+        match progress.toward(min_count) {
+            GangProgress::Unreachable => Status::unschedulable(format!(
                 "minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
-            ));
-        }
-        if short_of(scheduled, min_count) {
-            return Status::new(
+            )),
+            GangProgress::Pending => Status::new(
                 Code::Wait,
                 format!(
                     "minCount ({min_count}) is not yet satisfied: {scheduled} scheduled, {remaining} remaining"
                 ),
-            );
+            ),
+            GangProgress::Met => Status::success(),
         }
-        Status::success()
     }
 }
 

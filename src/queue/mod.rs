@@ -381,15 +381,10 @@ impl SchedulingQueue {
         let keys: Vec<String> = self
             .active
             .iter()
+            .chain(self.backoff.iter().map(|(_, q)| q))
+            .chain(self.unschedulable.iter().map(|(_, q)| q))
+            .chain(self.gated.iter().map(|(_, q)| q))
             .filter(|q| belongs(q))
-            .chain(self.backoff.iter().map(|(_, q)| q).filter(|q| belongs(q)))
-            .chain(
-                self.unschedulable
-                    .iter()
-                    .map(|(_, q)| q)
-                    .filter(|q| belongs(q)),
-            )
-            .chain(self.gated.iter().map(|(_, q)| q).filter(|q| belongs(q)))
             .map(|q| q.pod_info.key().to_string())
             .collect();
         keys.iter()

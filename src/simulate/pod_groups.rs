@@ -24,7 +24,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::cluster::{
     GroupDialect, GroupKey, LegacyGroup, LegacyGroupKey, LegacyWorkloads, PodGroupStates,
-    gang_min_count,
+    gang_min_count, short_of,
 };
 use crate::framework::clock::Instant;
 use crate::scheduler::{INITIALLY_SCHEDULED, PodGroupReport, merge_condition};
@@ -236,18 +236,14 @@ pub fn explain_held_members(
             }
             continue;
         }
-        let state = states.with_state(&key, |s| {
-            s.pod_group()
-                .map(|group| (gang_min_count(group), s.all_pods_count()))
-        });
-        match state.flatten() {
+        match states.gang_members(&key) {
             None => {
                 row.message = format!(
                     "waiting for PodGroup {key} (spec.schedulingGroup), which does not exist: \
                      the scheduler does not try the members of a group it does not know"
                 );
             }
-            Some((Some(min), count)) if usize::try_from(min).is_ok_and(|min| count < min) => {
+            Some((Some(min), count)) if short_of(count, min) => {
                 row.message = format!(
                     "waiting for the gang of PodGroup {key} to have minCount members: \
                      {count} of {min} exist"
@@ -262,14 +258,10 @@ pub fn explain_held_members(
 /// `key`, if it does: the group has fewer than `minMember` members. A member whose
 /// PodGroup does not exist is not held (it is tried alone and says why).
 fn held_coscheduling_member(key: &GroupKey, states: &PodGroupStates) -> Option<String> {
-    let (min, count) = states
-        .with_state(key, |s| {
-            s.pod_group()
-                .and_then(|group| gang_min_count(group))
-                .map(|min| (min, s.all_pods_count()))
-        })
-        .flatten()?;
-    usize::try_from(min).is_ok_and(|min| count < min).then(|| {
+    let (Some(min), count) = states.gang_members(key)? else {
+        return None;
+    };
+    short_of(count, min).then(|| {
         format!(
             "waiting for the gang of PodGroup {key} (pod-group label) to have minMember \
              members: {count} of {min} exist"
@@ -295,7 +287,7 @@ fn held_legacy_member(key: &LegacyGroupKey, legacy: &LegacyWorkloads) -> Option<
     };
     let min = policy.gang.as_ref()?.min_count;
     let count = legacy.with_group(key, LegacyGroup::all_pods_count)?;
-    usize::try_from(min).is_ok_and(|min| count < min).then(|| {
+    short_of(count, min).then(|| {
         format!(
             "waiting for the gang of Workload {namespace}/{} pod group {:?} to have minCount pods: \
                  {count} of {min} exist",
