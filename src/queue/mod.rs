@@ -1099,19 +1099,23 @@ impl SchedulingQueue {
                 Some((queued.pod_info.key().to_string(), how))
             })
             .collect();
-        let gated: Vec<String> = self
+        // Which gating plugins registered the event, asked once per plugin; with none of
+        // them, the gated set is not walked at all.
+        let moving: Vec<Option<&str>> = self
             .gated
-            .iter()
-            .take_while(|(since, _)| due(*since))
-            .filter(|(_, queued)| {
-                is_wildcard(event)
-                    || queued
-                        .gated_by
-                        .as_deref()
-                        .is_none_or(|plugin| self.registered(plugin, event))
-            })
-            .map(|(_, queued)| queued.pod_info.key().to_string())
+            .gates()
+            .filter(|gate| is_wildcard(event) || gate.is_none_or(|p| self.registered(p, event)))
             .collect();
+        let gated: Vec<String> = if moving.is_empty() {
+            Vec::new()
+        } else {
+            self.gated
+                .iter()
+                .take_while(|(since, _)| due(*since))
+                .filter(|(_, queued)| moving.contains(&queued.gated_by.as_deref()))
+                .map(|(_, queued)| queued.pod_info.key().to_string())
+                .collect()
+        };
 
         let mut moved = 0;
         for (key, how) in unschedulable {
