@@ -35,7 +35,9 @@ pub use legacy_workloads::{
     Workload as LegacyWorkload, WorkloadPodGroup as LegacyWorkloadPodGroup,
     WorkloadPodGroupPolicy as LegacyWorkloadPodGroupPolicy, WorkloadSpec as LegacyWorkloadSpec,
 };
-pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo, normalized_image_name};
+pub use node_info::{
+    HostPortInfo, ImageStateSummary, NodeInfo, PodIter, PodList, normalized_image_name,
+};
 pub use pod_group_states::{
     GroupDialect, GroupKey, PodGroupState, PodGroupStates, gang_min_count, short_of,
 };

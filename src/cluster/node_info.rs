@@ -117,11 +117,11 @@ pub fn normalized_image_name(name: &str) -> String {
 #[derive(Debug, Clone, Default)]
 pub struct NodeInfo {
     node: Option<Arc<Node>>,
-    pub pods: Vec<Arc<PodInfo>>,
+    pub pods: PodList,
     /// Pods with any (anti-)affinity, for InterPodAffinity.
-    pub pods_with_affinity: Vec<Arc<PodInfo>>,
+    pub pods_with_affinity: PodList,
     /// Pods with required anti-affinity, for InterPodAffinity.
-    pub pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
+    pub pods_with_required_anti_affinity: PodList,
     pub used_ports: HostPortInfo,
     /// Sum of the pods' requests.
     pub requested: Resource,
@@ -213,13 +213,15 @@ impl NodeInfo {
     /// Removes the pod with cache key `key`, undoing [`NodeInfo::add_pod`]. Like upstream,
     /// the last pod takes the removed one's place.
     pub fn remove_pod(&mut self, key: &str) -> Option<Arc<PodInfo>> {
-        let index = self.pods.iter().position(|p| p.key() == key)?;
+        // From the end: the pod removed most often is the one added last (an assumed pod
+        // its bind confirms).
+        let index = self.pods.rposition(|p| p.key() == key)?;
         let pod = self.pods.swap_remove(index);
         for list in [
             &mut self.pods_with_affinity,
             &mut self.pods_with_required_anti_affinity,
         ] {
-            if let Some(i) = list.iter().position(|p| p.key() == key) {
+            if let Some(i) = list.rposition(|p| p.key() == key) {
                 list.swap_remove(i);
             }
         }
@@ -239,6 +241,120 @@ impl NodeInfo {
     /// Marks the info as changed.
     pub(super) fn touch(&mut self) {
         self.generation = next_generation();
+    }
+}
+
+/// Pods per chunk of a [`PodList`].
+const CHUNK: usize = 128;
+
+/// A node's pods, in order: a list of shared chunks. Cloning it (every scheduling cycle
+/// clones the nodes that changed into the snapshot) costs one reference count per
+/// [`CHUNK`] pods rather than one per pod; a change copies the one or two chunks it
+/// touches. Every chunk but the last is full.
+#[derive(Debug, Clone, Default)]
+pub struct PodList {
+    chunks: Vec<Arc<Vec<Arc<PodInfo>>>>,
+    len: usize,
+}
+
+impl PodList {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The pods in order.
+    pub fn iter(&self) -> PodIter<'_> {
+        self.chunks.iter().flat_map(chunk_pods)
+    }
+
+    pub fn get(&self, index: usize) -> Option<&Arc<PodInfo>> {
+        self.chunks.get(index / CHUNK)?.get(index % CHUNK)
+    }
+
+    pub fn push(&mut self, pod: Arc<PodInfo>) {
+        match self.chunks.last_mut() {
+            Some(chunk) if chunk.len() < CHUNK => Arc::make_mut(chunk).push(pod),
+            _ => {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                chunk.push(pod);
+                self.chunks.push(Arc::new(chunk));
+            }
+        }
+        self.len += 1;
+    }
+
+    /// The index of the last pod `matches` accepts.
+    pub fn rposition(&self, matches: impl Fn(&Arc<PodInfo>) -> bool) -> Option<usize> {
+        let from_end = self.iter().rev().position(matches)?;
+        Some(self.len - 1 - from_end)
+    }
+
+    /// Removes the pod at `index`; the last pod takes its place (`Vec::swap_remove`).
+    /// Panics when `index` is out of bounds, as `Vec::swap_remove` does.
+    pub fn swap_remove(&mut self, index: usize) -> Arc<PodInfo> {
+        assert!(
+            index < self.len,
+            "swap_remove index {index} of {}",
+            self.len
+        );
+        let last_chunk = self.chunks.len() - 1;
+        let last = Arc::make_mut(&mut self.chunks[last_chunk])
+            .pop()
+            .unwrap_or_else(|| unreachable!("every chunk holds a pod"));
+        if self.chunks[last_chunk].is_empty() {
+            self.chunks.pop();
+        }
+        self.len -= 1;
+        if index == self.len {
+            return last;
+        }
+        let chunk = Arc::make_mut(&mut self.chunks[index / CHUNK]);
+        std::mem::replace(&mut chunk[index % CHUNK], last)
+    }
+}
+
+impl std::ops::Index<usize> for PodList {
+    type Output = Arc<PodInfo>;
+
+    fn index(&self, index: usize) -> &Arc<PodInfo> {
+        match self.get(index) {
+            Some(pod) => pod,
+            None => panic!("index {index} out of {} pods", self.len),
+        }
+    }
+}
+
+/// The iterator of a [`PodList`]'s pods.
+pub type PodIter<'a> = std::iter::FlatMap<
+    std::slice::Iter<'a, Arc<Vec<Arc<PodInfo>>>>,
+    std::slice::Iter<'a, Arc<PodInfo>>,
+    fn(&'a Arc<Vec<Arc<PodInfo>>>) -> std::slice::Iter<'a, Arc<PodInfo>>,
+>;
+
+fn chunk_pods(chunk: &Arc<Vec<Arc<PodInfo>>>) -> std::slice::Iter<'_, Arc<PodInfo>> {
+    chunk.iter()
+}
+
+impl<'a> IntoIterator for &'a PodList {
+    type Item = &'a Arc<PodInfo>;
+    type IntoIter = PodIter<'a>;
+
+    fn into_iter(self) -> PodIter<'a> {
+        self.iter()
+    }
+}
+
+impl FromIterator<Arc<PodInfo>> for PodList {
+    fn from_iter<I: IntoIterator<Item = Arc<PodInfo>>>(pods: I) -> PodList {
+        let mut list = PodList::default();
+        for pod in pods {
+            list.push(pod);
+        }
+        list
     }
 }
 

@@ -179,9 +179,13 @@ pub fn node_has_all_topology_keys(
 
 /// Upstream `countPodsMatchSelector`: pods in `namespace` that `selector` matches,
 /// terminating pods excluded (kubernetes#87621).
-pub fn count_matching_pods(pods: &[Arc<PodInfo>], selector: &PodSelector, namespace: &str) -> i64 {
+pub fn count_matching_pods<'a>(
+    pods: impl IntoIterator<Item = &'a Arc<PodInfo>>,
+    selector: &PodSelector,
+    namespace: &str,
+) -> i64 {
     let count = pods
-        .iter()
+        .into_iter()
         .filter(|p| p.pod.metadata.deletion_timestamp.is_none() && p.namespace() == namespace)
         .filter(|p| selector.matches(pod_labels(&p.pod)))
         .count();
