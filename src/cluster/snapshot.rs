@@ -124,6 +124,11 @@ impl Snapshot {
         self.index.get(name).map(|&i| &self.node_infos[i])
     }
 
+    /// The index of node `name` in [`Snapshot::nodes`].
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+
     pub fn len(&self) -> usize {
         self.node_infos.len()
     }

@@ -98,13 +98,11 @@ pub(super) async fn schedule_pod(
                 );
             }
             statuses.absent = Some(excluded);
-            Some(
-                all_nodes
-                    .iter()
-                    .filter(|n| names.contains(n.name()))
-                    .cloned()
-                    .collect(),
-            )
+            // In the snapshot's order, found by name: a narrowing to a few nodes (say,
+            // a DaemonSet pod's one) costs those nodes, not the cluster.
+            let mut at: Vec<usize> = names.iter().filter_map(|n| snapshot.position(n)).collect();
+            at.sort_unstable();
+            Some(at.into_iter().map(|i| all_nodes[i].clone()).collect())
         }
     };
     let candidates = narrowed.as_deref().unwrap_or(all_nodes);
