@@ -422,6 +422,19 @@ impl KeptCounts {
         snapshot: &Snapshot,
     ) -> PreFilterState {
         let mut state = PreFilterState::uncounted(terms, namespace_labels);
+        // A pod without required terms is only counted by existing pods' required
+        // anti-affinity: with no such pod anywhere, every count is zero, and nothing is
+        // kept for its signature (upstream walks only the nodes that have such pods).
+        let no_terms = state.terms.required_affinity.is_empty()
+            && state.terms.required_anti_affinity.is_empty();
+        if no_terms
+            && snapshot
+                .nodes_with_pods_with_required_anti_affinity()
+                .next()
+                .is_none()
+        {
+            return state;
+        }
         let signature = format!(
             "{}|{:?}|{:?}|{:?}",
             pod_namespace(pod),

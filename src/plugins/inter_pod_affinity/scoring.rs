@@ -381,6 +381,12 @@ impl KeptScores {
         snapshot: &Snapshot,
     ) -> Arc<ScoreMap> {
         let has_preferred = input.terms.has_preferred();
+        // Without preferred terms of its own, the incoming pod is only scored by existing
+        // pods' terms: with no pod with affinity anywhere, there is no score, and nothing
+        // is kept for its signature.
+        if !has_preferred && snapshot.nodes_with_pods_with_affinity().next().is_none() {
+            return Arc::default();
+        }
         let signature = format!(
             "{}|{:?}|{:?}|{:?}|{}|{}|{has_preferred}",
             pod.namespace(),
