@@ -76,6 +76,7 @@ impl Measured {
                 PodTemplate::ClaimTemplate => "claim-template",
                 PodTemplate::ExtendedResource => "extended-resource",
                 PodTemplate::GroupMember { .. } => "group-member",
+                PodTemplate::Case(_) => "test-case",
             },
         }
     }

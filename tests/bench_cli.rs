@@ -70,6 +70,67 @@ fn every_workload_schedules_all_measured_pods_and_passes_its_check() {
 }
 
 #[test]
+fn the_newest_test_cases_pass_their_checks_at_upstreams_smallest_workloads() {
+    // (workload, nodes, side pods, measured pods, its background op)
+    let cases = [
+        ("SchedulingDaemonset/5Nodes", 6, 0, 10, None),
+        ("PreemptionAsync/5Nodes", 5, 0, 5, Some("churn")),
+        ("Unschedulable/5Nodes/1Init/10Pods", 5, 0, 10, Some("churn")),
+        (
+            "SchedulingWithMixedChurn/10Nodes",
+            10,
+            0,
+            100,
+            Some("churn"),
+        ),
+        (
+            "SchedulingWhileGated/1Node_10GatedPods",
+            1,
+            10,
+            10,
+            Some("deletePods"),
+        ),
+        (
+            "SchedulingDeletedPodsWithFinalizers/10Node_100DeletingPods",
+            10,
+            10,
+            10,
+            Some("deletePods"),
+        ),
+        (
+            "HostPortConflict/10Nodes_10Pods_10BatchSize",
+            10,
+            0,
+            10,
+            None,
+        ),
+        (
+            "ResourceSaturation/10Nodes_10Pods_10BatchSize",
+            10,
+            0,
+            10,
+            None,
+        ),
+    ];
+    for (workload, nodes, side, measured, op) in cases {
+        let output = bench(&["--workload", workload, "-o", "json"]);
+        assert_exit(&output, 0);
+        let report = json(&output);
+        let run = &report["workloads"][0];
+        let (case, size) = workload.split_once('/').unwrap_or_default();
+        assert_eq!(
+            (run["workload"].as_str(), run["size"].as_str()),
+            (Some(case), Some(size))
+        );
+        assert_eq!(run["nodes"], nodes, "{workload}");
+        assert_eq!(run["sidePods"], side, "{workload}");
+        assert_eq!(run["check"]["scheduled"], measured, "{workload}");
+        assert_eq!(run["check"]["passed"], true, "{workload}: {}", run["check"]);
+        assert_eq!(run["background"]["op"].as_str(), op, "{workload}");
+    }
+}
+
+#[test]
 fn the_json_report_has_the_documented_fields() {
     let mut args = vec!["--workload", "SchedulingBasic", "-o", "json", "--seed", "7"];
     args.extend(SMALL);
@@ -190,6 +251,18 @@ fn a_profile_that_breaks_the_constraint_fails_the_check() {
             "SchedulingWithResourceClaimTemplate",
             "DynamicResources",
             "claims unusable by their pod",
+        ),
+        (
+            "DaemonSet pods without NodeAffinity",
+            "SchedulingDaemonset/5Nodes",
+            "NodeAffinity",
+            "the only one their required node affinity admits",
+        ),
+        (
+            "host port 80 without NodePorts",
+            "HostPortConflict/10Nodes_10Pods_10BatchSize",
+            "NodePorts",
+            "host port 80: one per node",
         ),
     ];
     for (name, workload, plugin, failure) in cases {

@@ -180,6 +180,14 @@ impl CpuSeconds {
 /// Why `workload` cannot run through the API, if it cannot (see the module
 /// documentation).
 pub fn unsupported(workload: Workload) -> Option<String> {
+    if let Workload::Case(w) = workload {
+        return Some(format!(
+            "{} is not supported through the API yet: this benchmark creates nodes and two \
+             createPods ops only, not churn, deletions, gated pods or named nodes (run it \
+             with `berth bench`)",
+            w.full_name()
+        ));
+    }
     if workload.uses_claims() {
         return Some(format!(
             "{workload} is not supported through the API yet: it needs ResourceSlices, a \

@@ -21,8 +21,7 @@ pub const SCHEDULER_NAME: &str = "default-scheduler";
 /// The workload whose measured pods are of `template`: its zones, its init pods and its
 /// namespaces are the context the template's pods are scheduled in upstream.
 pub fn workload_of(template: PodTemplate) -> Workload {
-    Workload::ALL
-        .into_iter()
+    Workload::all()
         .find(|w| w.phases().1.template == template)
         .unwrap_or(Workload::SchedulingBasic)
 }

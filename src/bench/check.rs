@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
+use super::cases::{Case, CaseTemplate, NAMED_NODE};
 use super::workload::{
     HOSTNAME_KEY, NODE_AFFINITY_ZONES, PodTemplate, SPREAD_MAX_SKEW, Workload, ZONE_KEY,
     extended_resource_node_name,
@@ -277,6 +278,7 @@ pub fn check(
             }
         }
         Workload::GangScheduling(_) => failures.extend(partly_bound_gangs(&measured)),
+        Workload::Case(w) => failures.extend(case_failures(w.case, placements)),
         // Their promises are on claims: check_devices.
         Workload::SchedulingWithResourceClaimTemplate
         | Workload::SteadyStateClusterResourceClaimTemplate(_) => {}
@@ -291,6 +293,60 @@ pub fn check(
         measured: measured.len() as u64,
         failures,
     }
+}
+
+/// What the test cases of [`super::cases`] promise: SchedulingDaemonset's pods all on
+/// the one node their affinity names; gated pods never scheduled; the `batching/` test
+/// cases' pods one per node (host port 80, or 3 of a node's 4 CPUs).
+fn case_failures(case: Case, placements: &[Placement]) -> Vec<String> {
+    let mut failures = Vec::new();
+    match case {
+        Case::SchedulingDaemonset => {
+            let elsewhere = placements
+                .iter()
+                .filter(|p| p.node.as_deref().is_some_and(|n| n != NAMED_NODE))
+                .count();
+            if elsewhere > 0 {
+                failures.push(format!(
+                    "{elsewhere} pods are on another node than {NAMED_NODE}, the only one \
+                     their required node affinity admits"
+                ));
+            }
+        }
+        Case::SchedulingWhileGated => {
+            let gated = placements
+                .iter()
+                .filter(|p| p.template == PodTemplate::Case(CaseTemplate::Gated))
+                .filter(|p| p.node.is_some())
+                .count();
+            if gated > 0 {
+                failures.push(format!(
+                    "{gated} gated pods were scheduled; a pod with a scheduling gate never is"
+                ));
+            }
+        }
+        Case::HostPortConflict | Case::ResourceSaturation => {
+            let mut per_node: BTreeMap<&str, u64> = BTreeMap::new();
+            for node in placements.iter().filter_map(|p| p.node.as_deref()) {
+                *per_node.entry(node).or_default() += 1;
+            }
+            let crowded = per_node.values().filter(|count| **count > 1).count();
+            if crowded > 0 {
+                let why = match case {
+                    Case::HostPortConflict => "host port 80",
+                    _ => "3 CPUs each, nodes have 4",
+                };
+                failures.push(format!(
+                    "{crowded} nodes hold more than one pod ({why}: one per node)"
+                ));
+            }
+        }
+        Case::PreemptionAsync
+        | Case::Unschedulable
+        | Case::SchedulingWithMixedChurn
+        | Case::SchedulingDeletedPodsWithFinalizers => {}
+    }
+    failures
 }
 
 /// The gangs among `measured` of which some members were scheduled and others not, as

@@ -16,6 +16,7 @@
 //! `berth simulate`, and the driver loop is simulate's own, so the numbers are those of
 //! the core plus that driver.
 
+pub mod cases;
 pub mod check;
 pub mod dra;
 pub mod report;

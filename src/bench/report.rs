@@ -38,8 +38,14 @@ pub struct WorkloadReport {
     /// Workload API PodGroups created before the measured pods (the `podgroup/`
     /// workloads).
     pub pod_groups: u64,
+    /// Gated pods, or pods with a finalizer, created besides the init and measured pods
+    /// (SchedulingWhileGated, SchedulingDeletedPodsWithFinalizers).
+    pub side_pods: u64,
     /// Measured pods; in a steady-state run, the pods bound within the window.
     pub measure_pods: u64,
+    /// What the workload's churn or deletePods op did while the measured pods were
+    /// scheduled; `None` for a workload without one.
+    pub background: Option<BackgroundOps>,
     /// `None` unless the run is a steady-state one.
     pub steady_state: Option<SteadyState>,
     pub scheduler_name: String,
@@ -71,6 +77,18 @@ pub struct SteadyState {
     pub pending_pods: u64,
     /// Pods created in all, the bound ones and those still pending at the end.
     pub created_pods: u64,
+}
+
+/// The objects a background op created and deleted within the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackgroundOps {
+    /// Upstream's opcode: `churn` or `deletePods`.
+    pub op: String,
+    pub created: u64,
+    pub deleted: u64,
+    /// Pods deleted while they were still pending (never scheduled afterwards).
+    pub deleted_pending: u64,
 }
 
 /// Upstream's CI threshold for the workload, at the size upstream sets it for.
@@ -228,12 +246,17 @@ pub fn render_table(report: &BenchReport) -> String {
 }
 
 /// Init and measured pods, `init+measured`, with the init claims or the pod groups in
-/// place of the init pods where the run has them (`2500 claims+2500`, `3 groups+9`).
+/// place of the init pods where the run has them (`2500 claims+2500`, `3 groups+9`), and
+/// the side pods after them (`20000+20000 (+10000 side)`).
 fn pods_column(w: &WorkloadReport) -> String {
-    match (w.init_claims, w.pod_groups) {
+    let pods = match (w.init_claims, w.pod_groups) {
         (0, 0) => format!("{}+{}", w.init_pods, w.measure_pods),
         (0, groups) => format!("{groups} groups+{}", w.measure_pods),
         (claims, _) => format!("{claims} claims+{}", w.measure_pods),
+    };
+    match w.side_pods {
+        0 => pods,
+        side => format!("{pods} (+{side} side)"),
     }
 }
 

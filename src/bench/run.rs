@@ -28,17 +28,22 @@
 //! window closes is finished; SchedulingThroughput is cut from the binds within the
 //! window, over the window.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
+use super::cases::{Background, ChurnObject, Side, churn_node};
 use super::check::{Held, Placement, check, check_devices};
 use super::dra;
-use super::report::{SteadyState, UpstreamThreshold, WorkloadReport, percentiles, throughput};
+use super::report::{
+    BackgroundOps, SteadyState, UpstreamThreshold, WorkloadReport, percentiles, throughput,
+};
 use super::workload::{Counts, INIT_NAMESPACE, Phase, Workload};
 use crate::cluster::{
     DeviceResources, GroupKey, PodGroups, Volumes, Workloads, allocated_devices, is_allocated,
@@ -55,7 +60,8 @@ use crate::simulate::claims::{self, InMemoryClaimWriter};
 use crate::simulate::clock::VirtualClock;
 use crate::simulate::input::deterministic_uid;
 use crate::simulate::run::{
-    CycleObserver, InMemoryBinder, SimulateError, ValidProfile, add_profiles, run_with_storage,
+    CycleObserver, InMemoryBinder, SimulateError, Turn, ValidProfile, add_profiles,
+    run_with_storage,
 };
 use crate::simulate::storage::StorageEvents;
 
@@ -101,6 +107,263 @@ pub async fn run_workload(
     options: &RunOptions,
 ) -> Result<WorkloadReport, SimulateError> {
     reset_peak_rss();
+    let (mut scheduler, cluster) = start(plan, profile, registry, options)?;
+    let pod_groups = plan.workload.pod_groups();
+
+    let mut node_labels: HashMap<String, BTreeMap<String, String>> = HashMap::new();
+    // allocResourceClaims picks among the nodes; no other workload needs them kept.
+    let mut claim_nodes: Vec<Node> = Vec::new();
+    for index in 0..plan.counts.nodes {
+        let node = plan.workload.node(index);
+        let name = node.metadata.name.clone().unwrap_or_default();
+        node_labels.insert(
+            name.clone(),
+            node.metadata.labels.clone().unwrap_or_default(),
+        );
+        if plan.counts.init_claims > 0 {
+            claim_nodes.push(node.clone());
+        }
+        scheduler
+            .on_node_add(node)
+            .map_err(|e| invalid("Node", name, e))?;
+    }
+    let init_started = Instant::now();
+    if plan.counts.init_claims > 0 {
+        dra::create_init_claims(&cluster.resources, INIT_NAMESPACE, plan.counts.init_claims);
+        dra::alloc_resource_claims(
+            &cluster.resources,
+            INIT_NAMESPACE,
+            &claim_nodes,
+            options.seed,
+        )?;
+        drop(claim_nodes);
+    }
+
+    // createPodGroups: one per `per_group` measured pods, known to the scheduler before
+    // the pods (upstream waits for its informer to list them).
+    let groups = match pod_groups {
+        Some((policy, per_group)) => {
+            let count = plan.counts.measure_pods / per_group.max(1);
+            for index in 0..count {
+                let mut group = policy.pod_group(index, per_group);
+                group.metadata.uid = Some(deterministic_uid(&format!(
+                    "PodGroup/{}/{}",
+                    policy.namespace(),
+                    policy.group_name(index)
+                )));
+                scheduler.on_scheduling_group_apply(group);
+            }
+            count
+        }
+        None => 0,
+    };
+
+    let (init, measure) = plan.workload.phases();
+    let side = match plan.workload {
+        Workload::Case(w) => w.side(),
+        _ => None,
+    };
+    let side_phase = side.map(|side| Phase {
+        template: side.template,
+        namespace: side.namespace,
+    });
+    // Gated pods come first; upstream's barrier waits until the scheduler attempted
+    // them, which here is one run of the driver (they never leave the queue).
+    let mut side_keys = Vec::new();
+    if let (Some(true), Some(phase)) = (side.map(|s| s.first), side_phase) {
+        side_keys = add_pods(
+            &mut scheduler,
+            &cluster,
+            phase,
+            &mut 0,
+            plan.counts.side_pods,
+        )?;
+        run(&mut scheduler, &cluster, &mut ()).await?;
+    }
+    let mut init_progress = Progress::new(
+        options.progress,
+        plan,
+        "init",
+        plan.counts.init_pods as usize,
+    );
+    let mut next = 0;
+    let init_keys = add_pods(
+        &mut scheduler,
+        &cluster,
+        init,
+        &mut next,
+        plan.counts.init_pods,
+    )?;
+    let init_reports = run(&mut scheduler, &cluster, &mut init_progress).await?;
+    let init_duration = init_started.elapsed();
+    init_progress.finish();
+    let init_placements: Vec<Placement> =
+        placements(init, &init_keys, &init_reports, false).collect();
+
+    let (measured, duration, steady_state) = match plan.counts.steady_state {
+        None => {
+            let count = plan.counts.measure_pods as usize;
+            // Pods with a finalizer, created just before the measured ones and not waited
+            // for: scheduled in the window, among the measured pods.
+            if let (Some(false), Some(phase)) = (side.map(|s| s.first), side_phase) {
+                side_keys = add_pods(
+                    &mut scheduler,
+                    &cluster,
+                    phase,
+                    &mut 0,
+                    plan.counts.side_pods,
+                )?;
+            }
+            let background = match plan.workload {
+                Workload::Case(w) => w.background(),
+                _ => None,
+            };
+            let timeline = background.map(|op| {
+                // deletePods lists the pods of its namespace when it starts.
+                let listed = [(init, &init_keys), (side_phase.unwrap_or(init), &side_keys)];
+                let mut victims: Vec<Pod> = Vec::new();
+                if let Background::DeletePods { namespace, .. } = op {
+                    for (phase, keys) in listed {
+                        if phase.namespace == namespace {
+                            victims.extend(
+                                keys.iter()
+                                    .map(|(_, index)| make_pod(&cluster, phase, *index)),
+                            );
+                        }
+                    }
+                    victims.dedup_by_key(|p| p.metadata.uid.clone());
+                }
+                Timeline::new(op, shuffled(victims, options.seed), &cluster.scheduler_name)
+            });
+            let mut measurement = Measurement::new(
+                Progress::new(options.progress, plan, "measure", count),
+                count,
+            )
+            .counting(measure.namespace, count, timeline);
+            let mut next = 0;
+            let keys = add_pods(
+                &mut scheduler,
+                &cluster,
+                measure,
+                &mut next,
+                plan.counts.measure_pods,
+            )?;
+            let reports = run(&mut scheduler, &cluster, &mut measurement).await?;
+            // Until the last measured pod was bound: the run may go on past it where the
+            // driver only learns of the bind when the queue runs dry.
+            let duration = measurement
+                .bound_at
+                .iter()
+                .max()
+                .copied()
+                .unwrap_or_else(|| measurement.started.elapsed());
+            measurement.progress.finish();
+            let mut leaked = Vec::new();
+            let mut side_placements = Vec::new();
+            if let Some(phase) = side_phase {
+                side_placements = placements(phase, &side_keys, &reports, false).collect();
+                let deleted = measurement
+                    .timeline
+                    .as_ref()
+                    .map(|t| t.deleted_pending.clone())
+                    .unwrap_or_default();
+                leaked.extend(left_pending(&side_keys, &side_placements, &deleted, side));
+            }
+            let measured = Measured {
+                placements: placements(measure, &keys, &reports, true)
+                    .chain(side_placements)
+                    .collect(),
+                held: vec![bound_claims(&cluster, &keys, &reports)],
+                leaked,
+                measurement,
+            };
+            (measured, duration, None)
+        }
+        Some(window) => {
+            let mut measurement =
+                Measurement::new(Progress::new(options.progress, plan, "steady", 0), 0);
+            let outcome = run_steady(
+                &mut scheduler,
+                &cluster,
+                measure,
+                plan.counts,
+                window,
+                &mut measurement,
+            )
+            .await?;
+            // The window, or less where the run stalled. The last pass runs past the
+            // window; its binds after the window are left out, as upstream's collector
+            // stops with the window.
+            let duration = measurement.started.elapsed().min(window);
+            measurement.bound_at.retain(|at| *at <= duration);
+            measurement.progress.finish();
+            let steady_state = SteadyState {
+                seconds: window.as_secs_f64(),
+                pending_pods: plan.counts.measure_pods,
+                created_pods: outcome.created,
+            };
+            let measured = Measured {
+                placements: outcome.placements,
+                held: outcome.held,
+                leaked: outcome.leaked,
+                measurement,
+            };
+            (measured, duration, Some(steady_state))
+        }
+    };
+
+    let placements: Vec<Placement> = init_placements
+        .into_iter()
+        .chain(measured.placements)
+        .collect();
+    let mut check = check(plan.workload, &placements, &node_labels);
+    if plan.workload.uses_claims() {
+        let fixed = init_claims(&cluster);
+        check = check.with_failures(check_devices(&fixed, &measured.held));
+    }
+    check = check.with_failures(measured.leaked);
+    let measurement = measured.measurement;
+    let background = measurement.timeline.as_ref().map(Timeline::report);
+    Ok(WorkloadReport {
+        workload: plan.workload.name().to_string(),
+        size: plan.size.clone(),
+        nodes: plan.counts.nodes,
+        init_pods: plan.counts.init_pods,
+        init_claims: plan.counts.init_claims,
+        pod_groups: groups,
+        side_pods: plan.counts.side_pods,
+        background,
+        measure_pods: match steady_state {
+            Some(_) => measurement.bound_at.len() as u64,
+            None => plan.counts.measure_pods,
+        },
+        steady_state,
+        scheduler_name: cluster.scheduler_name.clone(),
+        parallelism: options.parallelizer.parallelism(),
+        seed: options.seed,
+        duration_seconds: duration.as_secs_f64(),
+        init_duration_seconds: init_duration.as_secs_f64(),
+        scheduling_throughput: throughput(&measurement.bound_at, duration),
+        attempt_duration_seconds: percentiles(&measurement.cycles),
+        peak_rss_bytes: peak_rss(),
+        upstream_threshold: plan.workload.upstream_threshold_at(&plan.size).map(
+            |(size, threshold)| UpstreamThreshold {
+                size: size.to_string(),
+                pods_per_second: threshold,
+            },
+        ),
+        check,
+    })
+}
+
+/// The scheduler with `profile`, serving what `plan`'s workload needs, and the cluster
+/// around it (no nodes yet).
+fn start(
+    plan: &Plan,
+    profile: &ValidProfile,
+    registry: &Registry,
+    options: &RunOptions,
+) -> Result<(Scheduler, Cluster), SimulateError> {
     let clock = VirtualClock::new();
     let mut scheduler = Scheduler::new(SchedulerOptions {
         seed: options.seed,
@@ -163,175 +426,7 @@ pub async fn run_workload(
         scheduler_name: profile.profile.scheduler_name(),
         pool_nodes,
     };
-
-    let mut node_labels: HashMap<String, BTreeMap<String, String>> = HashMap::new();
-    // allocResourceClaims picks among the nodes; no other workload needs them kept.
-    let mut claim_nodes: Vec<Node> = Vec::new();
-    for index in 0..plan.counts.nodes {
-        let node = plan.workload.node(index);
-        let name = node.metadata.name.clone().unwrap_or_default();
-        node_labels.insert(
-            name.clone(),
-            node.metadata.labels.clone().unwrap_or_default(),
-        );
-        if plan.counts.init_claims > 0 {
-            claim_nodes.push(node.clone());
-        }
-        scheduler
-            .on_node_add(node)
-            .map_err(|e| invalid("Node", name, e))?;
-    }
-    let init_started = Instant::now();
-    if plan.counts.init_claims > 0 {
-        dra::create_init_claims(&cluster.resources, INIT_NAMESPACE, plan.counts.init_claims);
-        dra::alloc_resource_claims(
-            &cluster.resources,
-            INIT_NAMESPACE,
-            &claim_nodes,
-            options.seed,
-        )?;
-        drop(claim_nodes);
-    }
-
-    // createPodGroups: one per `per_group` measured pods, known to the scheduler before
-    // the pods (upstream waits for its informer to list them).
-    let groups = match pod_groups {
-        Some((policy, per_group)) => {
-            let count = plan.counts.measure_pods / per_group.max(1);
-            for index in 0..count {
-                let mut group = policy.pod_group(index, per_group);
-                group.metadata.uid = Some(deterministic_uid(&format!(
-                    "PodGroup/{}/{}",
-                    policy.namespace(),
-                    policy.group_name(index)
-                )));
-                scheduler.on_scheduling_group_apply(group);
-            }
-            count
-        }
-        None => 0,
-    };
-
-    let (init, measure) = plan.workload.phases();
-    let mut init_progress = Progress::new(
-        options.progress,
-        plan,
-        "init",
-        plan.counts.init_pods as usize,
-    );
-    let mut next = 0;
-    let init_keys = add_pods(
-        &mut scheduler,
-        &cluster,
-        init,
-        &mut next,
-        plan.counts.init_pods,
-    )?;
-    let init_reports = run(&mut scheduler, &cluster, &mut init_progress).await?;
-    let init_duration = init_started.elapsed();
-    init_progress.finish();
-    let init_placements: Vec<Placement> =
-        placements(init, &init_keys, &init_reports, false).collect();
-
-    let (measured, duration, steady_state) = match plan.counts.steady_state {
-        None => {
-            let count = plan.counts.measure_pods as usize;
-            let mut measurement = Measurement::new(
-                Progress::new(options.progress, plan, "measure", count),
-                count,
-            );
-            let mut next = 0;
-            let keys = add_pods(
-                &mut scheduler,
-                &cluster,
-                measure,
-                &mut next,
-                plan.counts.measure_pods,
-            )?;
-            let reports = run(&mut scheduler, &cluster, &mut measurement).await?;
-            let duration = measurement.started.elapsed();
-            measurement.progress.finish();
-            let measured = Measured {
-                placements: placements(measure, &keys, &reports, true).collect(),
-                held: vec![bound_claims(&cluster, &keys, &reports)],
-                leaked: Vec::new(),
-                measurement,
-            };
-            (measured, duration, None)
-        }
-        Some(window) => {
-            let mut measurement =
-                Measurement::new(Progress::new(options.progress, plan, "steady", 0), 0);
-            let outcome = run_steady(
-                &mut scheduler,
-                &cluster,
-                measure,
-                plan.counts,
-                window,
-                &mut measurement,
-            )
-            .await?;
-            // The window, or less where the run stalled. The last pass runs past the
-            // window; its binds after the window are left out, as upstream's collector
-            // stops with the window.
-            let duration = measurement.started.elapsed().min(window);
-            measurement.bound_at.retain(|at| *at <= duration);
-            measurement.progress.finish();
-            let steady_state = SteadyState {
-                seconds: window.as_secs_f64(),
-                pending_pods: plan.counts.measure_pods,
-                created_pods: outcome.created,
-            };
-            let measured = Measured {
-                placements: outcome.placements,
-                held: outcome.held,
-                leaked: outcome.leaked,
-                measurement,
-            };
-            (measured, duration, Some(steady_state))
-        }
-    };
-
-    let placements: Vec<Placement> = init_placements
-        .into_iter()
-        .chain(measured.placements)
-        .collect();
-    let mut check = check(plan.workload, &placements, &node_labels);
-    if plan.workload.uses_claims() {
-        let fixed = init_claims(&cluster);
-        check = check
-            .with_failures(check_devices(&fixed, &measured.held))
-            .with_failures(measured.leaked);
-    }
-    let measurement = measured.measurement;
-    Ok(WorkloadReport {
-        workload: plan.workload.name().to_string(),
-        size: plan.size.clone(),
-        nodes: plan.counts.nodes,
-        init_pods: plan.counts.init_pods,
-        init_claims: plan.counts.init_claims,
-        pod_groups: groups,
-        measure_pods: match steady_state {
-            Some(_) => measurement.bound_at.len() as u64,
-            None => plan.counts.measure_pods,
-        },
-        steady_state,
-        scheduler_name: cluster.scheduler_name.clone(),
-        parallelism: options.parallelizer.parallelism(),
-        seed: options.seed,
-        duration_seconds: duration.as_secs_f64(),
-        init_duration_seconds: init_duration.as_secs_f64(),
-        scheduling_throughput: throughput(&measurement.bound_at, duration),
-        attempt_duration_seconds: percentiles(&measurement.cycles),
-        peak_rss_bytes: peak_rss(),
-        upstream_threshold: plan.workload.upstream_threshold().map(|(size, threshold)| {
-            UpstreamThreshold {
-                size: size.to_string(),
-                pods_per_second: threshold,
-            }
-        }),
-        check,
-    })
+    Ok((scheduler, cluster))
 }
 
 /// What the measured phase left for the report and the check.
@@ -377,15 +472,7 @@ fn add_pods(
     for _ in 0..count {
         let index = *next;
         *next += 1;
-        let name = phase.template.pod_name(index);
-        let mut pod = phase
-            .template
-            .pod(phase.namespace, name, index, &cluster.scheduler_name);
-        pod.metadata.uid = Some(deterministic_uid(&format!(
-            "Pod/{}/{}",
-            phase.namespace,
-            pod.name_any()
-        )));
+        let mut pod = make_pod(cluster, phase, index);
         // The UID: the scheduler's key of a pod that has one.
         let key = pod_key(&pod);
         claims::make_pod_template_claims(&mut pod, &cluster.resources);
@@ -395,6 +482,65 @@ fn add_pods(
         keys.push((key, index));
     }
     Ok(keys)
+}
+
+/// Pod `index` of `phase`'s `createPods`, named after upstream's name or generateName
+/// prefix, with a UID (the API server's), as [`add_pods`] creates it.
+fn make_pod(cluster: &Cluster, phase: Phase, index: u64) -> Pod {
+    let name = phase.template.pod_name(index);
+    let mut pod = phase
+        .template
+        .pod(phase.namespace, name, index, &cluster.scheduler_name);
+    pod.metadata.uid = Some(deterministic_uid(&format!(
+        "Pod/{}/{}",
+        phase.namespace,
+        pod.name_any()
+    )));
+    pod
+}
+
+/// `pods` in an order fixed by `seed`: upstream's deletePods deletes pods in the order
+/// its lister returns them, which is none in particular.
+fn shuffled(mut pods: Vec<Pod>, seed: u64) -> Vec<Pod> {
+    // xorshift64*, seeded away from zero; Fisher-Yates.
+    let mut state = seed ^ 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    for i in (1..pods.len()).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        pods.swap(i, j);
+    }
+    pods
+}
+
+/// The side pods created beside the measured ones (pods with a finalizer) that were
+/// neither bound nor deleted before they were scheduled: the scheduler left them
+/// pending.
+fn left_pending(
+    keys: &[(String, u64)],
+    placements: &[Placement],
+    deleted_pending: &HashSet<String>,
+    side: Option<Side>,
+) -> Option<String> {
+    if side.is_none_or(|s| s.first) {
+        return None;
+    }
+    let pending = keys
+        .iter()
+        .zip(placements)
+        .filter(|((key, _), p)| p.node.is_none() && !deleted_pending.contains(key))
+        .count();
+    (pending > 0).then(|| {
+        format!(
+            "{pending} of {} pods with a finalizer were neither scheduled nor deleted while \
+             pending",
+            keys.len()
+        )
+    })
 }
 
 /// What a steady-state run left.
@@ -614,6 +760,13 @@ struct Measurement {
     started: Instant,
     /// When each measured pod was bound, since `started`.
     bound_at: Vec<Duration>,
+    /// The namespace of the measured pods, whose binds alone count; `None`: every bind.
+    namespace: Option<&'static str>,
+    /// The run stops once this many measured pods are bound, as upstream's op stops
+    /// waiting (0: when nothing can progress).
+    target: usize,
+    /// The op played while the measured pods are scheduled.
+    timeline: Option<Timeline>,
     /// Every pod's scheduling cycle's wall time; a member of a pod group gets an equal
     /// share of its group's cycle.
     cycles: Vec<Duration>,
@@ -629,10 +782,33 @@ impl Measurement {
         Measurement {
             started: Instant::now(),
             bound_at: Vec::with_capacity(pods),
+            namespace: None,
+            target: 0,
+            timeline: None,
             cycles: Vec::with_capacity(pods),
             group_cycle: (0, Duration::ZERO),
             progress,
         }
+    }
+
+    /// Counting only the binds of pods in `namespace`, stopping at `target` of them, with
+    /// `timeline` played meanwhile.
+    fn counting(
+        self,
+        namespace: &'static str,
+        target: usize,
+        timeline: Option<Timeline>,
+    ) -> Measurement {
+        Measurement {
+            namespace: Some(namespace),
+            target,
+            timeline,
+            ..self
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.target > 0 && self.bound_at.len() >= self.target
     }
 }
 
@@ -661,10 +837,218 @@ impl CycleObserver for Measurement {
         }
     }
 
-    /// A pod counts as scheduled when it is bound, as upstream counts pods bound.
+    /// A pod counts as scheduled when it is bound, as upstream counts pods bound; only
+    /// the measured namespace's, as upstream's collector watches that namespace.
     fn binding_cycle(&mut self, result: &BindingResult) {
-        if result.is_success() {
+        let counted = self
+            .namespace
+            .is_none_or(|namespace| result.pod().namespace() == namespace);
+        if result.is_success() && counted {
             self.bound_at.push(self.started.elapsed());
+        }
+    }
+
+    fn wants_turn(&mut self) -> bool {
+        self.done() || self.timeline.as_ref().is_some_and(Timeline::due)
+    }
+
+    fn between(&mut self, scheduler: &mut Scheduler) -> Result<Turn, SimulateError> {
+        if self.done() {
+            return Ok(Turn::Stop);
+        }
+        if let Some(timeline) = &mut self.timeline {
+            timeline.play(scheduler)?;
+        }
+        Ok(Turn::Go)
+    }
+}
+
+/// A background op ([`Background`]) played on the wall clock from the start of the
+/// measured phase: its tick `n` falls at `n` intervals after it, and the ticks due are
+/// played between two turns of the driver.
+struct Timeline {
+    op: Background,
+    started: Instant,
+    interval: Duration,
+    /// Ticks played.
+    ticks: u64,
+    /// churn in `recreate` mode: per object of the op, the objects alive in its slots.
+    slots: Vec<Vec<Option<Churned>>>,
+    /// deletePods: the pods to delete, in order.
+    victims: Vec<Pod>,
+    scheduler_name: String,
+    created: u64,
+    deleted: u64,
+    /// Keys of the pods deleted while pending.
+    deleted_pending: HashSet<String>,
+}
+
+/// An object churn created.
+enum Churned {
+    Node(String),
+    Pod(Box<Pod>),
+    Service,
+}
+
+impl Timeline {
+    fn new(op: Background, victims: Vec<Pod>, scheduler_name: &str) -> Timeline {
+        let (interval, slots) = match op {
+            Background::Churn {
+                interval,
+                recreate,
+                objects,
+                ..
+            } => {
+                let number = recreate.unwrap_or(0) as usize;
+                let slots = objects
+                    .iter()
+                    .map(|_| (0..number).map(|_| None).collect())
+                    .collect();
+                (interval, slots)
+            }
+            Background::DeletePods { per_second, .. } => (
+                Duration::from_secs(1) / per_second.max(1) as u32,
+                Vec::new(),
+            ),
+        };
+        Timeline {
+            op,
+            started: Instant::now(),
+            interval,
+            ticks: 0,
+            slots,
+            victims,
+            scheduler_name: scheduler_name.to_string(),
+            created: 0,
+            deleted: 0,
+            deleted_pending: HashSet::new(),
+        }
+    }
+
+    /// Whether a tick is due: the next one's time has come, and the op has work left.
+    fn due(&self) -> bool {
+        let left = match self.op {
+            Background::DeletePods { .. } => (self.ticks as usize) < self.victims.len(),
+            Background::Churn { .. } => true,
+        };
+        left && self.started.elapsed() >= self.interval * (self.ticks as u32 + 1)
+    }
+
+    /// Plays every tick due.
+    fn play(&mut self, scheduler: &mut Scheduler) -> Result<(), SimulateError> {
+        while self.due() {
+            let tick = self.ticks;
+            self.ticks += 1;
+            match self.op {
+                Background::DeletePods { .. } => {
+                    let pod = self.victims[tick as usize].clone();
+                    self.delete_pod(scheduler, &pod);
+                }
+                Background::Churn {
+                    namespace,
+                    recreate,
+                    objects,
+                    ..
+                } => {
+                    for (i, object) in objects.iter().enumerate() {
+                        let slot = recreate.map(|number| (tick % number.max(1)) as usize);
+                        let alive = slot.and_then(|s| self.slots[i][s].take());
+                        match alive {
+                            Some(churned) => self.delete(scheduler, churned),
+                            None => {
+                                let churned = self.create(scheduler, namespace, *object, tick)?;
+                                if let Some(s) = slot {
+                                    self.slots[i][s] = Some(churned);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn create(
+        &mut self,
+        scheduler: &mut Scheduler,
+        namespace: &str,
+        object: ChurnObject,
+        tick: u64,
+    ) -> Result<Churned, SimulateError> {
+        self.created += 1;
+        Ok(match object {
+            ChurnObject::Node => {
+                let node = churn_node(tick);
+                let name = node.name_any();
+                scheduler
+                    .on_node_add(node)
+                    .map_err(|e| invalid("Node", name.clone(), e))?;
+                Churned::Node(name)
+            }
+            ChurnObject::Pod(template) => {
+                let name = template.pod_name(tick);
+                let mut pod = template.pod(namespace, name, tick, &self.scheduler_name);
+                pod.metadata.uid = Some(deterministic_uid(&format!(
+                    "Pod/{namespace}/{}",
+                    pod.name_any()
+                )));
+                scheduler
+                    .on_pod_add(pod.clone())
+                    .map_err(|e| invalid("Pod", pod_key(&pod), e))?;
+                Churned::Pod(Box::new(pod))
+            }
+            ChurnObject::Service => Churned::Service,
+        })
+    }
+
+    fn delete(&mut self, scheduler: &mut Scheduler, churned: Churned) {
+        match churned {
+            Churned::Node(name) => scheduler.on_node_delete(&name),
+            // Counted there.
+            Churned::Pod(pod) => return self.delete_pod(scheduler, &pod),
+            Churned::Service => {}
+        }
+        self.deleted += 1;
+    }
+
+    /// Deletes `pod` as the API server would: a bound pod with a finalizer gets a
+    /// deletionTimestamp and stays on its node; any other bound pod goes; a pending
+    /// pod leaves the queue (with a finalizer, it is not scheduled any more).
+    fn delete_pod(&mut self, scheduler: &mut Scheduler, pod: &Pod) {
+        self.deleted += 1;
+        let key = pod_key(pod);
+        let Some(bound) = scheduler.cache().get_pod(&key) else {
+            scheduler.on_pod_delete(pod);
+            self.deleted_pending.insert(key);
+            return;
+        };
+        let current: &Pod = &bound.pod;
+        if current
+            .metadata
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| !f.is_empty())
+        {
+            let mut deleting = current.clone();
+            deleting.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
+            // The pod was valid when added; so is a copy with a deletion timestamp.
+            let _ = scheduler.on_pod_update(current, deleting);
+        } else {
+            scheduler.on_pod_delete(current);
+        }
+    }
+
+    fn report(&self) -> BackgroundOps {
+        BackgroundOps {
+            op: match self.op {
+                Background::Churn { .. } => "churn",
+                Background::DeletePods { .. } => "deletePods",
+            }
+            .to_string(),
+            created: self.created,
+            deleted: self.deleted,
+            deleted_pending: self.deleted_pending.len() as u64,
         }
     }
 }
@@ -946,6 +1330,134 @@ mod tests {
         measurement.scheduling_cycle(ms(1), &group);
         measurement.scheduling_cycle(ms(5), &lone);
         assert_eq!(measurement.cycles, [ms(3), ms(3), ms(3), ms(5)]);
+    }
+
+    /// A scheduler with the default profile and `nodes` nodes of `workload`, as a run
+    /// starts it, and the plan's namespaces' pods made as the run makes them.
+    fn started(workload: Workload, nodes: u64) -> (Scheduler, Cluster) {
+        let registry = crate::plugins::default_registry();
+        let profile = check_profiles(&[], &registry).valid.remove(0);
+        let plan = Plan {
+            workload,
+            size: "test".to_string(),
+            counts: Counts {
+                nodes,
+                ..Counts::default()
+            },
+        };
+        let options = RunOptions {
+            seed: 0,
+            parallelizer: Arc::new(Parallelizer::new(1).unwrap_or_else(|e| panic!("{e}"))),
+            progress: false,
+        };
+        let (mut scheduler, cluster) =
+            start(&plan, &profile, &registry, &options).unwrap_or_else(|e| panic!("{e}"));
+        for index in 0..nodes {
+            scheduler
+                .on_node_add(workload.node(index))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        (scheduler, cluster)
+    }
+
+    fn case(name: &str) -> Workload {
+        let found = Workload::parse(name);
+        assert_eq!(found.len(), 1, "{name}");
+        found[0]
+    }
+
+    #[tokio::test]
+    async fn deleting_a_pod_with_a_finalizer_keeps_it_bound_or_takes_it_out_of_the_queue() {
+        let workload = case("SchedulingDeletedPodsWithFinalizers/10Node_100DeletingPods");
+        let (mut scheduler, cluster) = started(workload, 2);
+        let side = match workload {
+            Workload::Case(w) => w.side().unwrap_or_else(|| panic!("side pods")),
+            _ => unreachable!(),
+        };
+        let phase = Phase {
+            template: side.template,
+            namespace: side.namespace,
+        };
+        // Pod 0 is bound; pod 1 is still pending when both are deleted.
+        let keys = add_pods(&mut scheduler, &cluster, phase, &mut 0, 1).unwrap_or_default();
+        run(&mut scheduler, &cluster, &mut ())
+            .await
+            .unwrap_or_default();
+        let more = add_pods(&mut scheduler, &cluster, phase, &mut 1, 1).unwrap_or_default();
+        let victims = vec![make_pod(&cluster, phase, 0), make_pod(&cluster, phase, 1)];
+        let op = Background::DeletePods {
+            namespace: side.namespace,
+            per_second: 100,
+        };
+        let mut timeline = Timeline::new(op, victims, &cluster.scheduler_name);
+        timeline.started -= Duration::from_millis(25);
+        timeline
+            .play(&mut scheduler)
+            .unwrap_or_else(|e| panic!("{e}"));
+
+        let bound = scheduler.cache().get_pod(&keys[0].0);
+        let bound = bound.unwrap_or_else(|| panic!("the bound pod stays"));
+        assert!(bound.pod.metadata.deletion_timestamp.is_some());
+        assert!(bound.node_name().is_some());
+        assert_eq!(timeline.deleted_pending, HashSet::from([more[0].0.clone()]));
+        // Nothing is left to schedule: the pending pod left the queue.
+        let reports = run(&mut scheduler, &cluster, &mut ())
+            .await
+            .unwrap_or_default();
+        assert!(!reports.contains_key(&more[0].0), "{reports:?}");
+        assert_eq!(
+            timeline.report(),
+            BackgroundOps {
+                op: "deletePods".to_string(),
+                created: 0,
+                deleted: 2,
+                deleted_pending: 1,
+            }
+        );
+        // Every victim deleted: no tick is due any more.
+        timeline.started -= Duration::from_secs(60);
+        assert!(!timeline.due());
+    }
+
+    #[tokio::test]
+    async fn recreate_churn_creates_then_deletes_what_it_created() {
+        let workload = case("SchedulingWithMixedChurn/10Nodes");
+        let (mut scheduler, cluster) = started(workload, 1);
+        let op = match workload {
+            Workload::Case(w) => w.background().unwrap_or_else(|| panic!("churn")),
+            _ => unreachable!(),
+        };
+        let mut timeline = Timeline::new(op, Vec::new(), &cluster.scheduler_name);
+        // Two ticks of one second: a node, a pod and a Service created, then deleted.
+        timeline.started -= Duration::from_millis(2500);
+        timeline
+            .play(&mut scheduler)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(timeline.ticks, 2);
+        assert_eq!(
+            (timeline.created, timeline.deleted),
+            (3, 3),
+            "{:?}",
+            timeline.report()
+        );
+        assert_eq!(scheduler.cache().node_count(), 1);
+        // The third tick creates them anew: the churn node joins the cluster.
+        timeline.started -= Duration::from_secs(1);
+        timeline
+            .play(&mut scheduler)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((timeline.created, timeline.deleted), (6, 3));
+        assert_eq!(scheduler.cache().node_count(), 2);
+        // Its pod of 9 CPUs fits nowhere, and is pending.
+        let reports = run(&mut scheduler, &cluster, &mut ())
+            .await
+            .unwrap_or_default();
+        assert!(
+            reports
+                .values()
+                .all(|r| !matches!(r.outcome, Outcome::Scheduled { .. })),
+            "{reports:?}"
+        );
     }
 
     #[tokio::test]

@@ -48,13 +48,15 @@ use k8s_openapi::api::scheduling::v1beta1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
+use super::cases::{CASES, CaseTemplate, CaseWorkload};
+
 /// The zone label of nodes and of the templates' terms.
 pub const ZONE_KEY: &str = "topology.kubernetes.io/zone";
 /// The hostname label of nodes.
 pub const HOSTNAME_KEY: &str = "kubernetes.io/hostname";
-/// Bounds of `--nodes` and `--pods`: upstream's largest workloads (15,000 nodes for
-/// SchedulingDaemonset, 50,000 measured pods for SchedulingBasic 5000Nodes_50000Pods).
-pub const MAX_NODES: u64 = 15_000;
+/// Bounds of `--nodes` and `--pods`: upstream's largest workloads (20,000 nodes for the
+/// `batching/` test cases, 50,000 measured pods for SchedulingBasic 5000Nodes_50000Pods).
+pub const MAX_NODES: u64 = 20_000;
 pub const MAX_PODS: u64 = 50_000;
 
 /// Devices in each DRA node's ResourceSlice (the `numDevices: 10` of upstream's
@@ -89,6 +91,9 @@ pub enum Workload {
     GangScheduling(GroupScale),
     /// `podgroup/basicscheduling/`'s: the same groups under the basic policy, no quorum.
     BasicScheduling(GroupScale),
+    /// A workload of a test case that changes the cluster while its pods are scheduled,
+    /// or that labels them in batches ([`super::cases`]).
+    Case(&'static CaseWorkload),
 }
 
 /// The scheduling policy of a `podgroup/` test case's PodGroups.
@@ -267,7 +272,14 @@ impl Utilization {
 
 impl Workload {
     /// Every workload, in the order `--workload all` runs them.
-    pub const ALL: [Workload; 30] = [
+    pub fn all() -> impl Iterator<Item = Workload> {
+        Workload::FIXED
+            .into_iter()
+            .chain(CASES.iter().map(Workload::Case))
+    }
+
+    /// The workloads of the test cases this module describes itself.
+    const FIXED: [Workload; 30] = [
         Workload::SchedulingBasic,
         Workload::TopologySpreading,
         Workload::PreferredTopologySpreading,
@@ -318,6 +330,7 @@ impl Workload {
             Workload::SchedulingWithExtendedResource => "SchedulingWithExtendedResource",
             Workload::GangScheduling(_) => "GangScheduling",
             Workload::BasicScheduling(_) => "BasicScheduling",
+            Workload::Case(w) => w.case.name(),
         }
     }
 
@@ -328,8 +341,7 @@ impl Workload {
     /// `GangScheduling/10Nodes_3Gangs` ([`Workload::is_variant_name`]). Empty for a name no
     /// workload has.
     pub fn parse(name: &str) -> Vec<Workload> {
-        Workload::ALL
-            .into_iter()
+        Workload::all()
             .filter(|w| {
                 w.name().eq_ignore_ascii_case(name)
                     || w.variant().is_some_and(|variant| {
@@ -352,6 +364,7 @@ impl Workload {
             Workload::SteadyStateClusterResourceClaimTemplate(u) => Some(u.workload_name()),
             Workload::GangScheduling(scale) => Some(scale.name(GroupPolicy::Gang)),
             Workload::BasicScheduling(scale) => Some(scale.name(GroupPolicy::Basic)),
+            Workload::Case(w) => Some(w.name),
             _ => None,
         }
     }
@@ -401,6 +414,7 @@ impl Workload {
             Workload::SchedulingWithResourceClaimTemplate
             | Workload::SteadyStateClusterResourceClaimTemplate(_) => dra_node(index),
             Workload::SchedulingWithExtendedResource => extended_resource_node(index),
+            Workload::Case(w) => w.node(index),
             _ => node(index, self.zones()),
         }
     }
@@ -476,6 +490,10 @@ impl Workload {
             ),
             Workload::GangScheduling(scale) => grouped(GroupPolicy::Gang, scale),
             Workload::BasicScheduling(scale) => grouped(GroupPolicy::Basic, scale),
+            Workload::Case(w) => {
+                let ((init, init_ns), (measure, measure_ns)) = w.phases();
+                (Phase::new(init, init_ns), Phase::new(measure, measure_ns))
+            }
         }
     }
 
@@ -489,10 +507,10 @@ impl Workload {
         };
         let claims = |init_claims, measure_pods, steady_state| Counts {
             nodes: 500,
-            init_pods: 0,
             measure_pods,
             init_claims,
             steady_state,
+            ..Counts::default()
         };
         match (self, size) {
             (Workload::SchedulingWithResourceClaimTemplate, Size::Nodes500) => {
@@ -519,6 +537,11 @@ impl Workload {
             (Workload::GangScheduling(scale) | Workload::BasicScheduling(scale), size) => {
                 (scale.size() == Some(size)).then(|| scale.counts())
             }
+            (Workload::Case(w), size) => (w.size == Some(size)).then(|| case_counts(w)),
+            (Workload::SchedulingBasic, Size::Nodes5000Pods50000) => {
+                Some(counts(5000, 5000, 50_000))
+            }
+            (_, Size::Nodes5000Pods50000) => None,
             (Workload::SchedulingBasic, Size::Nodes500) => Some(counts(500, 500, 1000)),
             (Workload::SchedulingBasic, Size::Nodes5000) => Some(counts(5000, 1000, 1000)),
             (Workload::SchedulingBasic, Size::Nodes5000Pods10000) => {
@@ -528,7 +551,7 @@ impl Workload {
                 match size {
                     Size::Nodes500 => Some(counts(500, 1000, 1000)),
                     Size::Nodes5000 => Some(counts(5000, 5000, 2000)),
-                    Size::Nodes5000Pods10000 => None,
+                    Size::Nodes5000Pods10000 | Size::Nodes5000Pods50000 => None,
                 }
             }
             (Workload::SchedulingPodAntiAffinity, Size::Nodes500) => Some(counts(500, 100, 400)),
@@ -555,6 +578,7 @@ impl Workload {
             Workload::GangScheduling(scale) | Workload::BasicScheduling(scale) => {
                 Some(scale.counts())
             }
+            Workload::Case(w) => Some(case_counts(w)),
             _ => None,
         }
     }
@@ -564,6 +588,7 @@ impl Workload {
     /// PreemptionBasic nor on the `podgroup/` test cases (v1.37.2).
     pub fn upstream_threshold(self) -> Option<(&'static str, f64)> {
         Some(match self {
+            Workload::Case(w) => (w.name, f64::from(w.threshold?)),
             Workload::SchedulingBasic => ("5000Nodes_10000Pods", 680.0),
             Workload::TopologySpreading => ("5000Nodes_5000Pods", 460.0),
             Workload::PreferredTopologySpreading => ("5000Nodes_5000Pods", 340.0),
@@ -589,6 +614,17 @@ impl Workload {
                 ("5000pods_5000nodes_DRAExtendedResourceEnabled", 180.0)
             }
         })
+    }
+
+    /// Upstream's threshold for a run at the size named `size` (a report's size): the
+    /// size's own where it has one (SchedulingBasic 5000Nodes_50000Pods), else
+    /// [`Workload::upstream_threshold`].
+    pub fn upstream_threshold_at(self, size: &str) -> Option<(&'static str, f64)> {
+        let fifty = Size::Nodes5000Pods50000.name();
+        if self == Workload::SchedulingBasic && size.starts_with(fifty) {
+            return Some((fifty, 790.0));
+        }
+        self.upstream_threshold()
     }
 
     /// `counts` (the workload's at some size) with `--nodes` and `--pods` applied. Most
@@ -647,15 +683,36 @@ pub enum Size {
     Nodes5000,
     /// Defined for SchedulingBasic only: the size upstream's 680 pods/s threshold is for.
     Nodes5000Pods10000,
+    /// Defined for SchedulingBasic only: its workload of 50,000 measured pods.
+    Nodes5000Pods50000,
 }
 
 impl Size {
+    pub const ALL: [Size; 4] = [
+        Size::Nodes500,
+        Size::Nodes5000,
+        Size::Nodes5000Pods10000,
+        Size::Nodes5000Pods50000,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Size::Nodes500 => "500Nodes",
             Size::Nodes5000 => "5000Nodes",
             Size::Nodes5000Pods10000 => "5000Nodes_10000Pods",
+            Size::Nodes5000Pods50000 => "5000Nodes_50000Pods",
         }
+    }
+}
+
+/// The counts of a test case's workload.
+fn case_counts(w: &CaseWorkload) -> Counts {
+    Counts {
+        nodes: w.nodes,
+        init_pods: w.init_pods,
+        side_pods: w.side_pods,
+        measure_pods: w.measure_pods,
+        ..Counts::default()
     }
 }
 
@@ -672,6 +729,9 @@ pub struct Counts {
     /// A steady-state run: how long pods keep coming (upstream's `steadyState: true`
     /// with its `duration`).
     pub steady_state: Option<Duration>,
+    /// Pods created besides the init and measured ones: gated pods, or pods with a
+    /// finalizer (see [`super::cases::Side`]).
+    pub side_pods: u64,
 }
 
 impl Counts {
@@ -738,6 +798,8 @@ pub enum PodTemplate {
         policy: GroupPolicy,
         per_group: u64,
     },
+    /// A template of the test cases of [`super::cases`].
+    Case(CaseTemplate),
 }
 
 /// The namespace of a DRA workload's init claims.
@@ -780,7 +842,8 @@ impl PodTemplate {
             | PodTemplate::HighPriority
             | PodTemplate::ClaimTemplate
             | PodTemplate::ExtendedResource
-            | PodTemplate::GroupMember { .. } => None,
+            | PodTemplate::GroupMember { .. }
+            | PodTemplate::Case(_) => None,
             PodTemplate::PodAntiAffinity => Some("green"),
             PodTemplate::PodAffinity
             | PodTemplate::TopologySpreading
@@ -804,6 +867,7 @@ impl PodTemplate {
                 policy: GroupPolicy::Basic,
                 ..
             } => format!("test-basic-scheduling-{index}"),
+            PodTemplate::Case(t) => t.pod_name(index),
             _ => format!("pod-{index:05}"),
         }
     }
@@ -812,6 +876,9 @@ impl PodTemplate {
     /// is its index in its `createPods` op (upstream's `.Index`), which
     /// pod-with-extended-resource and the group members read.
     pub fn pod(self, namespace: &str, name: String, index: u64, scheduler_name: &str) -> Pod {
+        if let PodTemplate::Case(t) = self {
+            return t.pod(namespace, name, index, scheduler_name);
+        }
         let labels = self
             .color()
             .map(|color| BTreeMap::from([("color".to_string(), color.to_string())]));
@@ -967,7 +1034,7 @@ fn color_selector(color: &str) -> LabelSelector {
     }
 }
 
-fn quantities(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
+pub(super) fn quantities(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
     pairs
         .iter()
         .map(|(name, value)| (name.to_string(), Quantity(value.to_string())))
@@ -1091,7 +1158,7 @@ pub fn extended_resource_node(index: u64) -> Node {
 
 /// A Ready, Running node named `name` with `labels` and `kubernetes.io/hostname`, whose
 /// allocatable is its capacity.
-fn ready_node(
+pub(super) fn ready_node(
     name: String,
     mut labels: BTreeMap<String, String>,
     capacity: BTreeMap<String, Quantity>,
@@ -1207,10 +1274,40 @@ mod tests {
 
     #[test]
     fn the_10000_pod_size_exists_for_scheduling_basic_only() {
-        for workload in Workload::ALL {
+        for workload in Workload::all() {
             let defined = workload.counts(Size::Nodes5000Pods10000).is_some();
             assert_eq!(defined, workload == Workload::SchedulingBasic, "{workload}");
         }
+    }
+
+    #[test]
+    fn scheduling_basic_has_a_threshold_per_size_upstream_sets_one_for() {
+        // misc/performance-config.yaml, v1.37.2: 680 at 5000Nodes_10000Pods, 790 at
+        // 5000Nodes_50000Pods.
+        let basic = Workload::SchedulingBasic;
+        assert_eq!(
+            basic.upstream_threshold_at("5000Nodes_50000Pods"),
+            Some(("5000Nodes_50000Pods", 790.0))
+        );
+        assert_eq!(
+            basic.upstream_threshold_at("5000Nodes_50000Pods (custom)"),
+            Some(("5000Nodes_50000Pods", 790.0))
+        );
+        for size in ["500Nodes", "5000Nodes", "5000Nodes_10000Pods"] {
+            assert_eq!(
+                basic.upstream_threshold_at(size),
+                Some(("5000Nodes_10000Pods", 680.0))
+            );
+        }
+        assert_eq!(
+            basic.counts(Size::Nodes5000Pods50000),
+            Some(Counts {
+                nodes: 5000,
+                init_pods: 5000,
+                measure_pods: 50_000,
+                ..Counts::default()
+            })
+        );
     }
 
     #[test]
@@ -1302,10 +1399,10 @@ mod tests {
         for (workload, size, name, nodes, init_claims, measure_pods, steady_state) in cases {
             let want = Counts {
                 nodes,
-                init_pods: 0,
                 measure_pods,
                 init_claims,
                 steady_state,
+                ..Counts::default()
             };
             assert_eq!(workload.counts(size), Some(want), "{workload} {name}");
             assert_eq!(workload.size_name(size), name, "{workload}");
@@ -1432,7 +1529,7 @@ mod tests {
 
     #[test]
     fn workload_names_parse_case_insensitively() {
-        for workload in Workload::ALL {
+        for workload in Workload::all() {
             assert!(Workload::parse(workload.name()).contains(&workload));
             assert!(Workload::parse(&workload.name().to_lowercase()).contains(&workload));
         }

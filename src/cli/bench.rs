@@ -36,13 +36,17 @@ pub struct BenchArgs {
     /// each; one alone as SteadyStateClusterResourceClaimTemplate/empty_500nodes,
     /// …/half_500nodes or …/full_500nodes), SchedulingWithExtendedResource,
     /// GangScheduling and BasicScheduling (their six 5000Nodes workloads; one of them, or
-    /// of their 10- and 100-node ones, by upstream's name, GangScheduling/10Nodes_3Gangs).
-    /// A workload named TestCase/workload runs at its own size, whatever --size says.
+    /// of their 10- and 100-node ones, by upstream's name, GangScheduling/10Nodes_3Gangs),
+    /// SchedulingDaemonset, PreemptionAsync, Unschedulable, SchedulingWithMixedChurn,
+    /// SchedulingWhileGated, SchedulingDeletedPodsWithFinalizers, HostPortConflict and
+    /// ResourceSaturation (their performance workloads at 5000Nodes, one smaller at
+    /// 500Nodes). A workload named TestCase/workload runs at its own size, whatever
+    /// --size says.
     #[arg(long = "workload", value_name = "NAME", default_value = "all")]
     pub workloads: Vec<String>,
     /// Upstream's size: nodes, init pods and measured pods as performance-config.yaml sets
-    /// them (5000Nodes_10000Pods exists for SchedulingBasic only, the DRA workloads at
-    /// 500Nodes only).
+    /// them (5000Nodes_10000Pods and 5000Nodes_50000Pods exist for SchedulingBasic only,
+    /// the DRA workloads at 500Nodes only).
     #[arg(long, value_enum, default_value_t = SizeArg::Nodes500)]
     pub size: SizeArg,
     /// Nodes instead of the size's (the init pods keep their ratio to the nodes; the DRA
@@ -78,6 +82,8 @@ pub enum SizeArg {
     Nodes5000,
     #[value(name = "5000Nodes_10000Pods")]
     Nodes5000Pods10000,
+    #[value(name = "5000Nodes_50000Pods")]
+    Nodes5000Pods50000,
 }
 
 impl From<SizeArg> for Size {
@@ -86,6 +92,7 @@ impl From<SizeArg> for Size {
             SizeArg::Nodes500 => Size::Nodes500,
             SizeArg::Nodes5000 => Size::Nodes5000,
             SizeArg::Nodes5000Pods10000 => Size::Nodes5000Pods10000,
+            SizeArg::Nodes5000Pods50000 => Size::Nodes5000Pods50000,
         }
     }
 }
@@ -185,7 +192,7 @@ fn bench_command(args: BenchArgs, registry: &Registry) -> u8 {
     }
 }
 
-/// The workloads to run at their sizes, in `Workload::ALL` order, each once (also the
+/// The workloads to run at their sizes, in `Workload::all()` order, each once (also the
 /// benchmark of the live path's choice). `all` runs the workloads upstream defines at the
 /// size, and so does a test case's name (GangScheduling: its variants at the size); a
 /// workload named on its own that lacks the size is an error. A variant named as
@@ -196,16 +203,12 @@ pub fn plans(args: &BenchArgs) -> Result<Vec<Plan>, String> {
     let mut chosen: Vec<(Workload, Counts)> = Vec::new();
     for name in &args.workloads {
         if name.eq_ignore_ascii_case("all") {
-            chosen.extend(
-                Workload::ALL
-                    .into_iter()
-                    .filter_map(|w| Some((w, w.counts(size)?))),
-            );
+            chosen.extend(Workload::all().filter_map(|w| Some((w, w.counts(size)?))));
             continue;
         }
         let workloads = Workload::parse(name);
         if workloads.is_empty() {
-            let mut names: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
+            let mut names: Vec<&str> = Workload::all().map(|w| w.name()).collect();
             names.dedup();
             return Err(format!(
                 "--workload: Unsupported value: {name:?}: supported values: \"all\", {}",
@@ -231,7 +234,7 @@ pub fn plans(args: &BenchArgs) -> Result<Vec<Plan>, String> {
     }
     let custom = args.nodes.is_some() || args.pods.is_some();
     let mut plans = Vec::new();
-    for workload in Workload::ALL {
+    for workload in Workload::all() {
         let Some((_, counts)) = chosen.iter().find(|(w, _)| *w == workload) else {
             continue;
         };
@@ -272,7 +275,7 @@ pub fn plans(args: &BenchArgs) -> Result<Vec<Plan>, String> {
 /// Why none of `workloads` (one workload, or a test case's variants) runs at `size`: the
 /// sizes that have them, and the variants' own names.
 fn size_error(workloads: &[Workload], size: Size) -> String {
-    let sizes: Vec<&str> = [Size::Nodes500, Size::Nodes5000, Size::Nodes5000Pods10000]
+    let sizes: Vec<&str> = Size::ALL
         .into_iter()
         .filter(|s| workloads.iter().any(|w| w.counts(*s).is_some()))
         .map(Size::name)
@@ -427,9 +430,20 @@ mod tests {
     #[test]
     fn all_runs_every_workload_with_a_500_node_size_by_default() {
         let plans = parse(&["berth"]).and_then(|a| plans(&a).ok());
-        // Every workload but the 16 of the podgroup/ test cases, which upstream runs at
-        // 5000 nodes (or 10 and 100 in its integration tests).
-        assert_eq!(plans.map(|p| p.len()), Some(Workload::ALL.len() - 16));
+        // The 14 workloads of the earlier test cases but the podgroup/ ones, which upstream
+        // runs at 5000 nodes (or 10 and 100 in its integration tests), and one each of the
+        // eight newest test cases.
+        let names: Option<Vec<String>> = plans.map(|p| {
+            p.iter()
+                .map(|p| format!("{} {}", p.workload, p.size))
+                .collect()
+        });
+        let names = names.unwrap_or_default();
+        assert_eq!(names.len(), 14 + 8, "{names:?}");
+        assert!(
+            names.contains(&"SchedulingWhileGated 1Node_10GatedPods".to_string()),
+            "{names:?}"
+        );
     }
 
     #[test]
@@ -446,15 +460,20 @@ mod tests {
         // At 5000Nodes: every workload but the four DRA ones, which upstream runs at
         // 500 nodes only; SchedulingWithExtendedResource at its threshold's size; the six
         // performance workloads of GangScheduling and of BasicScheduling.
+        // And the 20 performance workloads of the newest test cases.
         let got = names(&["berth", "--size", "5000Nodes"]).unwrap_or_default();
-        assert_eq!(got.len(), 22, "{got:?}");
+        assert_eq!(got.len(), 22 + 20, "{got:?}");
         assert_eq!(
             got.get(9).map(String::as_str),
             Some("SchedulingWithExtendedResource 5000pods_5000nodes_DRAExtendedResourceEnabled")
         );
         assert_eq!(
-            got.last().map(String::as_str),
+            got.get(21).map(String::as_str),
             Some("BasicScheduling 5000Nodes_9Groups_9000Pods_1000PerGroup")
+        );
+        assert_eq!(
+            got.last().map(String::as_str),
+            Some("ResourceSaturation 20000Nodes_20000Pods_OpportunisticBatchingDisabled")
         );
         assert!(
             !got.iter().any(|n| n.contains("ResourceClaimTemplate")),
@@ -463,6 +482,10 @@ mod tests {
         assert_eq!(
             names(&["berth", "--size", "5000Nodes_10000Pods"]),
             Some(vec!["SchedulingBasic 5000Nodes_10000Pods".to_string()])
+        );
+        assert_eq!(
+            names(&["berth", "--size", "5000Nodes_50000Pods"]),
+            Some(vec!["SchedulingBasic 5000Nodes_50000Pods".to_string()])
         );
     }
 

@@ -507,8 +507,9 @@ fn degraded_plugins(health: &[(String, Arc<PluginHealth>)]) -> Vec<DegradedPlugi
         .collect()
 }
 
-/// Watches the driver loop without changing it: `berth bench` times every scheduling
-/// cycle through it; `berth simulate` passes `()`.
+/// Watches the driver loop: `berth bench` times every scheduling cycle through it and
+/// plays the objects upstream's workloads create or delete while pods are scheduled
+/// ([`CycleObserver::between`]); `berth simulate` passes `()`.
 pub trait CycleObserver {
     /// A scheduling cycle ran and took `elapsed`; `output` says whether it ended the
     /// attempt or assumed the pod on a node and handed it to binding.
@@ -516,6 +517,27 @@ pub trait CycleObserver {
 
     /// A binding cycle finished (the pod is bound, or binding failed).
     fn binding_cycle(&mut self, _result: &BindingResult) {}
+
+    /// Asked before each turn of the driver loop, cheaply: whether to call
+    /// [`CycleObserver::between`] now.
+    fn wants_turn(&mut self) -> bool {
+        false
+    }
+
+    /// Called when [`CycleObserver::wants_turn`] said so, once the binds done so far are
+    /// applied (as an informer would have delivered them): the cluster may change here
+    /// (objects created or deleted, as watch events would deliver them). [`Turn::Stop`]
+    /// ends the run at once, with whatever is still queued left in the queue.
+    fn between(&mut self, _scheduler: &mut Scheduler) -> Result<Turn, SimulateError> {
+        Ok(Turn::Go)
+    }
+}
+
+/// Whether the driver goes on ([`CycleObserver::between`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    Go,
+    Stop,
 }
 
 impl CycleObserver for () {}
@@ -587,6 +609,14 @@ async fn drive(
     // where a spawned binding cycle's result would be.
     let mut bound: Vec<BindingResult> = Vec::new();
     loop {
+        if observer.wants_turn() {
+            for result in std::mem::take(&mut bound) {
+                complete(scheduler, result, &mut simulated)?;
+            }
+            if observer.between(scheduler)? == Turn::Stop {
+                break;
+            }
+        }
         for (resource, action) in storage.drain() {
             scheduler.on_storage_change(resource, action);
         }
