@@ -167,17 +167,17 @@ pub async fn run_workload(
         template: side.template,
         namespace: side.namespace,
     });
+    // The side pods created at `first` (see `cases::Side`), or none.
+    let add_side = |scheduler: &mut Scheduler, first: bool| match (side, side_phase) {
+        (Some(side), Some(phase)) if side.first == first => {
+            add_pods(scheduler, &cluster, phase, &mut 0, plan.counts.side_pods)
+        }
+        _ => Ok(Vec::new()),
+    };
     // Gated pods come first; upstream's barrier waits until the scheduler attempted
     // them, which here is one run of the driver (they never leave the queue).
-    let mut side_keys = Vec::new();
-    if let (Some(true), Some(phase)) = (side.map(|s| s.first), side_phase) {
-        side_keys = add_pods(
-            &mut scheduler,
-            &cluster,
-            phase,
-            &mut 0,
-            plan.counts.side_pods,
-        )?;
+    let mut side_keys = add_side(&mut scheduler, true)?;
+    if !side_keys.is_empty() {
         run(&mut scheduler, &cluster, &mut ()).await?;
     }
     let mut init_progress = Progress::new(
@@ -205,14 +205,8 @@ pub async fn run_workload(
             let count = plan.counts.measure_pods as usize;
             // Pods with a finalizer, created just before the measured ones and not waited
             // for: scheduled in the window, among the measured pods.
-            if let (Some(false), Some(phase)) = (side.map(|s| s.first), side_phase) {
-                side_keys = add_pods(
-                    &mut scheduler,
-                    &cluster,
-                    phase,
-                    &mut 0,
-                    plan.counts.side_pods,
-                )?;
+            if side.is_some_and(|s| !s.first) {
+                side_keys = add_side(&mut scheduler, false)?;
             }
             let background = match plan.workload {
                 Workload::Case(w) => w.background(),
