@@ -111,11 +111,9 @@ pub struct CaseWorkload {
     /// Gated pods, or pods with a finalizer ([`Side`]).
     pub side_pods: u64,
     pub measure_pods: u64,
-    /// `signatureBatchSize` of the `batching/` test cases (1 elsewhere).
+    /// `signatureBatchSize` of the `batching/` test cases (1 elsewhere; upstream's
+    /// `_OpportunisticBatchingDisabled` workloads are its only batching ones of size 1).
     pub batch: u64,
-    /// The OpportunisticBatching gate the workload sets (off only for the
-    /// `_OpportunisticBatchingDisabled` ones; on by default in 1.37).
-    pub batching: bool,
     /// The `--size` whose `all` runs it, if any.
     pub size: Option<Size>,
     /// SchedulingThroughput threshold, pods/s.
@@ -137,7 +135,6 @@ const fn workload(
         side_pods,
         measure_pods,
         batch: 1,
-        batching: true,
         size,
         threshold,
     }
@@ -158,9 +155,6 @@ const fn batched(
         side_pods: 0,
         measure_pods: pods,
         batch,
-        // Upstream's `_OpportunisticBatchingDisabled` workloads are its only ones of
-        // batch size 1.
-        batching: batch > 1,
         size: if nodes >= 5000 {
             Some(Size::Nodes5000)
         } else {

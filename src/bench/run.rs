@@ -38,7 +38,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use super::cases::{Background, ChurnObject, Side, churn_node};
+use super::cases::{Background, ChurnObject, churn_node};
 use super::check::{Held, Placement, check, check_devices};
 use super::dra;
 use super::report::{
@@ -213,19 +213,18 @@ pub async fn run_workload(
                 _ => None,
             };
             let timeline = background.map(|op| {
-                // deletePods lists the pods of its namespace when it starts.
-                let listed = [(init, &init_keys), (side_phase.unwrap_or(init), &side_keys)];
+                // deletePods lists the pods of its namespace when it starts: the init or
+                // the side pods.
                 let mut victims: Vec<Pod> = Vec::new();
                 if let Background::DeletePods { namespace, .. } = op {
-                    for (phase, keys) in listed {
-                        if phase.namespace == namespace {
-                            victims.extend(
-                                keys.iter()
-                                    .map(|(_, index)| make_pod(&cluster, phase, *index)),
-                            );
-                        }
+                    let listed = std::iter::once((init, &init_keys))
+                        .chain(side_phase.map(|phase| (phase, &side_keys)));
+                    for (phase, keys) in listed.filter(|(p, _)| p.namespace == namespace) {
+                        victims.extend(
+                            keys.iter()
+                                .map(|(_, index)| make_pod(&cluster, phase, *index)),
+                        );
                     }
-                    victims.dedup_by_key(|p| p.metadata.uid.clone());
                 }
                 Timeline::new(op, shuffled(victims, options.seed), &cluster.scheduler_name)
             });
@@ -256,12 +255,10 @@ pub async fn run_workload(
             let mut side_placements = Vec::new();
             if let Some(phase) = side_phase {
                 side_placements = placements(phase, &side_keys, &reports, false).collect();
-                let deleted = measurement
-                    .timeline
-                    .as_ref()
-                    .map(|t| t.deleted_pending.clone())
-                    .unwrap_or_default();
-                leaked.extend(left_pending(&side_keys, &side_placements, &deleted, side));
+                if side.is_some_and(|s| !s.first) {
+                    let deleted = measurement.timeline.as_ref().map(|t| &t.deleted_pending);
+                    leaked.extend(left_pending(&side_keys, &side_placements, deleted));
+                }
             }
             let measured = Measured {
                 placements: placements(measure, &keys, &reports, true)
@@ -517,16 +514,13 @@ fn shuffled(mut pods: Vec<Pod>, seed: u64) -> Vec<Pod> {
 fn left_pending(
     keys: &[(String, u64)],
     placements: &[Placement],
-    deleted_pending: &HashSet<String>,
-    side: Option<Side>,
+    deleted_pending: Option<&HashSet<String>>,
 ) -> Option<String> {
-    if side.is_none_or(|s| s.first) {
-        return None;
-    }
+    let deleted = |key: &String| deleted_pending.is_some_and(|d| d.contains(key));
     let pending = keys
         .iter()
         .zip(placements)
-        .filter(|((key, _), p)| p.node.is_none() && !deleted_pending.contains(key))
+        .filter(|((key, _), p)| p.node.is_none() && !deleted(key))
         .count();
     (pending > 0).then(|| {
         format!(
@@ -1354,20 +1348,19 @@ mod tests {
         (scheduler, cluster)
     }
 
-    fn case(name: &str) -> Workload {
-        let found = Workload::parse(name);
-        assert_eq!(found.len(), 1, "{name}");
-        found[0]
+    /// The workload of that name, and its test case's description.
+    fn case(name: &str) -> (Workload, &'static crate::bench::cases::CaseWorkload) {
+        match Workload::parse(name)[..] {
+            [workload @ Workload::Case(w)] => (workload, w),
+            _ => panic!("{name} is not one workload of a test case"),
+        }
     }
 
     #[tokio::test]
     async fn deleting_a_pod_with_a_finalizer_keeps_it_bound_or_takes_it_out_of_the_queue() {
-        let workload = case("SchedulingDeletedPodsWithFinalizers/10Node_100DeletingPods");
+        let (workload, w) = case("SchedulingDeletedPodsWithFinalizers/10Node_100DeletingPods");
         let (mut scheduler, cluster) = started(workload, 2);
-        let side = match workload {
-            Workload::Case(w) => w.side().unwrap_or_else(|| panic!("side pods")),
-            _ => unreachable!(),
-        };
+        let side = w.side().unwrap_or_else(|| panic!("side pods"));
         let phase = Phase {
             template: side.template,
             namespace: side.namespace,
@@ -1415,12 +1408,9 @@ mod tests {
 
     #[tokio::test]
     async fn recreate_churn_creates_then_deletes_what_it_created() {
-        let workload = case("SchedulingWithMixedChurn/10Nodes");
+        let (workload, w) = case("SchedulingWithMixedChurn/10Nodes");
         let (mut scheduler, cluster) = started(workload, 1);
-        let op = match workload {
-            Workload::Case(w) => w.background().unwrap_or_else(|| panic!("churn")),
-            _ => unreachable!(),
-        };
+        let op = w.background().unwrap_or_else(|| panic!("churn"));
         let mut timeline = Timeline::new(op, Vec::new(), &cluster.scheduler_name);
         // Two ticks of one second: a node, a pod and a Service created, then deleted.
         timeline.started -= Duration::from_millis(2500);
