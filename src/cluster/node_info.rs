@@ -271,10 +271,6 @@ impl PodList {
         self.chunks.iter().flat_map(chunk_pods)
     }
 
-    pub fn get(&self, index: usize) -> Option<&Arc<PodInfo>> {
-        self.chunks.get(index / CHUNK)?.get(index % CHUNK)
-    }
-
     pub fn push(&mut self, pod: Arc<PodInfo>) {
         match self.chunks.last_mut() {
             Some(chunk) if chunk.len() < CHUNK => Arc::make_mut(chunk).push(pod),
@@ -317,17 +313,6 @@ impl PodList {
     }
 }
 
-impl std::ops::Index<usize> for PodList {
-    type Output = Arc<PodInfo>;
-
-    fn index(&self, index: usize) -> &Arc<PodInfo> {
-        match self.get(index) {
-            Some(pod) => pod,
-            None => panic!("index {index} out of {} pods", self.len),
-        }
-    }
-}
-
 /// The iterator of a [`PodList`]'s pods.
 pub type PodIter<'a> = std::iter::FlatMap<
     std::slice::Iter<'a, Arc<Vec<Arc<PodInfo>>>>,
@@ -345,16 +330,6 @@ impl<'a> IntoIterator for &'a PodList {
 
     fn into_iter(self) -> PodIter<'a> {
         self.iter()
-    }
-}
-
-impl FromIterator<Arc<PodInfo>> for PodList {
-    fn from_iter<I: IntoIterator<Item = Arc<PodInfo>>>(pods: I) -> PodList {
-        let mut list = PodList::default();
-        for pod in pods {
-            list.push(pod);
-        }
-        list
     }
 }
 
@@ -690,5 +665,50 @@ mod tests {
         info.remove_node();
         assert!(info.node().is_none());
         assert_eq!(info.pods.len(), 2, "pods outlive their node until removed");
+    }
+
+    #[test]
+    fn a_pod_list_keeps_the_order_a_vec_keeps_and_shares_chunks_with_its_clones() {
+        // Enough pods for three chunks; every removal is checked against Vec::swap_remove.
+        let pods: Vec<Arc<PodInfo>> = (0..CHUNK * 2 + 10)
+            .map(|i| {
+                Arc::new(
+                    make_pod()
+                        .name(&format!("p{i}"))
+                        .namespace("default")
+                        .info(),
+                )
+            })
+            .collect();
+        let mut list = PodList::default();
+        let mut reference = Vec::new();
+        for pod in &pods {
+            list.push(pod.clone());
+            reference.push(pod.clone());
+        }
+        let snapshot = list.clone();
+        let keys = |pods: &mut dyn Iterator<Item = &Arc<PodInfo>>| -> Vec<String> {
+            pods.map(|p| p.key().to_string()).collect()
+        };
+        // The last pod, one in the first chunk, one in the middle chunk, the last again.
+        for key in ["default/p265", "default/p3", "default/p200", "default/p130"] {
+            let at = list.rposition(|p| p.key() == key);
+            assert_eq!(at, reference.iter().rposition(|p| p.key() == key), "{key}");
+            let at = at.unwrap_or_else(|| panic!("{key} is in the list"));
+            assert_eq!(list.swap_remove(at).key(), reference.swap_remove(at).key());
+            assert_eq!(list.len(), reference.len());
+            assert_eq!(keys(&mut list.iter()), keys(&mut reference.iter()));
+        }
+        // Emptied to the end, chunk by chunk.
+        while !reference.is_empty() {
+            let at = reference.len() / 2;
+            assert_eq!(list.swap_remove(at).key(), reference.swap_remove(at).key());
+            assert_eq!(keys(&mut list.iter()), keys(&mut reference.iter()));
+        }
+        assert!(list.is_empty());
+        assert!(list.rposition(|_| true).is_none());
+        // The clone taken before kept every pod, in order.
+        assert_eq!(snapshot.len(), pods.len());
+        assert_eq!(keys(&mut snapshot.iter()), keys(&mut pods.iter()));
     }
 }
