@@ -120,6 +120,16 @@ pub struct CaseWorkload {
     pub threshold: Option<u32>,
 }
 
+impl CaseWorkload {
+    /// For upstream's `batching/` test cases, whether the workload schedules with
+    /// opportunistic batching (its `_OpportunisticBatchingDisabled` workloads do not);
+    /// `None` for the other test cases, which run the default profile.
+    pub fn batching(&self) -> Option<bool> {
+        matches!(self.case, Case::HostPortConflict | Case::ResourceSaturation)
+            .then(|| !self.name.ends_with("_OpportunisticBatchingDisabled"))
+    }
+}
+
 const fn workload(
     case: Case,
     name: &'static str,

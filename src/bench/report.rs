@@ -49,6 +49,12 @@ pub struct WorkloadReport {
     /// `None` unless the run is a steady-state one.
     pub steady_state: Option<SteadyState>,
     pub scheduler_name: String,
+    /// Whether the profile batches: `spec.opportunisticBatching` on and every plugin
+    /// able to sign pods (docs/performance.md, "Opportunistic batching").
+    pub opportunistic_batching: bool,
+    /// Pods of the run (init pods included) placed on a batch's hint, without
+    /// filtering and scoring the cluster.
+    pub batched_pods: u64,
     pub parallelism: usize,
     pub seed: u64,
     /// Seconds from adding the first measured pod to binding the last; in a
@@ -208,6 +214,7 @@ pub fn render_table(report: &BenchReport) -> String {
         "ATTEMPT P50",
         "ATTEMPT P99",
         "PEAK RSS",
+        "BATCHED",
         "UPSTREAM THRESHOLD",
         "CHECK",
     ]
@@ -229,6 +236,11 @@ pub fn render_table(report: &BenchReport) -> String {
             milliseconds(a.perc99),
             w.peak_rss_bytes
                 .map_or_else(|| "unavailable".to_string(), mebibytes),
+            if w.opportunistic_batching {
+                w.batched_pods.to_string()
+            } else {
+                "off".to_string()
+            },
             w.upstream_threshold.as_ref().map_or_else(
                 || "none".to_string(),
                 |t| format!("{} pods/s at {}", t.pods_per_second, t.size),

@@ -330,6 +330,11 @@ pub async fn run_workload(
         },
         steady_state,
         scheduler_name: cluster.scheduler_name.clone(),
+        opportunistic_batching: scheduler
+            .profiles()
+            .first()
+            .is_some_and(|p| p.framework.batches()),
+        batched_pods: scheduler.profiles().first().map_or(0, |p| p.batch.batched),
         parallelism: options.parallelizer.parallelism(),
         seed: options.seed,
         duration_seconds: duration.as_secs_f64(),

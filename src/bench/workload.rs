@@ -371,6 +371,15 @@ impl Workload {
 
     /// The policy and the pods per group of the PodGroups the workload creates, if it
     /// creates any.
+    /// Whether upstream runs this workload with opportunistic batching on
+    /// ([`CaseWorkload::batching`]); `None` for workloads run with the default profile.
+    pub fn batching(self) -> Option<bool> {
+        match self {
+            Workload::Case(case) => case.batching(),
+            _ => None,
+        }
+    }
+
     pub fn pod_groups(self) -> Option<(GroupPolicy, u64)> {
         match self {
             Workload::GangScheduling(scale) => Some((GroupPolicy::Gang, scale.per_group())),

@@ -7,7 +7,7 @@
 //! only when stderr is a terminal.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -168,6 +168,15 @@ fn bench_command(args: BenchArgs, registry: &Registry) -> u8 {
             parallelizer: parallelizer.clone(),
             progress: std::io::stderr().is_terminal(),
         };
+        let profile = match workload_profile(plan, &profile, args.profile.is_some(), registry) {
+            Ok(profile) => profile,
+            Err(lines) => {
+                for line in lines {
+                    eprintln!("error: {line}");
+                }
+                return EXIT_INTERNAL;
+            }
+        };
         // The whole loop on a worker: see `framework::parallel`.
         let run = || runtime.block_on(run_workload(plan, &profile, registry, &options));
         match parallelizer.run(run) {
@@ -297,6 +306,59 @@ fn size_error(workloads: &[Workload], size: Size) -> String {
         workloads.first().map(|w| w.name()).unwrap_or_default(),
         instead.join(", or ")
     )
+}
+
+/// Upstream's profile for its `batching/` test cases (`scheduler-config-no-topology.yaml`):
+/// the default plugins without default topology spreading, which no pod could be signed
+/// under.
+const NO_TOPOLOGY_PROFILE: &str = "\
+apiVersion: berth.dev/v1alpha1
+kind: SchedulerProfile
+metadata:
+  name: default-scheduler
+spec:
+  pluginConfig:
+    podTopologySpread:
+      defaultingType: List
+      defaultConstraints: []
+";
+
+/// The profile `plan` runs with: `profile`, except that upstream's `batching/` test
+/// cases run upstream's profile for them ([`NO_TOPOLOGY_PROFILE`]) unless `--profile`
+/// named one (`custom`), and their `_OpportunisticBatchingDisabled` workloads turn
+/// batching off, as upstream's gate does.
+fn workload_profile(
+    plan: &Plan,
+    profile: &ValidProfile,
+    custom: bool,
+    registry: &Registry,
+) -> Result<ValidProfile, Vec<String>> {
+    let Some(batching) = plan.workload.batching() else {
+        return Ok(profile.clone());
+    };
+    let mut profile = if custom {
+        profile.clone()
+    } else {
+        let (input, _) = input::load_str(
+            Path::new("scheduler-config-no-topology.yaml"),
+            NO_TOPOLOGY_PROFILE,
+        )
+        .map_err(|e| e.lines())?;
+        let checked = check_profiles(&input.profiles, registry);
+        if !checked.invalid.is_empty() {
+            return Err(checked.invalid.iter().flat_map(|p| p.lines()).collect());
+        }
+        checked
+            .valid
+            .into_iter()
+            .next()
+            .ok_or_else(|| vec!["upstream's batching profile did not validate".to_string()])?
+    };
+    if !batching {
+        profile.profile.spec.opportunistic_batching = Some(false);
+        profile.resolved.opportunistic_batching = false;
+    }
+    Ok(profile)
 }
 
 /// The profile to bench: the default profile, or the one SchedulerProfile of `path`

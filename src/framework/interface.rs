@@ -71,6 +71,11 @@ pub trait Plugin: Send + Sync + 'static {
     fn as_placement_feasible(&self) -> Option<&dyn PlacementFeasiblePlugin> {
         None
     }
+    /// Sign is not a configurable point either: a plugin that can describe what of a pod
+    /// it reads returns `Some(self)` (see [`SignPlugin`]).
+    fn as_sign(&self) -> Option<&dyn SignPlugin> {
+        None
+    }
 
     /// The cluster events after which a pod this plugin rejected may have become
     /// schedulable. `None` means "any event" (upstream's behaviour for plugins that do not
@@ -311,6 +316,24 @@ pub trait PlacementFeasiblePlugin: Plugin {
         group: &k8s_openapi::api::scheduling::v1beta1::PodGroup,
         progress: PlacementProgress,
     ) -> Status;
+}
+
+/// Sign (upstream's `SignPlugin`, for opportunistic batching): what of a pod this
+/// plugin's PreFilter, Filter, PreScore and Score read, as fragments of the pod's
+/// scheduling signature. Two pods whose fragments are equal for every plugin of a profile
+/// get the same verdicts and scores on the same nodes, so one's results can serve the
+/// next ([`crate::framework::signature`]). A profile with a PreFilter, Filter, PreScore
+/// or Score plugin that does not implement Sign never batches.
+pub trait SignPlugin: Plugin {
+    /// Why this pod cannot be compared with others (a pod with inter-pod affinity,
+    /// say): then it is scheduled on its own. Asked of every plugin before any
+    /// fragment is built, so that an unsignable pod costs no fragments.
+    fn refusal(&self, _pod: &PodInfo) -> Option<String> {
+        None
+    }
+
+    /// The fragments of a pod no plugin refused.
+    fn fragments(&self, pod: &PodInfo) -> Vec<super::SignFragment>;
 }
 
 /// PreBind: prepare the binding (e.g. provision volumes). Any non-Success status fails the

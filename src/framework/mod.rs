@@ -16,6 +16,7 @@ pub mod parallel;
 pub mod profile;
 mod registry;
 mod runner;
+pub mod signature;
 mod status;
 mod types;
 pub mod victim_units;
@@ -37,7 +38,8 @@ pub use registry::{
     ArgsSpec, Coupling, DefaultPlugin, NoArgs, PluginArgs, PluginEntry, PluginError, PluginFactory,
     Registry, decode_args, lower_camel, without_default,
 };
-pub use runner::{Framework, MAX_PERMIT_TIMEOUT, implements};
+pub use runner::{Framework, MAX_PERMIT_TIMEOUT, RawScores, implements};
+pub use signature::{SignFragment, Signature};
 pub use status::{Code, Status};
 pub use types::{
     GROUP_PREEMPTION_DOMAIN, NodeScoreDetail, NodeToStatus, PodGroupCycle, PodsToActivate,

@@ -69,6 +69,8 @@ pub struct ResolvedProfile {
     pub percentage_of_nodes_to_score: Option<i32>,
     /// Initial and maximum backoff of failed pods.
     pub backoff: (Duration, Duration),
+    /// `spec.opportunisticBatching` (absent = true).
+    pub opportunistic_batching: bool,
 }
 
 impl ResolvedProfile {
@@ -163,6 +165,7 @@ pub fn resolve(
 
     check_cardinality(&resolved, &mut errors);
     resolved.percentage_of_nodes_to_score = spec.percentage_of_nodes_to_score;
+    resolved.opportunistic_batching = spec.opportunistic_batching.unwrap_or(true);
     resolved.backoff = resolve_backoff(spec, &mut errors);
     resolve_args(spec, registry, &mut resolved, &mut errors);
     if errors.is_empty() {

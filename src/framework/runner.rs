@@ -19,13 +19,15 @@ use super::types::{NodeScoreDetail, PreFilterOutcome, ScoredNode};
 use super::{
     ClusterEvent, Code, CycleState, ExtensionPoint, FilterPlugin, Handle, MAX_NODE_SCORE,
     MIN_NODE_SCORE, NodeToStatus, PlacementProgress, Plugin, PluginError, PostFilterResult,
-    Registry, Status,
+    Registry, SignPlugin, Signature, Status,
 };
 
 /// Normalized scores of the active Score plugins, plugin-major: `scores[j * nodes + i]`
 /// is plugin `j`'s score of node `i`.
 struct ScoreMatrix<'a> {
-    plugins: Vec<(&'a Arc<dyn Plugin>, i64)>,
+    /// Each active plugin's index among the profile's Score plugins, the plugin, its
+    /// weight.
+    plugins: Vec<(usize, &'a Arc<dyn Plugin>, i64)>,
     nodes: usize,
     scores: Vec<i64>,
 }
@@ -40,10 +42,15 @@ impl ScoreMatrix<'_> {
         self.plugins
             .iter()
             .enumerate()
-            .map(|(j, (_, weight))| self.get(j, node) * weight)
+            .map(|(j, (_, _, weight))| self.get(j, node) * weight)
             .sum()
     }
 }
+
+/// Each node's scores before NormalizeScore, one entry per Score plugin of the profile
+/// (0 for a plugin PreScore skipped), in the order of the nodes scored.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawScores(pub Vec<Vec<i64>>);
 
 /// The instantiated plugins of one profile.
 pub struct Framework {
@@ -52,6 +59,9 @@ pub struct Framework {
     handle: Handle,
     by_point: HashMap<ExtensionPoint, Vec<Arc<dyn Plugin>>>,
     score_weights: Vec<i64>,
+    /// Every PreFilter, Filter, PreScore and Score plugin, each once, when the profile
+    /// batches and all of them can sign pods; `None` otherwise.
+    signers: Option<Vec<Arc<dyn Plugin>>>,
     observer: Option<Arc<dyn Observer>>,
 }
 
@@ -123,12 +133,17 @@ impl Framework {
             .iter()
             .map(|n| i64::from(resolved.score_weights.get(n).copied().unwrap_or(1)))
             .collect();
+        let signers = resolved
+            .opportunistic_batching
+            .then(|| signers(&by_point))
+            .flatten();
         Ok(Framework {
             profile_name: profile_name.to_string(),
             resolved,
             handle,
             by_point,
             score_weights,
+            signers,
             observer: None,
         })
     }
@@ -557,8 +572,13 @@ impl Framework {
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
     ) -> Result<Vec<ScoredNode>, Status> {
-        let scores = self.score_matrix(state, pod, nodes)?;
-        Ok(nodes
+        let (scores, _) = self.score_matrix(state, pod, nodes, false)?;
+        Ok(self.details(&scores, nodes))
+    }
+
+    /// Each node's per-plugin scores and total.
+    fn details(&self, scores: &ScoreMatrix<'_>, nodes: &[Arc<NodeInfo>]) -> Vec<ScoredNode> {
+        nodes
             .iter()
             .enumerate()
             .map(|(i, node)| {
@@ -566,7 +586,7 @@ impl Framework {
                     .plugins
                     .iter()
                     .enumerate()
-                    .map(|(j, (plugin, weight))| NodeScoreDetail {
+                    .map(|(j, (_, plugin, weight))| NodeScoreDetail {
                         plugin: plugin.name().to_string(),
                         score: scores.get(j, i),
                         weight: *weight,
@@ -578,7 +598,7 @@ impl Framework {
                     total: scores.total(i),
                 }
             })
-            .collect())
+            .collect()
     }
 
     /// Score, NormalizeScore and weights over the feasible `nodes`, as
@@ -592,8 +612,8 @@ impl Framework {
     ) -> Result<Vec<i64>, Status> {
         let start = Instant::now();
         let out = self
-            .score_matrix(state, pod, nodes)
-            .map(|scores| (0..nodes.len()).map(|i| scores.total(i)).collect());
+            .score_matrix(state, pod, nodes, false)
+            .map(|(scores, _)| (0..nodes.len()).map(|i| scores.total(i)).collect());
         let code = out
             .as_ref()
             .map(|_| Code::Success)
@@ -605,22 +625,19 @@ impl Framework {
     /// Every active Score plugin on every node in one parallel pass, then NormalizeScore
     /// and the range check plugin by plugin, in order. A plugin's Score error wins over
     /// anything a later plugin reports, as when plugins run one after another; among its
-    /// nodes the first node's error is reported.
+    /// nodes the first node's error is reported. With `keep_raw`, the scores before
+    /// NormalizeScore are kept too.
     fn score_matrix(
         &self,
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
-    ) -> Result<ScoreMatrix<'_>, Status> {
-        let plugins: Vec<(&Arc<dyn Plugin>, i64)> = self
-            .plugins(ExtensionPoint::Score)
-            .iter()
-            .zip(self.score_weights.iter().copied())
-            .filter(|(p, _)| !state.skips_score(p.name()) && p.as_score().is_some())
-            .collect();
+        keep_raw: bool,
+    ) -> Result<(ScoreMatrix<'_>, Option<Vec<i64>>), Status> {
+        let plugins = self.active_scorers(state);
         let n = nodes.len();
         let raw = self.handle.parallelizer.map_range(n * plugins.len(), |k| {
-            let (plugin, _) = plugins[k / n];
+            let (_, plugin, _) = plugins[k / n];
             match plugin.as_score() {
                 Some(scorer) => scorer.score(state, pod, &nodes[k % n]),
                 None => Ok(0),
@@ -639,14 +656,51 @@ impl Framework {
                 }
             }
         }
-        for (j, (plugin, _)) in plugins.iter().enumerate() {
-            if let Some((_, status)) = first_error.as_ref().filter(|(at, _)| *at == j) {
-                return Err(wrap_error("Score", plugin.name(), status));
-            }
+        if let Some((at, status)) = first_error {
+            // Plugins before the failing one normalize first, as upstream runs them.
+            let before = ScoreMatrix {
+                plugins: plugins[..at].to_vec(),
+                nodes: n,
+                scores: scores[..at * n].to_vec(),
+            };
+            self.normalize(state, pod, nodes, before)?;
+            return Err(wrap_error("Score", plugins[at].1.name(), &status));
+        }
+        let kept = keep_raw.then(|| scores.clone());
+        let matrix = ScoreMatrix {
+            plugins,
+            nodes: n,
+            scores,
+        };
+        Ok((self.normalize(state, pod, nodes, matrix)?, kept))
+    }
+
+    /// The Score plugins this cycle runs (PreScore did not skip them), with their index
+    /// among the profile's Score plugins and their weight.
+    fn active_scorers(&self, state: &CycleState) -> Vec<(usize, &Arc<dyn Plugin>, i64)> {
+        self.plugins(ExtensionPoint::Score)
+            .iter()
+            .zip(self.score_weights.iter().copied())
+            .enumerate()
+            .filter(|(_, (p, _))| !state.skips_score(p.name()) && p.as_score().is_some())
+            .map(|(j, (p, w))| (j, p, w))
+            .collect()
+    }
+
+    /// NormalizeScore and the range check over raw scores, plugin by plugin, in order.
+    fn normalize<'a>(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        mut matrix: ScoreMatrix<'a>,
+    ) -> Result<ScoreMatrix<'a>, Status> {
+        let n = matrix.nodes;
+        for (j, (_, plugin, _)) in matrix.plugins.iter().enumerate() {
             let Some(scorer) = plugin.as_score() else {
                 continue;
             };
-            let row = &mut scores[j * n..(j + 1) * n];
+            let row = &mut matrix.scores[j * n..(j + 1) * n];
             if let Some(ext) = scorer.score_extensions() {
                 let status = ext.normalize_score(state, pod, nodes, row);
                 if !status.is_success() {
@@ -664,11 +718,111 @@ impl Framework {
                 .with_plugin(plugin.name()));
             }
         }
-        Ok(ScoreMatrix {
-            plugins,
-            nodes: n,
-            scores,
-        })
+        Ok(matrix)
+    }
+
+    /// Score, NormalizeScore and weights over the feasible `nodes`, as
+    /// [`Framework::run_score_totals`] (or, with `detailed`, [`Framework::run_score`]),
+    /// keeping each node's scores before NormalizeScore for a batch to renormalize later
+    /// ([`Framework::renormalize`]).
+    pub fn run_score_keeping_raw(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        detailed: bool,
+    ) -> Result<(Vec<i64>, Option<Vec<ScoredNode>>, RawScores), Status> {
+        let start = Instant::now();
+        let out = self.score_matrix(state, pod, nodes, true);
+        let code = out
+            .as_ref()
+            .map(|_| Code::Success)
+            .unwrap_or_else(|s: &Status| s.code());
+        self.observe(ExtensionPoint::Score, code, start);
+        let (matrix, raw) = out?;
+        let width = self.plugins(ExtensionPoint::Score).len();
+        let raw = raw.unwrap_or_default();
+        let mut per_node = vec![vec![0; width]; nodes.len()];
+        for (j, (index, _, _)) in matrix.plugins.iter().enumerate() {
+            for (i, scores) in per_node.iter_mut().enumerate() {
+                scores[*index] = raw[j * nodes.len() + i];
+            }
+        }
+        let totals = (0..nodes.len()).map(|i| matrix.total(i)).collect();
+        let details = detailed.then(|| self.details(&matrix, nodes));
+        Ok((totals, details, RawScores(per_node)))
+    }
+
+    /// The active Score plugins' raw scores of one node (upstream's `RunRawScorePlugins`),
+    /// one entry per Score plugin of the profile (0 for a plugin PreScore skipped).
+    pub fn raw_scores(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Result<Vec<i64>, Status> {
+        let mut out = vec![0; self.plugins(ExtensionPoint::Score).len()];
+        for (index, plugin, _) in self.active_scorers(state) {
+            if let Some(scorer) = plugin.as_score() {
+                out[index] = scorer
+                    .score(state, pod, node)
+                    .map_err(|s| wrap_error("Score", plugin.name(), &s))?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// NormalizeScore and weights again over raw scores kept from earlier
+    /// (`raw[i]` belongs to `nodes[i]`, as [`Framework::raw_scores`] gives them), with the
+    /// plugins `state` leaves active: the weighted total of each node (upstream's
+    /// `NormalizeScores`).
+    pub fn renormalize(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+        raw: &[Vec<i64>],
+    ) -> Result<Vec<i64>, Status> {
+        let plugins = self.active_scorers(state);
+        let n = nodes.len();
+        let mut scores = Vec::with_capacity(plugins.len() * n);
+        for (index, _, _) in &plugins {
+            scores.extend(raw.iter().map(|r| r.get(*index).copied().unwrap_or(0)));
+        }
+        let matrix = self.normalize(
+            state,
+            pod,
+            nodes,
+            ScoreMatrix {
+                plugins,
+                nodes: n,
+                scores,
+            },
+        )?;
+        Ok((0..n).map(|i| matrix.total(i)).collect())
+    }
+
+    /// Filter on one node without the pods nominated to it (upstream's
+    /// `RunFilterPlugins`): the first non-success status wins.
+    pub fn run_filter_plugins(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let start = Instant::now();
+        let status = filter_with(&self.active_filters(state), state, pod, node);
+        self.observe(ExtensionPoint::Filter, status.code(), start);
+        status
+    }
+
+    /// Whether this profile batches (`spec.opportunisticBatching`, on by default) and
+    /// every PreFilter, Filter, PreScore and Score plugin of it can sign pods.
+    pub fn batches(&self) -> bool {
+        self.signers.is_some()
+    }
+
+    /// `pod`'s scheduling signature under this profile, or `None` when the profile does
+    /// not batch or a plugin cannot sign this pod ([`signature`](super::signature)).
+    pub fn sign_pod(&self, pod: &PodInfo) -> Option<Signature> {
+        let signers = self.signers.as_ref()?;
+        let signers: Vec<&dyn SignPlugin> = signers.iter().filter_map(|p| p.as_sign()).collect();
+        super::signature::sign(&signers, pod)
     }
 
     async fn run_reserve_unobserved(
@@ -810,6 +964,30 @@ fn filter_with(
         }
     }
     Status::success()
+}
+
+/// The plugins whose signatures make a pod's: those at PreFilter, Filter, PreScore and
+/// Score, each once, in that order; `None` when one of them cannot sign (upstream's
+/// `computeBatchablePlugins`).
+fn signers(
+    by_point: &HashMap<ExtensionPoint, Vec<Arc<dyn Plugin>>>,
+) -> Option<Vec<Arc<dyn Plugin>>> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for point in [
+        ExtensionPoint::PreFilter,
+        ExtensionPoint::Filter,
+        ExtensionPoint::PreScore,
+        ExtensionPoint::Score,
+    ] {
+        for plugin in by_point.get(&point).into_iter().flatten() {
+            if seen.insert(plugin.name().to_string()) {
+                plugin.as_sign()?;
+                out.push(plugin.clone());
+            }
+        }
+    }
+    Some(out)
 }
 
 /// The fewest nodes filtered per parallel batch.

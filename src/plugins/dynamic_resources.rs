@@ -225,6 +225,10 @@ crate::plugin! {
     }
 
     impl Plugin {
+        fn as_sign(&self) -> Option<&dyn crate::framework::SignPlugin> {
+            Some(self)
+        }
+
         /// Upstream's registration: nodes added or changed in labels or allocatable,
         /// claims added, changed or deleted, the pod's own generated claims recorded,
         /// DeviceClasses and ResourceSlices added or changed.
@@ -1082,3 +1086,20 @@ impl PreBindPlugin for DynamicResources {
 
 #[cfg(test)]
 mod tests;
+
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for DynamicResources {
+    fn refusal(&self, pod: &crate::cluster::PodInfo) -> Option<String> {
+        let claims = pod
+            .pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.resource_claims.as_ref())
+            .is_some_and(|c| !c.is_empty());
+        claims.then(|| "pods with dra resource claims are not signable".into())
+    }
+
+    fn fragments(&self, _: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        Vec::new()
+    }
+}

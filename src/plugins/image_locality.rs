@@ -35,6 +35,12 @@ crate::plugin! {
         points: [Score],
     }
 
+    impl Plugin {
+        fn as_sign(&self) -> Option<&dyn crate::framework::SignPlugin> {
+            Some(self)
+        }
+    }
+
     impl PluginFactory {
         const DESCRIPTION: &'static str = "Prefers nodes that already hold the pod's container images, weighing each image by its size and by how many nodes have it.";
         type Args = NoArgs;
@@ -338,5 +344,13 @@ mod tests {
         // Upstream's ImageLocality implements ScorePlugin only.
         assert_eq!(ImageLocality::POINTS, &[ExtensionPoint::Score]);
         assert!(plugin.events_to_register().is_none());
+    }
+}
+
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for ImageLocality {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::image_names(pod)]
     }
 }

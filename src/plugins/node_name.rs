@@ -32,6 +32,10 @@ crate::plugin! {
     }
 
     impl Plugin {
+        fn as_sign(&self) -> Option<&dyn crate::framework::SignPlugin> {
+            Some(self)
+        }
+
         /// Upstream's registration with queueing hints enabled (the default since v1.32): only
         /// a new node can be the requested one. berth has no pre-check that could drop a
         /// Node/Add, so upstream's extra taint/label update interest is not registered.
@@ -125,5 +129,13 @@ mod tests {
             &NodeInfo::default(),
         );
         assert_eq!(got.code(), Code::Error);
+    }
+}
+
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for NodeName {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::node_name(&pod.pod)]
     }
 }

@@ -70,6 +70,10 @@ crate::plugin! {
     }
 
     impl Plugin {
+        fn as_sign(&self) -> Option<&dyn crate::framework::SignPlugin> {
+            Some(self)
+        }
+
         /// Upstream's registration with queueing hints enabled: a pod deleted (its ports are
         /// freed; ports are immutable, so pod updates never free one) or a node added. berth
         /// has no pre-check that could drop a Node/Add, so upstream's extra node-update
@@ -417,5 +421,13 @@ mod tests {
             EventResource::Node,
             ActionType::UPDATE_NODE_LABEL
         ));
+    }
+}
+
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for NodePorts {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::host_ports(&pod.pod)]
     }
 }

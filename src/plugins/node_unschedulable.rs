@@ -36,6 +36,10 @@ crate::plugin! {
     }
 
     impl Plugin {
+        fn as_sign(&self) -> Option<&dyn crate::framework::SignPlugin> {
+            Some(self)
+        }
+
         /// Upstream's registration with queueing hints enabled (the default since v1.32): a
         /// node is added or updated in a way upstream classifies as a taint change (which
         /// includes a change of `spec.unschedulable`), or a pod's tolerations change.
@@ -157,5 +161,13 @@ mod tests {
         let got =
             NodeUnschedulable.filter(&CycleState::new(), &make_pod().info(), &NodeInfo::default());
         assert_eq!(got.code(), Code::Error);
+    }
+}
+
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for NodeUnschedulable {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::tolerations(&pod.pod)]
     }
 }

@@ -85,6 +85,10 @@ crate::plugin! {
     }
 
     impl Plugin {
+        fn as_sign(&self) -> Option<&dyn crate::framework::SignPlugin> {
+            Some(self)
+        }
+
         /// The union of upstream's events (berth has no per-event hints): a CSINode added
         /// or updated (a driver installed, a limit raised), an assigned pod deleted (its
         /// volumes detach), a claim added (a missing claim of the pod appeared), a
@@ -398,3 +402,11 @@ impl FilterPlugin for NodeVolumeLimits {
 
 #[cfg(test)]
 mod tests;
+
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for NodeVolumeLimits {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::volumes(&pod.pod)]
+    }
+}

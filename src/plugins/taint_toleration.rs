@@ -46,6 +46,10 @@ crate::plugin! {
     }
 
     impl Plugin {
+        fn as_sign(&self) -> Option<&dyn crate::framework::SignPlugin> {
+            Some(self)
+        }
+
         /// Upstream's registration with queueing hints enabled (the default since v1.32): a
         /// node is added or its taints change, or a pod's tolerations change. berth has no
         /// pre-check that could drop a Node/Add, so upstream's extra UpdateNodeLabel interest
@@ -452,5 +456,13 @@ mod tests {
         let node = make_node().name("nodeA").taints(vec![]).info();
         let got = TaintToleration.score(&CycleState::new(), &pod, &node);
         assert_eq!(got.map_err(|s| s.code()), Err(Code::Error));
+    }
+}
+
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for TaintToleration {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::tolerations(&pod.pod)]
     }
 }

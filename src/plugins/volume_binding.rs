@@ -156,6 +156,10 @@ crate::plugin! {
     }
 
     impl Plugin {
+        fn as_sign(&self) -> Option<&dyn crate::framework::SignPlugin> {
+            Some(self)
+        }
+
         /// Upstream's registration: a class added or changed, a claim or volume added or
         /// changed, a node added or relabelled, a CSINode, CSIDriver or storage capacity
         /// added or changed.
@@ -394,3 +398,11 @@ impl PreBindPlugin for VolumeBinding {
 
 #[cfg(test)]
 mod tests;
+
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for VolumeBinding {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::volumes(&pod.pod)]
+    }
+}

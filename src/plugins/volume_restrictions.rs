@@ -47,6 +47,10 @@ crate::plugin! {
     }
 
     impl Plugin {
+        fn as_sign(&self) -> Option<&dyn crate::framework::SignPlugin> {
+            Some(self)
+        }
+
         /// Upstream's registration with queueing hints enabled: a pod deleted (its disks
         /// and claims are free again), a node added, a claim added.
         fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
@@ -206,3 +210,11 @@ impl FilterPlugin for VolumeRestrictions {
 
 #[cfg(test)]
 mod tests;
+
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for VolumeRestrictions {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::volumes(&pod.pod)]
+    }
+}

@@ -58,6 +58,10 @@ crate::plugin! {
     }
 
     impl Plugin {
+        fn as_sign(&self) -> Option<&dyn crate::framework::SignPlugin> {
+            Some(self)
+        }
+
         /// Upstream's registration with queueing hints enabled: a WaitForFirstConsumer
         /// class added, a node added or relabelled, a claim or PV added or updated.
         fn events_to_register(&self) -> Option<Vec<ClusterEvent>> {
@@ -238,3 +242,11 @@ impl FilterPlugin for VolumeZone {
 
 #[cfg(test)]
 mod tests;
+
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for VolumeZone {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::volumes(&pod.pod)]
+    }
+}

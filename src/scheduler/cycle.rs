@@ -3,6 +3,7 @@
 //! PreBind -> Bind -> PostBind), as upstream's `schedule_one.go`.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -14,6 +15,7 @@ use crate::framework::{
     Code, CycleState, Framework, NodeToStatus, PodGroupCycle, QueuedPodInfo, Status,
 };
 
+use super::batch::Batch;
 use super::failure::{Failure, FitError};
 use super::{CycleDiagnosis, CycleOutput, Scheduler, unsupported};
 
@@ -39,7 +41,16 @@ pub fn num_feasible_nodes_to_find(percentage: Option<i32>, num_all_nodes: usize)
     num.max(MIN_FEASIBLE_NODES_TO_FIND)
 }
 
+/// The profile's batch in a cycle that may use and keep it: the scheduler's cycle
+/// number (over every profile) and the time.
+pub(super) struct BatchCycle<'a> {
+    pub batch: &'a mut Batch,
+    pub cycle: u64,
+    pub now: Instant,
+}
+
 /// Finds the node for `pod`, or why there is none.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn schedule_pod(
     fwk: &Framework,
     state: &mut CycleState,
@@ -48,6 +59,7 @@ pub(super) async fn schedule_pod(
     next_start_node_index: &mut usize,
     rng: &mut ChaCha8Rng,
     record: bool,
+    mut batching: Option<BatchCycle<'_>>,
 ) -> Result<(String, Option<CycleDiagnosis>), Failure> {
     let all_nodes = snapshot.nodes();
     let mut diagnosis = record.then(CycleDiagnosis::default);
@@ -106,10 +118,35 @@ pub(super) async fn schedule_pod(
         }
     };
     let candidates = narrowed.as_deref().unwrap_or(all_nodes);
+    let nominated = nominated_node(fwk, pod);
+    // Only a pod the profile can sign takes part in batching (upstream's signature,
+    // computed for every pod when the gate is on).
+    let signature = batching
+        .as_ref()
+        .filter(|_| fwk.batches())
+        .and_then(|_| fwk.sign_pod(pod));
+    let hint = match batching.as_mut() {
+        Some(b) => {
+            b.batch
+                .node_hint(
+                    fwk,
+                    state,
+                    pod,
+                    snapshot,
+                    signature.as_ref(),
+                    nominated.is_some(),
+                    b.cycle,
+                    b.now,
+                )
+                .await
+        }
+        None => None,
+    };
     // Upstream tries the node the pod is nominated to first: when it passes, it is the
-    // only feasible node (the room preemption made there is the pod's).
-    if let Some(node) =
-        nominated_node(fwk, pod).and_then(|name| candidates.iter().find(|n| n.name() == name))
+    // only feasible node (the room preemption made there is the pod's). A batch's hint
+    // is tried the same way.
+    let first = nominated.or_else(|| hint.clone());
+    if let Some(node) = first.and_then(|name| find_candidate(snapshot, narrowed.as_deref(), &name))
     {
         let status = fwk.run_filter(state, pod, node);
         if status.code() == Code::Error {
@@ -119,7 +156,12 @@ pub(super) async fn schedule_pod(
             if let Some(d) = diagnosis.as_mut() {
                 d.filtered.push((node.name().to_string(), status));
             }
-            return Ok((node.name().to_string(), diagnosis));
+            let chosen = node.name().to_string();
+            if let Some(b) = batching {
+                b.batch
+                    .store(signature, hint.as_deref(), &chosen, None, b.cycle, b.now);
+            }
+            return Ok((chosen, diagnosis));
         }
     }
     let feasible = find_feasible(
@@ -144,11 +186,37 @@ pub(super) async fn schedule_pod(
     }
     if feasible.len() == 1 {
         // Upstream skips scoring when only one node is feasible.
-        return Ok((feasible[0].name().to_string(), diagnosis));
+        let chosen = feasible[0].name().to_string();
+        if let Some(b) = batching {
+            b.batch
+                .store(signature, hint.as_deref(), &chosen, None, b.cycle, b.now);
+        }
+        return Ok((chosen, diagnosis));
     }
     let status = fwk.run_pre_score(state, pod, &feasible).await;
     if !status.is_success() {
         return Err(Failure::error(&status).with_diagnosis(diagnosis));
+    }
+    if let (Some(b), true) = (batching.as_mut(), signature.is_some()) {
+        // A batchable pod keeps its raw scores, for the batch to renormalize.
+        let (totals, scored, raw) = fwk
+            .run_score_keeping_raw(state, pod, &feasible, diagnosis.is_some())
+            .map_err(|s| Failure::error(&s).with_diagnosis(diagnosis.clone()))?;
+        let at = select_host(&totals, rng);
+        let chosen = feasible[at].name().to_string();
+        let others = b.batch.others(&feasible, &totals, raw, at);
+        b.batch.store(
+            signature,
+            hint.as_deref(),
+            &chosen,
+            Some(others),
+            b.cycle,
+            b.now,
+        );
+        if let (Some(d), Some(scored)) = (diagnosis.as_mut(), scored) {
+            d.scored = scored;
+        }
+        return Ok((chosen, diagnosis));
     }
     let host = if diagnosis.is_some() {
         // Per-plugin scores only when they are recorded.
@@ -156,7 +224,7 @@ pub(super) async fn schedule_pod(
             .run_score(state, pod, &feasible)
             .map_err(|s| Failure::error(&s).with_diagnosis(diagnosis.clone()))?;
         let totals: Vec<i64> = scored.iter().map(|s| s.total).collect();
-        let host = select_host(&feasible, &totals, rng);
+        let host = feasible[select_host(&totals, rng)].name().to_string();
         if let Some(d) = diagnosis.as_mut() {
             d.scored = scored;
         }
@@ -165,8 +233,13 @@ pub(super) async fn schedule_pod(
         let totals = fwk
             .run_score_totals(state, pod, &feasible)
             .map_err(|s| Failure::error(&s))?;
-        select_host(&feasible, &totals, rng)
+        feasible[select_host(&totals, rng)].name().to_string()
     };
+    if let Some(b) = batching {
+        // A pod without a signature leaves no batch (upstream: not batchable).
+        b.batch
+            .store(None, hint.as_deref(), &host, None, b.cycle, b.now);
+    }
     Ok((host, diagnosis))
 }
 
@@ -271,9 +344,9 @@ async fn post_filter(
     failure
 }
 
-/// The node with the highest total (`totals[i]` belongs to `nodes[i]`); ties broken
-/// uniformly at random.
-fn select_host(nodes: &[Arc<NodeInfo>], totals: &[i64], rng: &mut ChaCha8Rng) -> String {
+/// The index of the highest total (`totals` is not empty); ties broken uniformly at
+/// random.
+fn select_host(totals: &[i64], rng: &mut ChaCha8Rng) -> usize {
     let best = totals.iter().copied().max().unwrap_or(0);
     let top: Vec<usize> = (0..totals.len()).filter(|&i| totals[i] == best).collect();
     let pick = if top.len() > 1 {
@@ -281,10 +354,20 @@ fn select_host(nodes: &[Arc<NodeInfo>], totals: &[i64], rng: &mut ChaCha8Rng) ->
     } else {
         0
     };
-    top.get(pick)
-        .and_then(|&i| nodes.get(i))
-        .map(|n| n.name().to_string())
-        .unwrap_or_default()
+    top.get(pick).copied().unwrap_or(0)
+}
+
+/// Node `name` among the cycle's candidates: the PreFilter-narrowed list when there is
+/// one, else the whole snapshot (found by name, not by a walk over every node).
+fn find_candidate<'a>(
+    snapshot: &'a Snapshot,
+    narrowed: Option<&'a [Arc<NodeInfo>]>,
+    name: &str,
+) -> Option<&'a Arc<NodeInfo>> {
+    match narrowed {
+        Some(nodes) => nodes.iter().find(|n| n.name() == name),
+        None => snapshot.get(name),
+    }
 }
 
 /// Assume, Reserve and Permit; on success the binding cycle to run.

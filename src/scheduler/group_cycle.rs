@@ -151,6 +151,8 @@ impl Scheduler {
     /// [`Scheduler::schedule_one`] to hand out.
     pub(super) async fn attempt_group(&mut self, index: usize, mut group: QueuedGroup) {
         self.cache.update_snapshot(&mut self.snapshot);
+        // A group's cycle counts as a cycle: no batch survives it.
+        self.cycles += 1;
         let scheduler_name = self.profiles[index].scheduler_name.clone();
         let pod_cycle = self.profiles[index].queue.scheduling_cycle();
         let states = self.options.pod_group_states.clone();
@@ -367,6 +369,7 @@ impl Scheduler {
                     &mut self.next_start_node_index,
                     &mut self.rng,
                     self.options.record_diagnosis,
+                    None,
                 )
                 .await;
                 let result = match result {

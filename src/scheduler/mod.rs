@@ -12,6 +12,7 @@
 //! adapter's loop. Each attempt and each binding cycle runs in a tracing span naming the
 //! pod and the profile.
 
+pub mod batch;
 mod cycle;
 mod failure;
 mod group_cycle;
@@ -37,6 +38,7 @@ use crate::framework::{
     PodsToActivate, Preemption, QueuedPodInfo, RetryAfterBackoff, ScoredNode, Status,
 };
 use crate::queue::{Popped, QueueConfig, SchedulingQueue};
+use batch::Batch;
 
 pub use cycle::{BindingCycle, BindingResult, num_feasible_nodes_to_find};
 pub use failure::{FitError, NO_NODES_AVAILABLE};
@@ -97,6 +99,8 @@ pub struct ProfileInstance {
     pub scheduler_name: String,
     pub framework: Arc<Framework>,
     pub queue: SchedulingQueue,
+    /// The profile's opportunistic batch ([`batch`]).
+    pub batch: Batch,
 }
 
 /// Per-node verdicts and scores of one attempt.
@@ -202,6 +206,9 @@ pub struct Scheduler {
     next_profile: usize,
     next_start_node_index: usize,
     rng: ChaCha8Rng,
+    /// Scheduling cycles run, over every profile (upstream's one queue counts them so):
+    /// a batch is used only by the cycle right after the one that kept it.
+    cycles: u64,
     options: SchedulerOptions,
     nominator: Arc<Nominator>,
     /// Outputs of a pod-group cycle not handed out yet (one per member, then the group's).
@@ -229,6 +236,7 @@ impl Scheduler {
             next_profile: 0,
             next_start_node_index: 0,
             rng: ChaCha8Rng::seed_from_u64(options.seed),
+            cycles: 0,
             nominator: options.nominator.clone(),
             options,
             pending: VecDeque::new(),
@@ -251,6 +259,7 @@ impl Scheduler {
             let profile = &mut self.profiles[index];
             profile.queue.reconfigure(config, now);
             profile.framework = framework;
+            profile.batch = Batch::new(self.options.seed);
             return Ok(());
         }
         self.by_name
@@ -259,6 +268,7 @@ impl Scheduler {
             scheduler_name: scheduler_name.to_string(),
             framework,
             queue: SchedulingQueue::new(config),
+            batch: Batch::new(self.options.seed),
         });
         Ok(())
     }
@@ -640,6 +650,8 @@ impl Scheduler {
         self.cache.update_snapshot(&mut self.snapshot);
         let framework = self.profiles[index].framework.clone();
         let pod_cycle = self.profiles[index].queue.scheduling_cycle();
+        self.cycles += 1;
+        let now = self.now();
         let mut state = CycleState::new();
         let result = cycle::schedule_pod(
             &framework,
@@ -649,6 +661,11 @@ impl Scheduler {
             &mut self.next_start_node_index,
             &mut self.rng,
             self.options.record_diagnosis,
+            Some(cycle::BatchCycle {
+                batch: &mut self.profiles[index].batch,
+                cycle: self.cycles,
+                now,
+            }),
         )
         .await;
         let (node, diagnosis) = match result {

@@ -117,6 +117,10 @@ crate::plugin! {
     }
 
     impl Plugin {
+        fn as_sign(&self) -> Option<&dyn crate::framework::SignPlugin> {
+            Some(self)
+        }
+
         /// Upstream's registration with queueing hints enabled: an assigned pod is added or
         /// deleted or its labels change (it may now satisfy affinity or stop violating
         /// anti-affinity), or a node is added or relabelled (a topology domain appears). As
@@ -248,5 +252,25 @@ impl ScoreExtensions for InterPodAffinity {
         scores: &mut [i64],
     ) -> Status {
         scoring::normalize_score(state, scores)
+    }
+}
+
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for InterPodAffinity {
+    fn refusal(&self, pod: &crate::cluster::PodInfo) -> Option<String> {
+        let affinity = pod.pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
+        affinity
+            .is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some())
+            .then(|| "pods with InterPodAffinity are not signable".into())
+    }
+
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        // Only pods with affinity terms of their own count when existing pods' preferred
+        // terms are ignored; otherwise those terms may match this pod's labels.
+        if self.args.ignore_preferred_terms_of_existing_pods {
+            return Vec::new();
+        }
+        vec![signature::labels(&pod.pod)]
     }
 }

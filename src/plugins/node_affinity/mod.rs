@@ -201,6 +201,10 @@ crate::plugin! {
     }
 
     impl Plugin {
+        fn as_sign(&self) -> Option<&dyn crate::framework::SignPlugin> {
+            Some(self)
+        }
+
         /// Upstream's registration with queueing hints enabled: only a new node or a change of
         /// node labels can make a node match. (Without hints upstream also registers
         /// UpdateNodeTaint, to cover Node/Add events its pre-check may drop; berth has no such
@@ -347,3 +351,11 @@ impl ScoreExtensions for NodeAffinity {
 
 #[cfg(test)]
 mod tests;
+
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for NodeAffinity {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        signature::node_affinity(&pod.pod)
+    }
+}

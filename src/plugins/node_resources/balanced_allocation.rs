@@ -130,6 +130,12 @@ crate::plugin! {
         points: [PreScore, Score],
     }
 
+    impl Plugin {
+        fn as_sign(&self) -> Option<&dyn crate::framework::SignPlugin> {
+            Some(self)
+        }
+    }
+
     impl PluginFactory {
         const DESCRIPTION: &'static str = "Prefers nodes where the pod makes the use of resources (cpu and memory by default) more even.";
         type Args = NodeResourcesBalancedAllocationArgs;
@@ -640,5 +646,13 @@ mod tests {
         );
         // Upstream registers no events: a Score plugin rejects no pod.
         assert!(plugin.events_to_register().is_none());
+    }
+}
+
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for NodeResourcesBalancedAllocation {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::resources(pod)]
     }
 }

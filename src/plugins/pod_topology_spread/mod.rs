@@ -349,6 +349,10 @@ crate::plugin! {
     }
 
     impl Plugin {
+        fn as_sign(&self) -> Option<&dyn crate::framework::SignPlugin> {
+            Some(self)
+        }
+
         /// Upstream's registration with queueing hints enabled (the default since v1.32): an
         /// assigned pod added, deleted or relabelled changes the counts, a new toleration
         /// matters under `nodeTaintsPolicy: Honor`; a node added, deleted, relabelled or
@@ -387,5 +391,26 @@ crate::plugin! {
                 .with_default_selector(Arc::new(move |pod| Some(workloads.default_selector(pod))))
                 .with_parallelizer(handle.parallelizer.clone()))
         }
+    }
+}
+
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for PodTopologySpread {
+    fn refusal(&self, pod: &crate::cluster::PodInfo) -> Option<String> {
+        let constrained = pod
+            .pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.topology_spread_constraints.as_ref())
+            .is_some_and(|c| !c.is_empty());
+        if constrained {
+            return Some("pods with topology constraints are not signable".into());
+        }
+        (!self.default_constraints.is_empty())
+            .then(|| "pods with default topology constraints are not signable".into())
+    }
+
+    fn fragments(&self, _: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        Vec::new()
     }
 }
