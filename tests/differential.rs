@@ -17,6 +17,10 @@
 //!   with the GenericWorkload gate on). Each member's decision and the PodGroup's
 //!   `PodGroupInitiallyScheduled` condition must agree; alike members (the same spec) may
 //!   swap nodes, a tie.
+//! - Identical pods a controller creates in bulk (`tests/differential/batched/`, on
+//!   upstream's scheduler_perf batching profile) are given at once, in order, so both
+//!   schedulers take them back to back and opportunistic batching (on by default in
+//!   1.37) applies; each pod must land on the same node on both sides.
 //! - A disagreement ends its scenario. It is printed with both decisions and berth's
 //!   per-plugin explanation, and the state is written as a YAML file for `berth
 //!   simulate -f` (the path is printed).
@@ -156,8 +160,9 @@ async fn berth_decides_as_kube_scheduler_does() {
     });
     let only = std::env::var("BERTH_DIFF_ONLY").unwrap_or_default();
     if only_seeds.is_none() {
-        for scenario in examples()
+        for scenario in batched()
             .into_iter()
+            .chain(examples())
             .chain(regressions())
             .filter(|s| s.name.contains(&only))
         {
@@ -318,6 +323,35 @@ fn regressions() -> Vec<Scenario> {
         .collect()
 }
 
+/// Identical pods given in bulk (`tests/differential/batched/`), on upstream's
+/// scheduler_perf profile for opportunistic batching.
+fn batched() -> Vec<Scenario> {
+    let dir = repo().join("tests/differential/batched");
+    let config = config_file(&dir.join("no-topology.yaml"));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/differential/batched/")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .filter(|p| !p.ends_with("no-topology.yaml"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let name = path
+                .strip_prefix(repo())
+                .expect("in the repository")
+                .display()
+                .to_string();
+            let mut scenario = Scenario::from_file(&name, &path, config.clone())
+                .unwrap_or_else(|why| panic!("{name}: {why}"));
+            scenario.bulk = true;
+            scenario
+        })
+        .collect()
+}
+
 /// Runs one scenario on both sides and cleans up after it.
 async fn run(pair: &mut Pair, scenario: &Scenario, scratch: &Path, tally: &mut Tally) {
     tally.scenarios += 1;
@@ -357,6 +391,11 @@ async fn run(pair: &mut Pair, scenario: &Scenario, scratch: &Path, tally: &mut T
         tally.setup += started.elapsed();
         let started = Instant::now();
         let served = scenario.scheduler_names();
+        if scenario.bulk {
+            bulk_step(pair, scenario, &namespaces, tally).await?;
+            tally.steps += started.elapsed();
+            return Ok(());
+        }
         let mut next = 0;
         while let Some(pending) = scenario.pending.get(next) {
             let scheduler = pending["spec"]["schedulerName"]
@@ -774,6 +813,63 @@ async fn step(
             Err(disagreement(&context, &up, &berth, &state).await)
         }
     }
+}
+
+/// The pending pods of a bulk scenario, given at once: each side creates them one after
+/// the other, in order, as a controller would, so both schedulers take them in the same
+/// order and, being identical and quick, back to back (opportunistic batching's case).
+/// Each pod must land on the same node on both sides; the scenarios have no ties.
+async fn bulk_step(
+    pair: &Pair,
+    scenario: &Scenario,
+    namespaces: &BTreeSet<String>,
+    tally: &mut Tally,
+) -> Result<(), String> {
+    let (before_up, before_berth) = aligned_pods(pair, namespaces).await?;
+    let keys: Vec<String> = scenario.pending.iter().map(name_of).collect();
+    let mut watches = Vec::new();
+    for key in &keys {
+        watches.push(tokio::join!(
+            pair.upstream.watch(key),
+            pair.berth.watch(key)
+        ));
+    }
+    let create_all = |side: &'static str| async move {
+        let side = if side == "upstream" {
+            &pair.upstream
+        } else {
+            &pair.berth
+        };
+        for pod in &scenario.pending {
+            side.create(pod).await?;
+        }
+        Ok::<(), String>(())
+    };
+    let (a, b) = tokio::join!(create_all("upstream"), create_all("berth"));
+    a?;
+    b?;
+    let mut differ = Vec::new();
+    for (key, (watch_up, watch_berth)) in keys.iter().zip(watches) {
+        tally.pods += 1;
+        let (up, berth) = tokio::join!(
+            pair.upstream.decide(key, watch_up, &before_up, namespaces),
+            pair.berth
+                .decide(key, watch_berth, &before_berth, namespaces)
+        );
+        if up == berth && up.node.is_some() {
+            tally.same_node += 1;
+        } else {
+            differ.push(format!("  {key}: kube-scheduler {up}; berth {berth}"));
+        }
+    }
+    if differ.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "identical pods given at once were placed differently:\n{}\n{}",
+        differ.join("\n"),
+        pair.logs()
+    ))
 }
 
 /// `namespace/name` of the Workload API PodGroup `pod` names in `spec.schedulingGroup`.

@@ -52,10 +52,11 @@ pub struct SchedulerProfileSpec {
     pub percentage_of_nodes_to_score: Option<i32>,
     /// Opportunistic batching (default true, as upstream's `OpportunisticBatching` gate
     /// since 1.35): a pod with the same scheduling signature as the pod scheduled just
-    /// before it takes the next node of that pod's sorted candidates instead of filtering
-    /// and scoring every node again, while that pod's node no longer fits it (see
-    /// docs/performance.md). Profiles whose plugins cannot sign pods, and pods with
-    /// inter-pod affinity or topology spreading, are never batched.
+    /// before it takes the best remaining node of that pod's scored candidates (that pod's
+    /// node scored again among them while it still fits) instead of filtering and scoring
+    /// the cluster again (docs/performance.md). Profiles with a plugin that cannot sign
+    /// pods, and pods with inter-pod affinity or topology spreading (default spreading
+    /// included), are never batched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opportunistic_batching: Option<bool>,
     /// Initial backoff of a pod that failed to schedule, in seconds (default 1, >= 1).

@@ -38,7 +38,7 @@ pub use registry::{
     ArgsSpec, Coupling, DefaultPlugin, NoArgs, PluginArgs, PluginEntry, PluginError, PluginFactory,
     Registry, decode_args, lower_camel, without_default,
 };
-pub use runner::{Framework, MAX_PERMIT_TIMEOUT, RawScores, implements};
+pub use runner::{Framework, KeptScores, MAX_PERMIT_TIMEOUT, RawScores, implements};
 pub use signature::{SignFragment, Signature};
 pub use status::{Code, Status};
 pub use types::{

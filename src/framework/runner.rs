@@ -52,6 +52,15 @@ impl ScoreMatrix<'_> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RawScores(pub Vec<Vec<i64>>);
 
+/// What [`Framework::run_score_keeping_raw`] returns: each node's weighted total, the
+/// per-plugin details when asked for, and the raw scores.
+#[derive(Debug)]
+pub struct KeptScores {
+    pub totals: Vec<i64>,
+    pub details: Option<Vec<ScoredNode>>,
+    pub raw: RawScores,
+}
+
 /// The instantiated plugins of one profile.
 pub struct Framework {
     profile_name: String,
@@ -731,7 +740,7 @@ impl Framework {
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
         detailed: bool,
-    ) -> Result<(Vec<i64>, Option<Vec<ScoredNode>>, RawScores), Status> {
+    ) -> Result<KeptScores, Status> {
         let start = Instant::now();
         let out = self.score_matrix(state, pod, nodes, true);
         let code = out
@@ -750,7 +759,11 @@ impl Framework {
         }
         let totals = (0..nodes.len()).map(|i| matrix.total(i)).collect();
         let details = detailed.then(|| self.details(&matrix, nodes));
-        Ok((totals, details, RawScores(per_node)))
+        Ok(KeptScores {
+            totals,
+            details,
+            raw: RawScores(per_node),
+        })
     }
 
     /// The active Score plugins' raw scores of one node (upstream's `RunRawScorePlugins`),

@@ -89,6 +89,14 @@ fn calculate_priority(sum: i64, num_containers: i64) -> i64 {
     MAX_NODE_SCORE * (sum - MIN_THRESHOLD) / (max_threshold - MIN_THRESHOLD)
 }
 
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for ImageLocality {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::image_names(pod)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
@@ -344,13 +352,5 @@ mod tests {
         // Upstream's ImageLocality implements ScorePlugin only.
         assert_eq!(ImageLocality::POINTS, &[ExtensionPoint::Score]);
         assert!(plugin.events_to_register().is_none());
-    }
-}
-
-/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
-impl crate::framework::SignPlugin for ImageLocality {
-    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
-        use crate::framework::signature;
-        vec![signature::image_names(pod)]
     }
 }

@@ -71,6 +71,14 @@ impl FilterPlugin for NodeName {
     }
 }
 
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for NodeName {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::node_name(&pod.pod)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,13 +137,5 @@ mod tests {
             &NodeInfo::default(),
         );
         assert_eq!(got.code(), Code::Error);
-    }
-}
-
-/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
-impl crate::framework::SignPlugin for NodeName {
-    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
-        use crate::framework::signature;
-        vec![signature::node_name(&pod.pod)]
     }
 }

@@ -133,6 +133,14 @@ impl FilterPlugin for NodePorts {
     }
 }
 
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for NodePorts {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::host_ports(&pod.pod)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::framework::{ExtensionPoint, Plugin};
@@ -421,13 +429,5 @@ mod tests {
             EventResource::Node,
             ActionType::UPDATE_NODE_LABEL
         ));
-    }
-}
-
-/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
-impl crate::framework::SignPlugin for NodePorts {
-    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
-        use crate::framework::signature;
-        vec![signature::host_ports(&pod.pod)]
     }
 }

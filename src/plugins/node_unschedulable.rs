@@ -91,6 +91,14 @@ impl FilterPlugin for NodeUnschedulable {
     }
 }
 
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for NodeUnschedulable {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::tolerations(&pod.pod)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,13 +169,5 @@ mod tests {
         let got =
             NodeUnschedulable.filter(&CycleState::new(), &make_pod().info(), &NodeInfo::default());
         assert_eq!(got.code(), Code::Error);
-    }
-}
-
-/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
-impl crate::framework::SignPlugin for NodeUnschedulable {
-    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
-        use crate::framework::signature;
-        vec![signature::tolerations(&pod.pod)]
     }
 }

@@ -163,6 +163,14 @@ impl ScoreExtensions for TaintToleration {
     }
 }
 
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for TaintToleration {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::tolerations(&pod.pod)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::Taint;
@@ -456,13 +464,5 @@ mod tests {
         let node = make_node().name("nodeA").taints(vec![]).info();
         let got = TaintToleration.score(&CycleState::new(), &pod, &node);
         assert_eq!(got.map_err(|s| s.code()), Err(Code::Error));
-    }
-}
-
-/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
-impl crate::framework::SignPlugin for TaintToleration {
-    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
-        use crate::framework::signature;
-        vec![signature::tolerations(&pod.pod)]
     }
 }

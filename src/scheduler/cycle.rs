@@ -12,7 +12,7 @@ use tracing::Instrument;
 use crate::cluster::{NodeInfo, PodInfo, Snapshot};
 use crate::framework::nominator::status_nominated_node;
 use crate::framework::{
-    Code, CycleState, Framework, NodeToStatus, PodGroupCycle, QueuedPodInfo, Status,
+    Code, CycleState, Framework, KeptScores, NodeToStatus, PodGroupCycle, QueuedPodInfo, Status,
 };
 
 use super::batch::Batch;
@@ -199,7 +199,11 @@ pub(super) async fn schedule_pod(
     }
     if let (Some(b), true) = (batching.as_mut(), signature.is_some()) {
         // A batchable pod keeps its raw scores, for the batch to renormalize.
-        let (totals, scored, raw) = fwk
+        let KeptScores {
+            totals,
+            details: scored,
+            raw,
+        } = fwk
             .run_score_keeping_raw(state, pod, &feasible, diagnosis.is_some())
             .map_err(|s| Failure::error(&s).with_diagnosis(diagnosis.clone()))?;
         let at = select_host(&totals, rng);

@@ -83,6 +83,7 @@ pub fn scenario(seed: u64) -> Scenario {
         objects,
         pending,
         config: Scenario::default_config(),
+        bulk: false,
     }
 }
 

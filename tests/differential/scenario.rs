@@ -19,6 +19,9 @@ pub struct Scenario {
     /// The KubeSchedulerConfiguration: kube-scheduler runs it, berth runs what
     /// `berth convert` makes of it.
     pub config: Value,
+    /// The pending pods are given at once, in order, as identical pods a controller
+    /// creates in bulk (opportunistic batching's case), rather than one at a time.
+    pub bulk: bool,
 }
 
 impl Scenario {
@@ -132,6 +135,7 @@ impl Scenario {
             objects: objects.into_iter().map(cleaned).collect(),
             pending: pending.into_iter().map(cleaned).collect(),
             config,
+            bulk: false,
         })
     }
 }

@@ -213,6 +213,14 @@ fn score(resources: impl Iterator<Item = (i64, i64)>) -> i64 {
     balance(&fractions)
 }
 
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for NodeResourcesBalancedAllocation {
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::resources(pod)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::framework::{ExtensionPoint, Plugin, PluginFactory};
@@ -646,13 +654,5 @@ mod tests {
         );
         // Upstream registers no events: a Score plugin rejects no pod.
         assert!(plugin.events_to_register().is_none());
-    }
-}
-
-/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
-impl crate::framework::SignPlugin for NodeResourcesBalancedAllocation {
-    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
-        use crate::framework::signature;
-        vec![signature::resources(pod)]
     }
 }

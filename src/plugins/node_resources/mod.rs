@@ -399,6 +399,33 @@ impl ScorePlugin for NodeResourcesFit {
     }
 }
 
+/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
+impl crate::framework::SignPlugin for NodeResourcesFit {
+    fn refusal(&self, pod: &crate::cluster::PodInfo) -> Option<String> {
+        // An extended resource a DeviceClass serves is allocated as devices, which
+        // differ from node to node and claim to claim.
+        let by_devices = pod
+            .filter_requests
+            .scalar_resources
+            .iter()
+            .any(|(name, &q)| {
+                q != 0
+                    && self
+                        .device_resources
+                        .extended_resource_class(name)
+                        .is_some()
+            });
+        by_devices.then(|| {
+            "signature disabled when dra extended resources are used in the cluster".into()
+        })
+    }
+
+    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
+        use crate::framework::signature;
+        vec![signature::resources(pod)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -680,32 +707,5 @@ mod tests {
         assert!(events.iter().any(|e| e.matches(&node_added)));
         assert!(events.iter().any(|e| e.matches(&pod_deleted)));
         assert!(!events.iter().any(|e| e.matches(&node_tainted)));
-    }
-}
-
-/// What of a pod this plugin reads, for opportunistic batching (upstream `SignPod`).
-impl crate::framework::SignPlugin for NodeResourcesFit {
-    fn refusal(&self, pod: &crate::cluster::PodInfo) -> Option<String> {
-        // An extended resource a DeviceClass serves is allocated as devices, which
-        // differ from node to node and claim to claim.
-        let by_devices = pod
-            .filter_requests
-            .scalar_resources
-            .iter()
-            .any(|(name, &q)| {
-                q != 0
-                    && self
-                        .device_resources
-                        .extended_resource_class(name)
-                        .is_some()
-            });
-        by_devices.then(|| {
-            "signature disabled when dra extended resources are used in the cluster".into()
-        })
-    }
-
-    fn fragments(&self, pod: &crate::cluster::PodInfo) -> Vec<crate::framework::SignFragment> {
-        use crate::framework::signature;
-        vec![signature::resources(pod)]
     }
 }
