@@ -303,51 +303,45 @@ fn convert_in_process(config: &Value) -> Vec<Value> {
 
 /// The fixed regressions: scenarios that once showed a difference.
 fn regressions() -> Vec<Scenario> {
-    let dir = repo().join("tests/differential/regressions");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+    scenarios_in(
+        "tests/differential/regressions",
+        &Scenario::default_config(),
+    )
+}
+
+/// Identical pods given in bulk (`tests/differential/batched/`), on upstream's
+/// scheduler_perf profile for opportunistic batching.
+fn batched() -> Vec<Scenario> {
+    let dir = "tests/differential/batched";
+    let config = config_file(&repo().join(dir).join("no-topology.yaml"));
+    scenarios_in(dir, &config)
+        .into_iter()
+        .map(|mut scenario| {
+            scenario.bulk = true;
+            scenario
+        })
+        .collect()
+}
+
+/// The scenario files of `dir` (under the repository), in name order, each on `config`;
+/// `no-topology.yaml`, a configuration, is not one.
+fn scenarios_in(dir: &str, config: &Value) -> Vec<Scenario> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join(dir))
         .map(|entries| entries.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
     files.sort();
     files
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .map(|path| {
-            let name = path
-                .strip_prefix(repo())
-                .expect("in the repository")
-                .display()
-                .to_string();
-            Scenario::from_file(&name, &path, Scenario::default_config())
-                .unwrap_or_else(|why| panic!("{name}: {why}"))
-        })
-        .collect()
-}
-
-/// Identical pods given in bulk (`tests/differential/batched/`), on upstream's
-/// scheduler_perf profile for opportunistic batching.
-fn batched() -> Vec<Scenario> {
-    let dir = repo().join("tests/differential/batched");
-    let config = config_file(&dir.join("no-topology.yaml"));
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("tests/differential/batched/")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .filter(|p| !p.ends_with("no-topology.yaml"))
-        .collect();
-    files.sort();
-    files
-        .into_iter()
         .map(|path| {
             let name = path
                 .strip_prefix(repo())
                 .expect("in the repository")
                 .display()
                 .to_string();
-            let mut scenario = Scenario::from_file(&name, &path, config.clone())
-                .unwrap_or_else(|why| panic!("{name}: {why}"));
-            scenario.bulk = true;
-            scenario
+            Scenario::from_file(&name, &path, config.clone())
+                .unwrap_or_else(|why| panic!("{name}: {why}"))
         })
         .collect()
 }

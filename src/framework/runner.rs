@@ -19,7 +19,7 @@ use super::types::{NodeScoreDetail, PreFilterOutcome, ScoredNode};
 use super::{
     ClusterEvent, Code, CycleState, ExtensionPoint, FilterPlugin, Handle, MAX_NODE_SCORE,
     MIN_NODE_SCORE, NodeToStatus, PlacementProgress, Plugin, PluginError, PostFilterResult,
-    Registry, SignPlugin, Signature, Status,
+    Registry, Signature, Status,
 };
 
 /// Normalized scores of the active Score plugins, plugin-major: `scores[j * nodes + i]`
@@ -834,8 +834,7 @@ impl Framework {
     /// not batch or a plugin cannot sign this pod ([`signature`](super::signature)).
     pub fn sign_pod(&self, pod: &PodInfo) -> Option<Signature> {
         let signers = self.signers.as_ref()?;
-        let signers: Vec<&dyn SignPlugin> = signers.iter().filter_map(|p| p.as_sign()).collect();
-        super::signature::sign(&signers, pod)
+        super::signature::sign(signers.iter().filter_map(|p| p.as_sign()), pod)
     }
 
     async fn run_reserve_unobserved(

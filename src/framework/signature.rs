@@ -61,8 +61,11 @@ impl Signature {
 
 /// The signature of `pod` from `signers` (every PreFilter, Filter, PreScore and Score
 /// plugin of the profile, each once), or `None` when one of them refuses this pod.
-pub fn sign(signers: &[&dyn SignPlugin], pod: &PodInfo) -> Option<Signature> {
-    if signers.iter().any(|s| s.refusal(pod).is_some()) {
+pub fn sign<'a>(
+    signers: impl Iterator<Item = &'a dyn SignPlugin> + Clone,
+    pod: &PodInfo,
+) -> Option<Signature> {
+    if signers.clone().any(|s| s.refusal(pod).is_some()) {
         return None;
     }
     let mut fragments: BTreeMap<&'static str, Value> = BTreeMap::new();

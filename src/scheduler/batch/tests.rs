@@ -275,6 +275,30 @@ fn candidate(name: &str, total: i64, raw: i64) -> Candidate {
     }
 }
 
+/// The batch's hint for `pod`, not nominated, of signature `signature` in cycle `cycle`,
+/// on a fresh cycle state.
+fn hint_for(
+    batch: &mut Batch,
+    fwk: &Framework,
+    pod: &PodInfo,
+    snapshot: &Snapshot,
+    signature: &str,
+    cycle: u64,
+    now: Instant,
+) -> Option<String> {
+    let state = CycleState::new();
+    complete(batch.node_hint(
+        fwk,
+        &state,
+        pod,
+        snapshot,
+        Some(&sig(signature)),
+        false,
+        cycle,
+        now,
+    ))
+}
+
 /// The names left in the state, best first.
 fn remaining(batch: &Batch) -> Option<Vec<String>> {
     let state = batch.state.as_ref()?;
@@ -395,16 +419,7 @@ fn batch_basic() {
         let first = pod("pod", case.first_uid, &[]);
         let state = CycleState::new();
         let empty = Snapshot::default();
-        let hint = complete(batch.node_hint(
-            &fwk,
-            &state,
-            &first,
-            &empty,
-            Some(&sig(case.first_sig)),
-            false,
-            1,
-            now,
-        ));
+        let hint = hint_for(&mut batch, &fwk, &first, &empty, case.first_sig, 1, now);
         assert_eq!(hint, None, "{}: the first pod gets no hint", case.name);
         if case.first_scheduled {
             // Best first in the table; the state keeps the best last.
@@ -491,16 +506,7 @@ fn a_batch_expires_after_500_milliseconds() {
             start,
         );
         let second = pod("pod2", "b-2", &[]);
-        let hint = complete(batch.node_hint(
-            &fwk,
-            &CycleState::new(),
-            &second,
-            &snapshot,
-            Some(&sig("sig")),
-            false,
-            2,
-            start + age,
-        ));
+        let hint = hint_for(&mut batch, &fwk, &second, &snapshot, "sig", 2, start + age);
         assert_eq!(hint.as_deref(), expected, "after {age:?}");
     }
 }
@@ -606,16 +612,7 @@ fn batch_rescore() {
         }
         let snapshot = Snapshot::new(nodes);
         let second = pod("pod2", "a-2", case.labels);
-        let hint = complete(batch.node_hint(
-            &fwk,
-            &CycleState::new(),
-            &second,
-            &snapshot,
-            Some(&sig("sig")),
-            false,
-            2,
-            now,
-        ));
+        let hint = hint_for(&mut batch, &fwk, &second, &snapshot, "sig", 2, now);
         assert_eq!(hint.as_deref(), case.expected_hint, "{}", case.name);
         let expected: Vec<String> = case
             .expected_remaining
@@ -644,29 +641,11 @@ fn batch_rescore_chain() {
     let snapshot = Snapshot::new(vec![node("n1", &[]), node("n2", &[&first])]);
     let labels = [("score", "100")];
     let second = pod("pod2", "a-2", &labels);
-    let hint2 = complete(batch.node_hint(
-        &fwk,
-        &CycleState::new(),
-        &second,
-        &snapshot,
-        Some(&sig("sig")),
-        false,
-        2,
-        now,
-    ));
+    let hint2 = hint_for(&mut batch, &fwk, &second, &snapshot, "sig", 2, now);
     assert_eq!(hint2.as_deref(), Some("n2"), "pod2");
     batch.store(Some(sig("sig")), hint2.as_deref(), "n2", None, 2, now);
     let third = pod("pod3", "a-3", &labels);
-    let hint3 = complete(batch.node_hint(
-        &fwk,
-        &CycleState::new(),
-        &third,
-        &snapshot,
-        Some(&sig("sig")),
-        false,
-        3,
-        now,
-    ));
+    let hint3 = hint_for(&mut batch, &fwk, &third, &snapshot, "sig", 3, now);
     assert_eq!(hint3.as_deref(), Some("n2"), "pod3");
     assert_eq!(remaining(&batch), Some(vec!["n1".to_string()]));
     assert_eq!(batch.batched, 1, "pod2 took its hint");
